@@ -1,0 +1,196 @@
+package envelope
+
+import (
+	"context"
+	"errors"
+
+	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/internal/b64url"
+	"github.com/agentprotocols/go-sdk/internal/strictjson"
+)
+
+// MaxSize is the largest envelope Parse accepts, a denial-of-service bound
+// well above every protocol's payload limit (ADP's largest typed payload
+// hint is 256 KiB).
+const MaxSize = 1 << 20
+
+// Envelope is a signed event {hash, event, signature}. It is immutable once
+// made by Parse or Sign and safe for concurrent use.
+//
+// An Envelope from Parse is well-formed but not yet trusted: call Verify (or
+// use the package-level Verify) before acting on it.
+type Envelope struct {
+	hash  Hash     // the hash the envelope claims
+	sig   [64]byte // the signature it carries
+	event Event
+	canon []byte // JCS(event)
+	sum   Hash   // SHA3-256(canon), the hash it should claim
+}
+
+// Parse decodes an envelope with the strict rules of Agent Identity: one
+// JSON value, no duplicate member names at any depth, valid Unicode, every
+// number within ±(2^53−1), exactly the members hash, event and signature,
+// and a closed event object (see RegisterProtocol). It canonicalizes and
+// hashes the event once; it does not check the hash or the signature.
+//
+// Failures are *identity.Error values: invalid_event for shape, invalid_actor
+// for a malformed actor, invalid_event_hash and invalid_signature for
+// malformed encodings of those two members, payload_too_large past MaxSize.
+func Parse(b []byte) (*Envelope, error) {
+	if len(b) > MaxSize {
+		return nil, identity.NewError(identity.CodePayloadTooLarge, "envelope larger than 1 MiB")
+	}
+	d := strictjson.NewDecoder(b)
+	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
+		return nil, identity.NewError(identity.CodeInvalidEvent, "envelope is not a JSON object")
+	}
+	env := new(Envelope)
+	var hash, sig string
+	var pe *parsedEvent
+	var seen uint8
+	for d.PeekKind() != '}' {
+		name, err := readName(d)
+		if err != nil {
+			return nil, identity.Wrap(identity.CodeInvalidEvent, "envelope", err)
+		}
+		switch name {
+		case "hash":
+			seen |= 1
+			hash, err = readString(d)
+		case "signature":
+			seen |= 2
+			sig, err = readString(d)
+		case "event":
+			seen |= 4
+			if pe, err = decodeEvent(d, b); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, identity.Errorf(identity.CodeInvalidEvent, "envelope member %.64q is not defined", name)
+		}
+		if err != nil {
+			return nil, identity.Wrap(identity.CodeInvalidEvent, "envelope."+name, err)
+		}
+	}
+	if _, err := d.ReadToken(); err != nil {
+		return nil, identity.Wrap(identity.CodeInvalidEvent, "envelope", err)
+	}
+	if err := strictjson.End(d); err != nil {
+		return nil, identity.Wrap(identity.CodeInvalidEvent, "envelope", err)
+	}
+	if seen != 7 {
+		return nil, identity.NewError(identity.CodeInvalidEvent, "envelope needs hash, event and signature")
+	}
+	if err := b64url.DecodeFixed(env.hash[:], hash); err != nil {
+		return nil, identity.Wrap(identity.CodeInvalidEventHash, "envelope hash", err)
+	}
+	if err := b64url.DecodeFixed(env.sig[:], sig); err != nil {
+		return nil, identity.Wrap(identity.CodeInvalidSignature, "envelope signature", err)
+	}
+	env.event, env.canon, env.sum = pe.Event, pe.canon, Sum(pe.canon)
+	return env, nil
+}
+
+// Verify parses b and checks its hash and signature: the stateless part of
+// the Identity verification order (steps 1–5). Services accepting live
+// writes use a Verifier, which adds replay protection.
+func Verify(b []byte) (*Envelope, error) {
+	env, err := Parse(b)
+	if err != nil {
+		return nil, err
+	}
+	if err := env.Verify(); err != nil {
+		return nil, err
+	}
+	return env, nil
+}
+
+// Verify checks that the claimed hash is SHA3-256 of the canonical event
+// (invalid_event_hash) and that the signature over those 32 bytes verifies
+// strictly under the actor's key (invalid_signature).
+func (e *Envelope) Verify() error {
+	if e.hash != e.sum {
+		return identity.NewError(identity.CodeInvalidEventHash, "hash does not match the canonical event")
+	}
+	return e.event.Actor.Verify(e.sum[:], e.sig[:])
+}
+
+// Sign canonicalizes ev, hashes it and signs the 32-byte digest with s. The
+// event's actor must be the signer's Agent ID. Sign applies the same shape
+// rules as Parse, so what it returns always parses and verifies.
+func Sign(ctx context.Context, s identity.Signer, ev Event) (*Envelope, error) {
+	if ev.Actor != s.AgentID() {
+		return nil, identity.NewError(identity.CodeInvalidActor, "event actor is not the signer's agent id")
+	}
+	raw, err := ev.appendJSON(nil)
+	if err != nil {
+		return nil, err
+	}
+	pe, err := parseEvent(raw)
+	if err != nil {
+		return nil, err
+	}
+	env := &Envelope{event: pe.Event, canon: pe.canon, sum: Sum(pe.canon)}
+	env.hash = env.sum
+	sig, err := s.Sign(ctx, env.sum[:])
+	if err != nil {
+		return nil, err
+	}
+	if len(sig) != len(env.sig) {
+		return nil, errors.New("envelope: signer returned a signature that is not 64 bytes")
+	}
+	copy(env.sig[:], sig)
+	// A remote signer is outside our trust boundary: never hand out an
+	// envelope that receivers would reject.
+	if err := env.Verify(); err != nil {
+		return nil, err
+	}
+	return env, nil
+}
+
+// Hash returns the event hash the envelope claims (after Verify, the
+// verified event ID).
+func (e *Envelope) Hash() Hash { return e.hash }
+
+// Signature returns the 64-byte Ed25519 signature.
+func (e *Envelope) Signature() [64]byte { return e.sig }
+
+// Event returns the event. Its Payload and Ext values alias the envelope's
+// memory and must not be modified.
+func (e *Envelope) Event() Event { return e.event }
+
+// Type returns the event type.
+func (e *Envelope) Type() string { return e.event.Type }
+
+// Actor returns the event actor.
+func (e *Envelope) Actor() identity.AgentID { return e.event.Actor }
+
+// Canonical returns JCS(event), the bytes the hash covers. It must not be
+// modified.
+func (e *Envelope) Canonical() []byte { return e.canon }
+
+// AppendJSON appends the envelope as {"hash","event","signature"} with the
+// event in canonical form, so re-marshalling a parsed envelope is stable and
+// preserves the payload exactly.
+func (e *Envelope) AppendJSON(b []byte) []byte {
+	b = append(b, `{"hash":"`...)
+	b = b64url.AppendEncode(b, e.hash[:])
+	b = append(b, `","event":`...)
+	b = append(b, e.canon...)
+	b = append(b, `,"signature":"`...)
+	b = b64url.AppendEncode(b, e.sig[:])
+	return append(b, `"}`...)
+}
+
+// MarshalJSON implements json.Marshaler with AppendJSON.
+func (e *Envelope) MarshalJSON() ([]byte, error) { return e.AppendJSON(nil), nil }
+
+// UnmarshalJSON implements json.Unmarshaler with Parse (not Verify).
+func (e *Envelope) UnmarshalJSON(b []byte) error {
+	v, err := Parse(b)
+	if err != nil {
+		return err
+	}
+	*e = *v
+	return nil
+}

@@ -1,0 +1,333 @@
+package envelope
+
+import (
+	"bytes"
+	"slices"
+	"strconv"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/internal/strictjson"
+)
+
+// Event is the signed event object of Agent Identity §5: six common fields
+// plus the top-level fields its protocol defines (Ext).
+//
+// Payload and Ext values are raw JSON kept exactly as signed: an explicit
+// [] or {} stays, member order and number spelling do not matter because the
+// hash is taken over the canonical (RFC 8785) form. Values obtained from a
+// parsed Envelope alias its memory and must not be modified.
+type Event struct {
+	Protocol  string
+	Type      string
+	Actor     identity.AgentID
+	CreatedAt int64 // Unix milliseconds
+	Nonce     int64
+	Payload   jsontext.Value
+	// Ext holds protocol-defined top-level fields, for example ADP's
+	// room_id. Names are unique.
+	Ext Fields
+}
+
+// Field is one protocol-defined top-level event member.
+type Field struct {
+	Name  string
+	Value jsontext.Value
+}
+
+// Fields is a list of protocol-defined event members.
+type Fields []Field
+
+// Get returns the raw value of the named member.
+func (f Fields) Get(name string) (jsontext.Value, bool) {
+	for i := range f {
+		if f[i].Name == name {
+			return f[i].Value, true
+		}
+	}
+	return nil, false
+}
+
+// The six members every event carries.
+var commonFields = []string{"actor", "created_at", "nonce", "payload", "protocol", "type"}
+
+// Canonical returns the RFC 8785 bytes of the event, whose SHA3-256 is the
+// event hash. It validates the event exactly as Parse would, so a locally
+// built event can never be signed in a shape receivers reject.
+func (e *Event) Canonical() ([]byte, error) {
+	raw, err := e.appendJSON(nil)
+	if err != nil {
+		return nil, err
+	}
+	pe, err := parseEvent(raw)
+	if err != nil {
+		return nil, err
+	}
+	return pe.canon, nil
+}
+
+// appendJSON writes the event as a JSON object (not yet canonical).
+func (e *Event) appendJSON(b []byte) ([]byte, error) {
+	if e.Payload == nil {
+		return nil, identity.NewError(identity.CodeInvalidEvent, "event has no payload")
+	}
+	names := make([]string, 0, len(e.Ext))
+	for _, f := range e.Ext {
+		if slices.Contains(commonFields, f.Name) || slices.Contains(names, f.Name) {
+			return nil, identity.Errorf(identity.CodeInvalidEvent, "duplicate event field %q", f.Name)
+		}
+		names = append(names, f.Name)
+	}
+	var err error
+	b = append(b, `{"protocol":`...)
+	if b, err = jsontext.AppendQuote(b, e.Protocol); err != nil {
+		return nil, identity.Wrap(identity.CodeInvalidEvent, "protocol", err)
+	}
+	b = append(b, `,"type":`...)
+	if b, err = jsontext.AppendQuote(b, e.Type); err != nil {
+		return nil, identity.Wrap(identity.CodeInvalidEvent, "type", err)
+	}
+	b = append(b, `,"actor":"`...)
+	b = e.Actor.AppendText(b)
+	b = append(b, `","created_at":`...)
+	b = strconv.AppendInt(b, e.CreatedAt, 10)
+	b = append(b, `,"nonce":`...)
+	b = strconv.AppendInt(b, e.Nonce, 10)
+	b = append(b, `,"payload":`...)
+	b = append(b, bytes.TrimSpace(e.Payload)...)
+	for _, f := range e.Ext {
+		b = append(b, ',')
+		b, _ = jsontext.AppendQuote(b, f.Name)
+		b = append(b, ':')
+		if len(bytes.TrimSpace(f.Value)) == 0 {
+			return nil, identity.Errorf(identity.CodeInvalidEvent, "event field %q has no value", f.Name)
+		}
+		b = append(b, bytes.TrimSpace(f.Value)...)
+	}
+	return append(b, '}'), nil
+}
+
+// parsedEvent is an event decoded from canonical-or-not JSON together with
+// its canonical bytes.
+type parsedEvent struct {
+	Event
+	canon []byte
+}
+
+// parseEvent decodes one event object strictly (duplicates, Unicode, number
+// policy, required fields, closed shape) and canonicalizes it. Every failure
+// is an *identity.Error with code invalid_event (invalid_actor for a
+// malformed actor).
+func parseEvent(raw []byte) (*parsedEvent, error) {
+	d := strictjson.NewDecoder(raw)
+	pe, err := decodeEvent(d, raw)
+	if err != nil {
+		return nil, err
+	}
+	if err := strictjson.End(d); err != nil {
+		return nil, identity.Wrap(identity.CodeInvalidEvent, "event", err)
+	}
+	return pe, nil
+}
+
+// decodeEvent reads the event object at the decoder's position in one pass;
+// buf is the decoder's whole input, which payload and Ext values slice.
+func decodeEvent(d *jsontext.Decoder, buf []byte) (*parsedEvent, error) {
+	begin := valueStart(buf, d.InputOffset())
+	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
+		return nil, identity.NewError(identity.CodeInvalidEvent, "event is not a JSON object")
+	}
+	pe := new(parsedEvent)
+	e := &pe.Event
+	var seen uint8
+	var actor string
+	for d.PeekKind() != '}' {
+		name, err := readName(d)
+		if err != nil {
+			return nil, identity.Wrap(identity.CodeInvalidEvent, "event", err)
+		}
+		var bit uint8
+		switch name {
+		case "protocol":
+			bit = 1
+			e.Protocol, err = readString(d)
+		case "type":
+			bit = 2
+			e.Type, err = readString(d)
+		case "actor":
+			bit = 4
+			actor, err = readString(d)
+		case "created_at":
+			bit = 8
+			e.CreatedAt, err = readInt(d)
+		case "nonce":
+			bit = 16
+			e.Nonce, err = readInt(d)
+		case "payload":
+			bit = 32
+			e.Payload, err = walkValue(d, buf)
+		default:
+			var v jsontext.Value
+			v, err = walkValue(d, buf)
+			e.Ext = append(e.Ext, Field{Name: name, Value: v})
+		}
+		if err != nil {
+			return nil, identity.Wrap(identity.CodeInvalidEvent, "event."+name, err)
+		}
+		seen |= bit
+	}
+	if _, err := d.ReadToken(); err != nil {
+		return nil, identity.Wrap(identity.CodeInvalidEvent, "event", err)
+	}
+	if seen != 63 {
+		for i, n := range []string{"protocol", "type", "actor", "created_at", "nonce", "payload"} {
+			if seen&(1<<i) == 0 {
+				return nil, identity.Errorf(identity.CodeInvalidEvent, "event has no %q member", n)
+			}
+		}
+	}
+	if err := checkShape(e); err != nil {
+		return nil, err
+	}
+	id, err := identity.ParseAgentID(actor)
+	if err != nil {
+		return nil, err
+	}
+	e.Actor = id
+	canon, err := strictjson.Canonicalize(buf[begin:d.InputOffset()])
+	if err != nil {
+		return nil, identity.Wrap(identity.CodeInvalidEvent, "event", err)
+	}
+	pe.canon = canon
+	return pe, nil
+}
+
+// readName reads an object member name without allocating when it has no
+// escapes (the common case).
+func readName(d *jsontext.Decoder) (string, error) {
+	v, err := d.ReadValue()
+	if err != nil {
+		return "", err
+	}
+	if bytes.IndexByte(v, '\\') < 0 {
+		return internName(v[1 : len(v)-1]), nil
+	}
+	return jsontextUnquote(v)
+}
+
+// internName returns the common member names without allocating.
+func internName(b []byte) string {
+	for _, n := range knownNames {
+		if string(b) == n {
+			return n
+		}
+	}
+	return string(b)
+}
+
+var knownNames = []string{"protocol", "type", "actor", "created_at", "nonce", "payload",
+	"hash", "event", "signature", "room_id", "base_seq", "base_hash", "mentions"}
+
+func readString(d *jsontext.Decoder) (string, error) {
+	v, err := d.ReadValue()
+	if err != nil {
+		return "", err
+	}
+	return stringValue(v)
+}
+
+func readInt(d *jsontext.Decoder) (int64, error) {
+	v, err := d.ReadValue()
+	if err != nil {
+		return 0, err
+	}
+	return intValue(v)
+}
+
+// walkValue consumes one value, applying the number policy, and returns its
+// bytes sliced from buf.
+func walkValue(d *jsontext.Decoder, buf []byte) (jsontext.Value, error) {
+	start := valueStart(buf, d.InputOffset())
+	if err := strictjson.Walk(d); err != nil {
+		return nil, err
+	}
+	return jsontext.Value(buf[start:d.InputOffset():d.InputOffset()]), nil
+}
+
+// valueStart skips the whitespace, ':' and ',' between the previous token
+// and the next value.
+func valueStart(buf []byte, off int64) int64 {
+	for off < int64(len(buf)) {
+		switch buf[off] {
+		case ' ', '\t', '\n', '\r', ':', ',':
+			off++
+		default:
+			return off
+		}
+	}
+	return off
+}
+
+// checkShape applies the value rules of Identity §4–§5 and closedness.
+func checkShape(e *Event) error {
+	if e.Protocol == "" {
+		return identity.NewError(identity.CodeInvalidEvent, "event protocol is empty")
+	}
+	if !ValidType(e.Type) {
+		return identity.Errorf(identity.CodeInvalidEvent, "event type %.64q is not a dot-separated name", e.Type)
+	}
+	if e.CreatedAt < 0 {
+		return identity.NewError(identity.CodeInvalidEvent, "event created_at is negative")
+	}
+	if e.Nonce < 1 {
+		return identity.NewError(identity.CodeInvalidEvent, "event nonce is not a positive safe integer")
+	}
+	p, _ := LookupProtocol(e.Protocol)
+	for _, f := range e.Ext {
+		if !p.allows(f.Name) {
+			return identity.Errorf(identity.CodeInvalidEvent, "event field %.64q is not defined by %s", f.Name, e.Protocol)
+		}
+	}
+	return nil
+}
+
+// ValidType reports whether t is a dot-separated event type name: two or
+// more non-empty segments of lowercase ASCII letters, digits, '_' and '-'.
+func ValidType(t string) bool {
+	segs, start := 0, 0
+	for i := 0; i <= len(t); i++ {
+		if i == len(t) || t[i] == '.' {
+			if i == start {
+				return false
+			}
+			segs++
+			start = i + 1
+			continue
+		}
+		c := t[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return segs >= 2
+}
+
+func stringValue(v jsontext.Value) (string, error) {
+	if v.Kind() != '"' {
+		return "", strictjson.ErrWrongKind
+	}
+	return jsontextUnquote(v)
+}
+
+func intValue(v jsontext.Value) (int64, error) {
+	if v.Kind() != '0' {
+		return 0, strictjson.ErrWrongKind
+	}
+	return strictjson.ParseInt(v)
+}
+
+func jsontextUnquote(v jsontext.Value) (string, error) {
+	b, err := jsontext.AppendUnquote(nil, v)
+	return string(b), err
+}

@@ -1,0 +1,204 @@
+// Package strictjson holds the one JSON policy every signed or untrusted byte
+// in the SDK goes through: I-JSON (RFC 7493) strictness plus the protocol's
+// number rule, and RFC 8785 canonicalization.
+//
+// Policy:
+//   - exactly one JSON value, nothing but whitespace after it;
+//   - valid UTF-8, no unpaired surrogate escapes, no duplicate member names
+//     at any depth (compared after unescaping);
+//   - every number has magnitude ≤ 2^53−1. Integers outside that range lose
+//     precision under JCS and must not be signed; a non-integer literal of
+//     that size is an integer in IEEE 754 anyway, and overflowing literals
+//     (1e400) would be saturated by the canonicalizer, so both are refused.
+//     Smaller non-integer numbers are legal and canonicalize per RFC 8785.
+package strictjson
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// MaxSafeInteger is 2^53−1, the largest integer every JSON implementation
+// represents exactly.
+const MaxSafeInteger = 1<<53 - 1
+
+// Sentinel reasons; an *Error wraps one of them (or a jsontext error).
+var (
+	ErrUnsafeNumber   = errors.New("number outside ±(2^53−1)")
+	ErrNotInteger     = errors.New("not an integer literal")
+	ErrTrailingData   = errors.New("data after the JSON value")
+	ErrEmpty          = errors.New("no JSON value")
+	ErrWrongKind      = errors.New("wrong JSON kind")
+	ErrNegativeOrZero = errors.New("integer must be positive")
+)
+
+// Error locates a policy violation inside a JSON text.
+type Error struct {
+	Pointer string // RFC 6901 pointer to the offending value, "" for the root
+	Err     error
+}
+
+func (e *Error) Error() string {
+	if e.Pointer == "" {
+		return "json: " + e.Err.Error()
+	}
+	return fmt.Sprintf("json at %s: %v", e.Pointer, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// NewDecoder returns a jsontext decoder over b with the strict defaults
+// (duplicate names and invalid UTF-8 rejected). The number policy is not
+// applied by the decoder; use CheckNumber on number values.
+func NewDecoder(b []byte) *jsontext.Decoder {
+	return jsontext.NewDecoder(bytes.NewBuffer(b))
+}
+
+// Validate checks that b is exactly one JSON value that satisfies the policy.
+func Validate(b []byte) error {
+	d := NewDecoder(b)
+	if err := Walk(d); err != nil {
+		return err
+	}
+	return End(d)
+}
+
+// Walk consumes exactly one JSON value from d, checking every number against
+// the policy. The decoder itself enforces duplicates and UTF-8.
+func Walk(d *jsontext.Decoder) error {
+	depth := d.StackDepth()
+	for {
+		if d.PeekKind() == '0' {
+			v, err := d.ReadValue()
+			if err != nil {
+				return wrapSyntax(d, err)
+			}
+			if err := CheckNumber(v); err != nil {
+				return &Error{Pointer: string(d.StackPointer()), Err: err}
+			}
+		} else if _, err := d.ReadToken(); err != nil {
+			if err == io.EOF {
+				err = ErrEmpty
+			}
+			return wrapSyntax(d, err)
+		}
+		if d.StackDepth() == depth {
+			return nil
+		}
+	}
+}
+
+// End requires that nothing but whitespace follows in d.
+func End(d *jsontext.Decoder) error {
+	if d.PeekKind() != 0 {
+		return &Error{Err: ErrTrailingData}
+	}
+	if _, err := d.ReadToken(); err != io.EOF {
+		if err == nil {
+			err = ErrTrailingData
+		}
+		return wrapSyntax(d, err)
+	}
+	return nil
+}
+
+func wrapSyntax(d *jsontext.Decoder, err error) error {
+	var se *jsontext.SyntacticError
+	if errors.As(err, &se) {
+		return &Error{Pointer: string(se.JSONPointer), Err: err}
+	}
+	return &Error{Pointer: string(d.StackPointer()), Err: err}
+}
+
+// CheckNumber applies the number policy to one raw JSON number.
+func CheckNumber(raw []byte) error {
+	if isIntLiteral(raw) {
+		if _, ok := parseSafeInt(raw); !ok {
+			return ErrUnsafeNumber
+		}
+		return nil
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil || math.IsInf(f, 0) || math.Abs(f) > MaxSafeInteger {
+		return ErrUnsafeNumber
+	}
+	return nil
+}
+
+// ParseInt parses a raw JSON number that must be a plain integer literal
+// (no fraction or exponent) within ±(2^53−1).
+func ParseInt(raw []byte) (int64, error) {
+	if !isIntLiteral(raw) {
+		return 0, ErrNotInteger
+	}
+	n, ok := parseSafeInt(raw)
+	if !ok {
+		return 0, ErrUnsafeNumber
+	}
+	return n, nil
+}
+
+func isIntLiteral(raw []byte) bool {
+	return len(raw) > 0 && bytes.IndexAny(raw, ".eE") < 0
+}
+
+// parseSafeInt parses a grammatically valid JSON integer literal.
+func parseSafeInt(raw []byte) (int64, bool) {
+	neg := raw[0] == '-'
+	digits := raw
+	if neg {
+		digits = raw[1:]
+	}
+	if len(digits) == 0 || len(digits) > 16 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if n > MaxSafeInteger {
+		return 0, false
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+// Canonicalize returns the RFC 8785 form of a value that already passed
+// Validate. The input is not modified.
+func Canonicalize(v []byte) ([]byte, error) {
+	out := jsontext.Value(bytes.Clone(v))
+	if err := out.Canonicalize(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Unmarshal validates b and decodes it into v with json v2, rejecting
+// unknown members (names match case-sensitively).
+func Unmarshal(b []byte, v any) error {
+	if err := Validate(b); err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v, json.RejectUnknownMembers(true))
+}
+
+// UnmarshalOpen is Unmarshal without RejectUnknownMembers, for documents
+// whose schema is open (service documents, discovery).
+func UnmarshalOpen(b []byte, v any) error {
+	if err := Validate(b); err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}

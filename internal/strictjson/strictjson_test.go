@@ -1,0 +1,110 @@
+package strictjson
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/gowebpki/jcs"
+)
+
+func TestValidate(t *testing.T) {
+	good := []string{
+		`{"a":"\ud83d\ude00","n":9007199254740991,"m":-9007199254740991}`,
+		`{"f":1.5,"g":-0,"h":1e2,"i":[]}`, ` [1, 2] `, `"x"`, `0`,
+	}
+	for _, s := range good {
+		if err := Validate([]byte(s)); err != nil {
+			t.Errorf("Validate(%s) = %v", s, err)
+		}
+	}
+	bad := map[string]error{
+		`{"hash":"x","hash":"y"}`:              nil,
+		`{"a":{"b":1,"b":2}}`:                  nil,
+		`{"a":1,"\u0061":2}`:                   nil,
+		`{"a":"\ud800"}`:                       nil,
+		`{"a":"\udc00x"}`:                      nil,
+		"{\"a\":\"\xff\"}":                     nil,
+		`{"nonce":9007199254740992}`:           ErrUnsafeNumber,
+		`{"n":-9007199254740992}`:              ErrUnsafeNumber,
+		`{"n":1e400}`:                          ErrUnsafeNumber,
+		`{"n":9007199254740992.0}`:             ErrUnsafeNumber,
+		`{"n":123456789012345678901234567890}`: ErrUnsafeNumber,
+		`{} {}`:                                ErrTrailingData,
+		`{}x`:                                  nil,
+		``:                                     ErrEmpty,
+		`   `:                                  ErrEmpty,
+		`{"a":1`:                               nil,
+		"\ufeff{}":                             nil,
+		`{"a":01}`:                             nil,
+	}
+	for s, want := range bad {
+		err := Validate([]byte(s))
+		if err == nil {
+			t.Errorf("Validate(%q) accepted", s)
+			continue
+		}
+		if want != nil && !errors.Is(err, want) {
+			t.Errorf("Validate(%q) = %v, want %v", s, err, want)
+		}
+	}
+}
+
+func TestPointer(t *testing.T) {
+	err := Validate([]byte(`{"a":[1,{"b":9007199254740993}]}`))
+	var e *Error
+	if !errors.As(err, &e) || e.Pointer != "/a/1/b" {
+		t.Fatalf("got %#v", err)
+	}
+}
+
+func TestParseInt(t *testing.T) {
+	for s, want := range map[string]int64{"0": 0, "-1": -1, "9007199254740991": MaxSafeInteger} {
+		if n, err := ParseInt([]byte(s)); err != nil || n != want {
+			t.Errorf("ParseInt(%s) = %d, %v", s, n, err)
+		}
+	}
+	for _, s := range []string{"1.0", "1e2", "9007199254740992", "-9007199254740992"} {
+		if _, err := ParseInt([]byte(s)); err == nil {
+			t.Errorf("ParseInt(%s) accepted", s)
+		}
+	}
+}
+
+// FuzzCanonicalize is the differential test the issue asks for: whatever the
+// strict parser accepts, jsontext and gowebpki/jcs canonicalize identically,
+// and canonical output is a fixed point that re-validates.
+func FuzzCanonicalize(f *testing.F) {
+	for _, s := range []string{
+		`{"a":"\ud83d\ude00","n":9007199254740991,"m":-9007199254740991}`,
+		`{"b":1,"a":2,"é":3,"！":4,"😀":5,"nested":{"y":[true,false,null],"x":""}}`,
+		`[1.5e-7,1e21,123456789.125,-0,0.1,"\u000f\u2028"]`,
+		`{"peach":"This sorting order","péché":"is wrong according to French","pêche":"but canonicalization MUST","sin":"ignore locale"}`,
+		`{"numbers":[333333333.33333329,1E30,4.50,2e-3,0.000000000000000000000000001]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if Validate(b) != nil {
+			return
+		}
+		got, err := Canonicalize(b)
+		if err != nil {
+			t.Fatalf("Canonicalize failed on accepted input: %v", err)
+		}
+		want, err := jcs.Transform(b)
+		if err != nil {
+			t.Fatalf("gowebpki/jcs rejected accepted input %q: %v", b, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("canonical mismatch for %q:\njsontext %s\njcs      %s", b, got, want)
+		}
+		if err := Validate(got); err != nil {
+			t.Fatalf("canonical output does not re-validate: %v", err)
+		}
+		again, _ := Canonicalize(got)
+		if !bytes.Equal(again, got) {
+			t.Fatal("canonical form is not a fixed point")
+		}
+	})
+}
