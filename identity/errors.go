@@ -147,6 +147,8 @@ func DefaultStatus(code Code) int {
 		return 413
 	case CodeRateLimited:
 		return 429
+	case CodeInternalError:
+		return 500
 	}
 	return 400
 }
