@@ -1,0 +1,109 @@
+package adp
+
+import (
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/agentprotocols/go-sdk/envelope"
+	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/internal/strictjson"
+)
+
+// Event is the ADP view of a parsed envelope: the Identity event plus the
+// room fields of §6, decoded and checked for shape.
+type Event struct {
+	envelope.Event
+	// Hash is the event hash (event ID).
+	Hash envelope.Hash
+	// RoomID, BaseSeq and BaseHash are zero on room.create.
+	RoomID   string
+	BaseSeq  int64
+	BaseHash envelope.Hash
+	// Mentions is the top-level attention list (nil when absent).
+	Mentions []identity.AgentID
+}
+
+// ParseEvent checks the ADP shape of an envelope's event (§6): the protocol
+// is agent-discourse/1.0; room.create carries none of room_id, base_seq,
+// base_hash and mentions; every other event carries the first three, with
+// base_seq a positive safe integer and base_hash a canonical hash; mentions
+// holds at most 32 valid Agent IDs. Failures are invalid_event.
+//
+// It does not verify the signature; see envelope.Verify.
+func ParseEvent(env *envelope.Envelope) (*Event, error) {
+	e := &Event{Event: env.Event(), Hash: env.Hash()}
+	if e.Protocol != Protocol {
+		return nil, identity.Errorf(identity.CodeInvalidEvent, "protocol %q is not %s", clip(e.Protocol), Protocol)
+	}
+	var seen uint8
+	for _, f := range e.Ext {
+		var err error
+		switch f.Name {
+		case FieldRoomID:
+			seen |= 1
+			e.RoomID, err = jsonString(f.Value)
+			if err == nil && e.RoomID == "" {
+				err = strictjson.ErrWrongKind
+			}
+		case FieldBaseSeq:
+			seen |= 2
+			e.BaseSeq, err = jsonInt(f.Value)
+			if err == nil && e.BaseSeq < 1 {
+				err = strictjson.ErrNegativeOrZero
+			}
+		case FieldBaseHash:
+			seen |= 4
+			e.BaseHash, err = jsonHash(f.Value)
+		case FieldMentions:
+			seen |= 8
+			e.Mentions, err = parseMentions(f.Value)
+		}
+		if err != nil {
+			return nil, identity.Wrap(identity.CodeInvalidEvent, "event."+f.Name, err)
+		}
+	}
+	if e.Type == TypeRoomCreate {
+		if seen != 0 {
+			return nil, identity.NewError(identity.CodeInvalidEvent, "room.create must not carry room_id, base_seq, base_hash or mentions")
+		}
+	} else if seen&7 != 7 {
+		return nil, identity.Errorf(identity.CodeInvalidEvent, "%s must carry room_id, base_seq and base_hash", clip(e.Type))
+	}
+	return e, nil
+}
+
+// parseMentions decodes mentions: an array of at most MaxMentions Agent
+// IDs. Repeats are tolerated on input (the seed text does not forbid them);
+// the builders never produce them.
+func parseMentions(v jsontext.Value) ([]identity.AgentID, error) {
+	d := strictjson.NewDecoder(v)
+	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '[' {
+		return nil, strictjson.ErrWrongKind
+	}
+	out := []identity.AgentID{}
+	for d.PeekKind() != ']' {
+		item, err := d.ReadValue()
+		if err != nil {
+			return nil, err
+		}
+		s, err := jsonString(item)
+		if err != nil {
+			return nil, err
+		}
+		id, err := identity.ParseAgentID(s)
+		if err != nil {
+			return nil, err
+		}
+		if len(out) == MaxMentions {
+			return nil, identity.Errorf(identity.CodeInvalidEvent, "more than %d mentions", MaxMentions)
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}

@@ -1,0 +1,106 @@
+package adp
+
+import (
+	"strings"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/packs"
+)
+
+// checkBuiltinPayload validates a built-in payload without room state: the
+// kernel schema, then the rules of §9–§12 that need only the payload. It
+// returns the decoded payload. Builders and the replayer share it, so an
+// event signed by the builders never fails a host for its shape.
+func checkBuiltinPayload(typ string, raw jsontext.Value) (any, error) {
+	if err := packs.ValidateBuiltin(typ, raw); err != nil {
+		return nil, err
+	}
+	switch typ {
+	case TypeRoomCreate:
+		p := new(RoomCreate)
+		if err := decode(raw, p); err != nil {
+			return nil, err
+		}
+		switch {
+		case strings.TrimSpace(p.Topic) == "":
+			return nil, invalid("room.create topic is blank")
+		case p.StartTime >= p.EndTime:
+			return nil, invalid("room.create start_time must be before end_time")
+		}
+		return p, checkPolicy(p.Policy)
+	case TypeRoomUpdate:
+		p := new(RoomUpdate)
+		if err := decode(raw, p); err != nil {
+			return nil, err
+		}
+		if p.Topic != nil && strings.TrimSpace(*p.Topic) == "" {
+			return nil, invalid("room.update topic is blank")
+		}
+		return p, checkPolicy(p.Policy)
+	case TypeRoomJoin:
+		p := new(Join)
+		if err := decode(raw, p); err != nil {
+			return nil, err
+		}
+		if p.RequestID != "" && p.Perspective != nil {
+			return nil, invalid("room.join with request_id must not carry perspective")
+		}
+		return p, nil
+	case TypeRoomJoinReview:
+		p := new(JoinReview)
+		if err := decode(raw, p); err != nil {
+			return nil, err
+		}
+		if p.Decision == DecisionApprove && p.Role == "" {
+			return nil, invalid("an approving room.join.review must name the role")
+		}
+		return p, nil
+	case TypeRoomLeave, TypeRoomClose, TypeRoomCancel:
+		p := new(Notice)
+		return p, decode(raw, p)
+	case TypeMemberRoleUpdate:
+		p := new(RoleUpdate)
+		return p, decode(raw, p)
+	case TypeMemberRemove:
+		p := new(MemberRemove)
+		return p, decode(raw, p)
+	case TypeTypeDefine:
+		d, err := packs.ParseDeclaration(raw)
+		return &d, err
+	case TypeMessageCreate:
+		p := new(Message)
+		if err := decode(raw, p); err != nil {
+			return nil, err
+		}
+		if k := p.Content.Kind(); k != '"' && k != '{' {
+			return nil, invalid("message.create content must be a JSON string or object")
+		}
+		return p, nil
+	}
+	return nil, identity.Errorf(identity.CodeInvalidEvent, "%q is not a built-in type", clip(typ))
+}
+
+// checkPolicy applies §9.3 beyond the schema (which already requires
+// max_speakers ≥ 1 and well-formed Agent IDs, re-checked by decoding).
+func checkPolicy(p *Policy) error {
+	if p != nil && p.MaxSpeakers < 0 {
+		return invalid("policy.max_speakers must be at least 1")
+	}
+	return nil
+}
+
+// decode maps a payload that passed its kernel schema onto its Go type.
+// Decoding is strict (unknown members rejected, names case-sensitive) and
+// parses Agent IDs and hashes fully, so it also catches what the schema's
+// patterns cannot (a 43-character key that is not canonical base64url).
+func decode(raw jsontext.Value, v any) error {
+	if err := json.Unmarshal(raw, v, json.RejectUnknownMembers(true)); err != nil {
+		return identity.Wrap(identity.CodeInvalidEvent, "payload", err)
+	}
+	return nil
+}
+
+func invalid(msg string) error { return identity.NewError(identity.CodeInvalidEvent, msg) }

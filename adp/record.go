@@ -1,0 +1,259 @@
+package adp
+
+import (
+	"bytes"
+	"strconv"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/agentprotocols/go-sdk/envelope"
+	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/internal/b64url"
+	"github.com/agentprotocols/go-sdk/internal/strictjson"
+)
+
+// Record is a server record (§15): an accepted envelope with the host's
+// acceptance data, linked into the room's hash chain.
+//
+// PreHash is meaningful only when Seq > 1; on the wire it is null at seq 1
+// and the previous record's hash otherwise. A Record is immutable once
+// built or parsed and safe for concurrent reads.
+type Record struct {
+	RoomID     string
+	Seq        int64
+	PreHash    envelope.Hash
+	Hash       envelope.Hash
+	ReceivedAt int64 // Unix milliseconds, assigned by the host
+	Envelope   *envelope.Envelope
+	// Extra holds members beyond the six of §15, which the kernel schema
+	// leaves open; they are kept so a record re-marshals as received.
+	Extra envelope.Fields
+}
+
+// NewRecord links env into a chain after prev (nil for the room.create
+// record at seq 1) and computes the record hash.
+func NewRecord(roomID string, prev *Record, receivedAt int64, env *envelope.Envelope) *Record {
+	r := &Record{RoomID: roomID, Seq: 1, ReceivedAt: receivedAt, Envelope: env}
+	if prev != nil {
+		r.Seq, r.PreHash = prev.Seq+1, prev.Hash
+	}
+	r.Hash = r.ComputeHash()
+	return r
+}
+
+// ComputeHash returns SHA3-256(JCS({room_id, seq, pre_hash, envelope_hash,
+// received_at})), the record hash of §15.
+func (r *Record) ComputeHash() envelope.Hash {
+	var buf [256]byte
+	return envelope.Sum(r.appendHashPayload(buf[:0]))
+}
+
+// appendHashPayload writes the record hash payload directly in JCS form:
+// members in code-point order, no whitespace, room_id quoted minimally.
+func (r *Record) appendHashPayload(b []byte) []byte {
+	eh := r.Envelope.Hash()
+	b = append(b, `{"envelope_hash":"`...)
+	b = b64url.AppendEncode(b, eh[:])
+	b = append(b, `","pre_hash":`...)
+	if r.Seq == 1 {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '"')
+		b = b64url.AppendEncode(b, r.PreHash[:])
+		b = append(b, '"')
+	}
+	b = append(b, `,"received_at":`...)
+	b = strconv.AppendInt(b, r.ReceivedAt, 10)
+	b = append(b, `,"room_id":`...)
+	b, _ = jsontext.AppendQuote(b, r.RoomID)
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendInt(b, r.Seq, 10)
+	return append(b, '}')
+}
+
+// AppendJSON appends the record as JSON in canonical (RFC 8785) form, so
+// that the archive digest of records the SDK writes needs no re-encoding.
+func (r *Record) AppendJSON(b []byte) []byte {
+	// Canonical member order: envelope, hash, pre_hash, received_at,
+	// room_id, seq; extra members are merged in by canonicalizing.
+	start := len(b)
+	b = append(b, `{"envelope":`...)
+	b = r.Envelope.AppendJSON(b)
+	b = append(b, `,"hash":"`...)
+	b = b64url.AppendEncode(b, r.Hash[:])
+	b = append(b, `","pre_hash":`...)
+	if r.Seq == 1 {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '"')
+		b = b64url.AppendEncode(b, r.PreHash[:])
+		b = append(b, '"')
+	}
+	b = append(b, `,"received_at":`...)
+	b = strconv.AppendInt(b, r.ReceivedAt, 10)
+	b = append(b, `,"room_id":`...)
+	b, _ = jsontext.AppendQuote(b, r.RoomID)
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendInt(b, r.Seq, 10)
+	if len(r.Extra) == 0 {
+		return append(b, '}')
+	}
+	for _, f := range r.Extra {
+		b = append(b, ',')
+		b, _ = jsontext.AppendQuote(b, f.Name)
+		b = append(b, ':')
+		b = append(b, f.Value...)
+	}
+	b = append(b, '}')
+	canon, err := strictjson.Canonicalize(b[start:])
+	if err != nil { // Extra values were validated when parsed
+		panic("adp: record extra members are not valid JSON: " + err.Error())
+	}
+	return append(b[:start], canon...)
+}
+
+// MarshalJSON implements json.Marshaler with AppendJSON.
+func (r *Record) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil), nil }
+
+// UnmarshalJSON implements json.Unmarshaler with ParseRecord.
+func (r *Record) UnmarshalJSON(b []byte) error {
+	v, err := ParseRecord(b)
+	if err != nil {
+		return err
+	}
+	*r = *v
+	return nil
+}
+
+// ParseRecord decodes a server record strictly: one JSON object with
+// room_id, seq (≥ 1), pre_hash (null exactly at seq 1), hash, received_at
+// and an envelope that envelope.Parse accepts; other members are kept in
+// Extra. It checks the shape only: ComputeHash, the chain and the envelope
+// signature are checked by Verify, CheckLink and the Room. Failures are
+// *identity.Error values with code invalid_record (or the envelope's own
+// code).
+func ParseRecord(b []byte) (*Record, error) {
+	d := strictjson.NewDecoder(b)
+	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
+		return nil, recordErr("record is not a JSON object", nil)
+	}
+	r := new(Record)
+	var seen uint8
+	var preNull bool
+	for d.PeekKind() != '}' {
+		tok, err := d.ReadToken()
+		if err != nil {
+			return nil, recordErr("record", err)
+		}
+		name := tok.String()
+		v, err := d.ReadValue()
+		if err != nil {
+			return nil, recordErr("record", err)
+		}
+		switch name {
+		case "room_id":
+			seen |= 1
+			r.RoomID, err = jsonString(v)
+		case "seq":
+			seen |= 2
+			r.Seq, err = jsonInt(v)
+		case "pre_hash":
+			seen |= 4
+			if preNull = v.Kind() == 'n'; !preNull {
+				r.PreHash, err = jsonHash(v)
+			}
+		case "hash":
+			seen |= 8
+			r.Hash, err = jsonHash(v)
+		case "received_at":
+			seen |= 16
+			r.ReceivedAt, err = jsonInt(v)
+		case "envelope":
+			seen |= 32
+			r.Envelope, err = envelope.Parse(v)
+			if err != nil {
+				return nil, err
+			}
+		default:
+			if err = strictjson.Validate(v); err == nil {
+				r.Extra = append(r.Extra, envelope.Field{Name: name, Value: bytes.Clone(v)})
+			}
+		}
+		if err != nil {
+			return nil, recordErr("record "+name, err)
+		}
+	}
+	if _, err := d.ReadToken(); err != nil {
+		return nil, recordErr("record", err)
+	}
+	if err := strictjson.End(d); err != nil {
+		return nil, recordErr("record", err)
+	}
+	switch {
+	case seen != 63:
+		return nil, recordErr("record needs room_id, seq, pre_hash, hash, received_at and envelope", nil)
+	case r.Seq < 1:
+		return nil, recordErr("record seq must be ≥ 1", nil)
+	case r.ReceivedAt < 0:
+		return nil, recordErr("record received_at is negative", nil)
+	case preNull != (r.Seq == 1):
+		return nil, recordErr("record pre_hash must be null exactly at seq 1", nil)
+	}
+	return r, nil
+}
+
+// CheckHash reports whether r.Hash is the hash of r's acceptance data.
+func (r *Record) CheckHash() error {
+	if r.ComputeHash() != r.Hash {
+		return identity.Errorf(CodeInvalidRecord, "record %d: hash does not match its acceptance data", r.Seq)
+	}
+	return nil
+}
+
+// CheckLink checks that r follows prev in one room's chain: same room, seq
+// one greater (seq 1 when prev is nil) and pre_hash equal to prev's hash.
+func CheckLink(prev, r *Record) error {
+	switch {
+	case prev == nil && r.Seq != 1:
+		return identity.Errorf(CodeInvalidRecord, "record %d: the chain must start at seq 1", r.Seq)
+	case prev == nil:
+		return nil
+	case r.RoomID != prev.RoomID:
+		return identity.Errorf(CodeInvalidRecord, "record %d: room_id differs from the previous record", r.Seq)
+	case r.Seq != prev.Seq+1:
+		return identity.Errorf(CodeInvalidRecord, "record %d: seq does not follow %d", r.Seq, prev.Seq)
+	case r.PreHash != prev.Hash:
+		return identity.Errorf(CodeInvalidRecord, "record %d: pre_hash is not the hash of record %d", r.Seq, prev.Seq)
+	}
+	return nil
+}
+
+func recordErr(msg string, err error) error {
+	if err != nil {
+		return identity.Wrap(CodeInvalidRecord, msg, err)
+	}
+	return identity.NewError(CodeInvalidRecord, msg)
+}
+
+func jsonString(v jsontext.Value) (string, error) {
+	if v.Kind() != '"' {
+		return "", strictjson.ErrWrongKind
+	}
+	b, err := jsontext.AppendUnquote(nil, v)
+	return string(b), err
+}
+
+func jsonInt(v jsontext.Value) (int64, error) {
+	if v.Kind() != '0' {
+		return 0, strictjson.ErrWrongKind
+	}
+	return strictjson.ParseInt(v)
+}
+
+func jsonHash(v jsontext.Value) (envelope.Hash, error) {
+	s, err := jsonString(v)
+	if err != nil {
+		return envelope.Hash{}, err
+	}
+	return envelope.ParseHash(s)
+}

@@ -1,0 +1,187 @@
+package adp
+
+import (
+	"bytes"
+	"slices"
+	"time"
+
+	"github.com/go-json-experiment/json"
+
+	"github.com/agentprotocols/go-sdk/envelope"
+	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/internal/strictjson"
+	"github.com/agentprotocols/go-sdk/packs"
+)
+
+// Created reports whether the room.create has been accepted.
+func (r *Room) Created() bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.st.Created
+}
+
+// Status returns the room status at time at: the recorded status advanced
+// by start_time and end_time (§8).
+func (r *Room) Status(at time.Time) Status {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.statusAt(at.UnixMilli())
+}
+
+// Creator returns the creator's Agent ID and the room.create created_at.
+func (r *Room) Creator() (identity.AgentID, int64) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.st.Creator, r.st.CreatedAt
+}
+
+// Contract returns a copy of the current contract.
+func (r *Room) Contract() Contract {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	c := r.st.Contract
+	c.Tags = slices.Clone(c.Tags)
+	c.Policy.ModeratorAgentIDs = slices.Clone(c.Policy.ModeratorAgentIDs)
+	return c
+}
+
+// Member returns the membership of id, if it ever joined.
+func (r *Room) Member(id identity.AgentID) (Member, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if m := r.st.Members[id]; m != nil {
+		return *m, true
+	}
+	return Member{}, false
+}
+
+// Members returns every membership, in the order the members joined.
+func (r *Room) Members() []Member {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]Member, 0, len(r.st.Members))
+	for _, m := range r.st.Members {
+		out = append(out, *m)
+	}
+	slices.SortFunc(out, func(a, b Member) int { return int(a.JoinedSeq - b.JoinedSeq) })
+	return out
+}
+
+// Banned reports whether id is banned from the room (§10.5).
+func (r *Room) Banned(id identity.AgentID) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.st.Bans[id]
+}
+
+// Head returns the room head: the latest non-signal record (§6.1).
+func (r *Room) Head() RecordRef {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.st.Head
+}
+
+// Latest returns the latest record's acceptance fields (§16).
+func (r *Room) Latest() Latest {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.st.Latest
+}
+
+// Registry returns the type registry in force. The room never modifies a
+// registry it handed out — a type.define installs a new one — so the
+// result may be read concurrently with later writes.
+func (r *Room) Registry() *packs.Registry {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.st.Registry
+}
+
+// BaseFor returns the Base a new event of type typ must carry (§6.1): the
+// latest record for signal types (membership events and custom signal
+// kinds), the room head for every other type.
+func (r *Room) BaseFor(typ string) (Base, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if !r.st.Created {
+		return Base{}, identity.NewError(CodeRoomNotFound, "the room has no room.create yet")
+	}
+	signal := BuiltinCategory(typ) == CategorySignal
+	if !IsBuiltin(typ) {
+		def := r.st.Registry.Lookup(typ)
+		if def == nil {
+			return Base{}, identity.Errorf(CodeTypeNotDefined, "type %q is not defined in this room", clip(typ))
+		}
+		signal = def.Kind == KindSignal
+	}
+	if signal {
+		return Base{RoomID: r.id, Seq: r.st.Latest.Seq, Hash: r.st.Latest.Hash}, nil
+	}
+	return Base{RoomID: r.id, Seq: r.st.Head.Seq, Hash: r.st.Head.Hash}, nil
+}
+
+// snapshot is the persistent form of a Room.
+type snapshot struct {
+	Version  int            `json:"version"`
+	ID       string         `json:"id"`
+	State    state          `json:"state"`
+	Registry packs.Snapshot `json:"registry"`
+	// Records and Events are the MemoryIndex; a custom Index persists
+	// itself.
+	Records []envelope.Hash `json:"records,omitzero"`
+	Events  []envelope.Hash `json:"events,omitzero"`
+}
+
+// Snapshot returns the room state as strict JSON, for a host to persist and
+// RestoreRoom to load. With the default MemoryIndex the index is included;
+// a custom Index is the caller's to persist.
+func (r *Room) Snapshot() ([]byte, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	s := snapshot{Version: 1, ID: r.id, State: r.st, Registry: r.st.Registry.Snapshot()}
+	if m, ok := r.index.(*MemoryIndex); ok {
+		s.Records = m.records
+		s.Events = make([]envelope.Hash, 0, len(m.events))
+		for h := range m.events {
+			s.Events = append(s.Events, h)
+		}
+		slices.SortFunc(s.Events, func(a, b envelope.Hash) int { return bytes.Compare(a[:], b[:]) })
+	}
+	return json.Marshal(s, json.Deterministic(true))
+}
+
+// RestoreRoom loads a Snapshot. opts must configure the room as it was
+// (same Packs fetcher, and the same custom Index if one was used).
+func RestoreRoom(b []byte, opts *RoomOptions) (*Room, error) {
+	var s snapshot
+	if err := strictjson.Unmarshal(b, &s); err != nil {
+		return nil, identity.Wrap(identity.CodeInvalidRequest, "room snapshot", err)
+	}
+	if s.Version != 1 {
+		return nil, identity.Errorf(identity.CodeInvalidRequest, "room snapshot version %d is not supported", s.Version)
+	}
+	r := NewRoom(s.ID, opts)
+	var popts *packs.Options
+	if opts != nil {
+		popts = opts.Packs
+	}
+	reg, err := packs.Restore(s.Registry, popts)
+	if err != nil {
+		return nil, err
+	}
+	r.st = s.State
+	r.st.Registry = reg
+	if r.st.Members == nil {
+		r.st.Members = map[identity.AgentID]*Member{}
+	}
+	if m, ok := r.index.(*MemoryIndex); ok && (opts == nil || opts.Index == nil) {
+		if int64(len(s.Records)) != r.st.Latest.Seq {
+			return nil, identity.NewError(identity.CodeInvalidRequest, "room snapshot index does not match its latest seq")
+		}
+		m.records = s.Records
+		for _, h := range s.Events {
+			m.events[h] = struct{}{}
+		}
+	}
+	return r, nil
+}

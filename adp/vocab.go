@@ -1,0 +1,137 @@
+package adp
+
+import (
+	"github.com/agentprotocols/go-sdk/envelope"
+	"github.com/agentprotocols/go-sdk/packs"
+)
+
+// Protocol is the event "protocol" value of ADP 1.0.
+const Protocol = "agent-discourse/1.0"
+
+// The top-level event fields ADP adds to the Identity event object (§6).
+const (
+	FieldRoomID   = "room_id"
+	FieldBaseSeq  = "base_seq"
+	FieldBaseHash = "base_hash"
+	FieldMentions = "mentions"
+)
+
+// MaxMentions is the most Agent IDs an event's mentions may list (§6, §21).
+const MaxMentions = 32
+
+func init() {
+	envelope.RegisterProtocol(envelope.Protocol{
+		Name:   Protocol,
+		Fields: []string{FieldRoomID, FieldBaseSeq, FieldBaseHash, FieldMentions},
+	})
+}
+
+// The eleven built-in event types (§13.2).
+const (
+	TypeRoomCreate       = "room.create"
+	TypeRoomUpdate       = "room.update"
+	TypeRoomJoin         = "room.join"
+	TypeRoomJoinReview   = "room.join.review"
+	TypeRoomLeave        = "room.leave"
+	TypeMemberRoleUpdate = "room.member.role.update"
+	TypeMemberRemove     = "room.member.remove"
+	TypeRoomClose        = "room.close"
+	TypeRoomCancel       = "room.cancel"
+	TypeTypeDefine       = "type.define"
+	TypeMessageCreate    = "message.create"
+)
+
+// Category is the class of a built-in type in the §13.2 table. For custom
+// types the category is their kind.
+type Category string
+
+// The four categories of §13.2.
+const (
+	CategoryLifecycle Category = "lifecycle"
+	CategorySignal    Category = "signal"
+	CategoryControl   Category = "control"
+	CategoryMessage   Category = "message"
+)
+
+// BuiltinCategory returns the §13.2 category of a built-in type, or "" for
+// any other type.
+func BuiltinCategory(typ string) Category {
+	switch typ {
+	case TypeRoomCreate, TypeRoomUpdate, TypeRoomClose, TypeRoomCancel:
+		return CategoryLifecycle
+	case TypeRoomJoin, TypeRoomJoinReview, TypeRoomLeave, TypeMemberRoleUpdate, TypeMemberRemove:
+		return CategorySignal
+	case TypeTypeDefine:
+		return CategoryControl
+	case TypeMessageCreate:
+		return CategoryMessage
+	}
+	return ""
+}
+
+// IsBuiltin reports whether typ is one of the eleven built-in types.
+func IsBuiltin(typ string) bool { return BuiltinCategory(typ) != "" }
+
+// Kind is an event type's permission class; see packs.Kind.
+type Kind = packs.Kind
+
+// The three kinds (§13.1).
+const (
+	KindMessage = packs.KindMessage
+	KindSignal  = packs.KindSignal
+	KindControl = packs.KindControl
+)
+
+// Role is a member's participation role; see packs.Role.
+type Role = packs.Role
+
+// The three roles (§10.1).
+const (
+	RoleModerator = packs.RoleModerator
+	RoleSpeaker   = packs.RoleSpeaker
+	RoleObserver  = packs.RoleObserver
+)
+
+// speaking reports whether a role counts toward max_speakers: the roles
+// that may send discussion content.
+func speaking(r Role) bool { return r == RoleModerator || r == RoleSpeaker }
+
+// Status is a room's lifecycle state (§8).
+type Status string
+
+// The four room states.
+const (
+	StatusScheduled Status = "scheduled"
+	StatusActive    Status = "active"
+	StatusEnded     Status = "ended"
+	StatusCancelled Status = "cancelled"
+)
+
+// Visibility controls discovery and joining (§9.2).
+type Visibility string
+
+// The three visibilities.
+const (
+	VisibilityPublic     Visibility = "public"
+	VisibilityRestricted Visibility = "restricted"
+	VisibilityPrivate    Visibility = "private"
+)
+
+// MemberStatus is a member's standing in the room.
+type MemberStatus string
+
+// Member states. A removed member with ban: true is Banned.
+const (
+	MemberActive  MemberStatus = "active"
+	MemberLeft    MemberStatus = "left"
+	MemberRemoved MemberStatus = "removed"
+	MemberBanned  MemberStatus = "banned"
+)
+
+// Default limits of §21 that the replayer enforces.
+const (
+	// MaxPayloadBytes is the default payload limit (64 KiB).
+	MaxPayloadBytes = 64 << 10
+	// MaxHintedPayloadBytes caps a type's max_payload_hint (256 KiB).
+	MaxHintedPayloadBytes = 256 << 10
+)

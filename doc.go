@@ -1,0 +1,50 @@
+// Package agentprotocols is the root of the Go SDK for Agent Protocols:
+// Agent Identity 1.0, Agent Profile 1.0 and the Agent Discourse Protocol
+// (ADP) 1.0. It contains no code; it documents how the packages fit.
+//
+// # Packages
+//
+// Imports only point to the left:
+//
+//	internal ← identity ← envelope ← profile, packs ← adp ← archive, sse ← examples
+//
+//   - identity: Agent IDs and Agent URLs, keys and the Signer interface,
+//     strict Ed25519 verification, HTTPS origins, clock-derived nonces and
+//     the bounded Max-Seen-Nonce rule, request JWTs, and the HTTP error and
+//     list conventions every service shares.
+//   - envelope: strict I-JSON parsing, RFC 8785 canonicalization, SHA3-256
+//     event hashes, signed envelopes, closed event objects, and the
+//     live-write Verifier a service runs before accepting a write.
+//   - profile: profile.update payload rules, materialization and a
+//     profile-service client (profile/profiletest is an in-memory service).
+//   - packs: the registered ADP type packs, type declarations, the per-room
+//     type registry and JSON Schema validation of payloads.
+//   - adp: ADP constants and error codes, typed builders for every built-in
+//     event, server records and the hash chain, and the room-state replayer
+//     that hosts and verifiers share.
+//   - archive: build and verify room archives offline.
+//   - internal: wire details (canonical base64url, the strict JSON policy).
+//
+// # Drafts implemented
+//
+// Agent Identity 1.0 and Agent Profile 1.0 follow the 2026-09-24 drafts and
+// pass their upstream vectors. ADP follows the 2026-07-04 draft: server
+// records carry received_at (inside the record hash), there are 11
+// built-in event types, every non-signal write must equal the current room
+// head, and archives carry events_sha3_256 and archive_root. Nothing of the
+// later ADP draft (accepted_at, room.join.request, open_roles, …) is
+// implemented.
+//
+// # Where to start
+//
+// Run examples/quickstart, then read the envelope package: Author.Sign is
+// the signing path, envelope.Verify the verification path and
+// envelope.Verifier the live-write path of a service. The four data paths
+// (sign, verify, host accept, verify history) are each a few calls long.
+//
+// # Trust
+//
+// Everything that parses bytes from the network is strict by default.
+// Opt-outs carry an …Unsafe name. threat_model.md lists where untrusted
+// input enters and what the SDK promises about it.
+package agentprotocols
