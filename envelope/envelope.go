@@ -3,6 +3,7 @@ package envelope
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 
 	"github.com/agentprotocols/go-sdk/identity"
 	"github.com/agentprotocols/go-sdk/internal/b64url"
@@ -25,6 +26,10 @@ type Envelope struct {
 	event Event
 	canon []byte // JCS(event)
 	sum   Hash   // SHA3-256(canon), the hash it should claim
+	// verified is set (atomically) once Verify succeeded, so the several
+	// layers that each insist on a verified envelope pay for one Ed25519
+	// check. The envelope is immutable, so the result cannot go stale.
+	verified uint32
 }
 
 // Parse decodes an envelope with the strict rules of Agent Identity: one
@@ -108,11 +113,20 @@ func Verify(b []byte) (*Envelope, error) {
 // Verify checks that the claimed hash is SHA3-256 of the canonical event
 // (invalid_event_hash) and that the signature over those 32 bytes verifies
 // strictly under the actor's key (invalid_signature).
+//
+// A successful result is remembered: calling Verify again is free.
 func (e *Envelope) Verify() error {
+	if atomic.LoadUint32(&e.verified) == 1 {
+		return nil
+	}
 	if e.hash != e.sum {
 		return identity.NewError(identity.CodeInvalidEventHash, "hash does not match the canonical event")
 	}
-	return e.event.Actor.Verify(e.sum[:], e.sig[:])
+	if err := e.event.Actor.Verify(e.sum[:], e.sig[:]); err != nil {
+		return err
+	}
+	atomic.StoreUint32(&e.verified, 1)
+	return nil
 }
 
 // Sign canonicalizes ev, hashes it and signs the 32-byte digest with s. The
@@ -169,15 +183,16 @@ func (e *Envelope) Actor() identity.AgentID { return e.event.Actor }
 // modified.
 func (e *Envelope) Canonical() []byte { return e.canon }
 
-// AppendJSON appends the envelope as {"hash","event","signature"} with the
-// event in canonical form, so re-marshalling a parsed envelope is stable and
-// preserves the payload exactly.
+// AppendJSON appends the envelope in canonical (RFC 8785) form:
+// {"event","hash","signature"} with the canonical event. Re-marshalling a
+// parsed envelope is therefore stable and preserves the payload exactly,
+// and records and archives built from it need no re-encoding.
 func (e *Envelope) AppendJSON(b []byte) []byte {
-	b = append(b, `{"hash":"`...)
-	b = b64url.AppendEncode(b, e.hash[:])
-	b = append(b, `","event":`...)
+	b = append(b, `{"event":`...)
 	b = append(b, e.canon...)
-	b = append(b, `,"signature":"`...)
+	b = append(b, `,"hash":"`...)
+	b = b64url.AppendEncode(b, e.hash[:])
+	b = append(b, `","signature":"`...)
 	b = b64url.AppendEncode(b, e.sig[:])
 	return append(b, `"}`...)
 }
@@ -191,6 +206,6 @@ func (e *Envelope) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return err
 	}
-	*e = *v
+	*e = *v //nolint:govet // v is fresh; nothing else holds it
 	return nil
 }

@@ -61,9 +61,9 @@ func TestParseRejects(t *testing.T) {
 		in   []byte
 		want error
 	}{
-		{"§5 unknown envelope member", rep(`{"hash"`, `{"x":1,"hash"`), identity.ErrInvalidEvent},
+		{"§5 unknown envelope member", rep(`{"event"`, `{"x":1,"event"`), identity.ErrInvalidEvent},
 		{"§5 missing signature", []byte(strings.Split(good, `,"signature"`)[0] + "}"), identity.ErrInvalidEvent},
-		{"§4 duplicate envelope member", rep(`{"hash"`, `{"hash":"x","hash"`), identity.ErrInvalidEvent},
+		{"§4 duplicate envelope member", rep(`,"hash"`, `,"hash":"x","hash"`), identity.ErrInvalidEvent},
 		{"§4 trailing data", append([]byte(good), " {}"...), identity.ErrInvalidEvent},
 		{"§4 not an object", []byte(`[]`), identity.ErrInvalidEvent},
 		{"§4 non-canonical hash encoding", rep(`"hash":"`, `"hash":"=`), identity.ErrInvalidEventHash},
@@ -303,4 +303,17 @@ func FuzzVerify(f *testing.F) {
 			t.Fatalf("verified envelope does not re-verify: %v", err)
 		}
 	})
+}
+
+func TestValidType(t *testing.T) {
+	for _, s := range []string{"profile.update", "room.join.review", "x.example.custom_event", "poll2.vote-cast", "a.b"} {
+		if !envelope.ValidType(s) {
+			t.Errorf("%q rejected", s)
+		}
+	}
+	for _, s := range []string{"", "single", "a..b", ".a.b", "a.b.", "-a.b", "a._b", "Review.finding", "a.b c", "a.é"} {
+		if envelope.ValidType(s) {
+			t.Errorf("%q accepted", s)
+		}
+	}
 }

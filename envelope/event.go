@@ -293,7 +293,8 @@ func checkShape(e *Event) error {
 }
 
 // ValidType reports whether t is a dot-separated event type name: two or
-// more non-empty segments of lowercase ASCII letters, digits, '_' and '-'.
+// more segments, each starting with a lowercase ASCII letter or digit and
+// continuing with those, '_' or '-' (the grammar of the protocols' schemas).
 func ValidType(t string) bool {
 	segs, start := 0, 0
 	for i := 0; i <= len(t); i++ {
@@ -306,7 +307,8 @@ func ValidType(t string) bool {
 			continue
 		}
 		c := t[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+		lowerOrDigit := c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
+		if !lowerOrDigit && (i == start || c != '_' && c != '-') {
 			return false
 		}
 	}

@@ -115,6 +115,15 @@ func (v *Verifier) AcceptEnvelope(ctx context.Context, env *Envelope, accept fun
 	if err := env.Verify(); err != nil {
 		return 0, err
 	}
+	ev := &env.event
+	now := v.now()
+	// The resubmission lookup, the window and the nonce check all run under
+	// the actor's lock: a copy racing its own first acceptance must find
+	// it in history, not fail the nonce check.
+	st := v.acquire(ev.Actor, now)
+	defer v.release(ev.Actor, st)
+	st.mu.Lock()
+	defer st.mu.Unlock()
 	if v.history != nil {
 		seen, err := v.history.Accepted(ctx, env.Hash())
 		if err != nil {
@@ -124,16 +133,10 @@ func (v *Verifier) AcceptEnvelope(ctx context.Context, env *Envelope, accept fun
 			return Resubmission, nil
 		}
 	}
-	now := v.now()
-	ev := &env.event
 	if d := now.UnixMilli() - ev.CreatedAt; d > v.window.Milliseconds() || -d > v.window.Milliseconds() {
 		return 0, identity.Errorf(identity.CodeTimestampOutOfWindow,
 			"created_at %d is %d ms from the service clock (window %d ms)", ev.CreatedAt, d, v.window.Milliseconds())
 	}
-	st := v.acquire(ev.Actor, now)
-	defer v.release(ev.Actor, st)
-	st.mu.Lock()
-	defer st.mu.Unlock()
 	if now.Before(st.expires) && ev.Nonce <= st.maxNonce {
 		return 0, &identity.Error{
 			Code:         identity.CodeNonceNotGreater,

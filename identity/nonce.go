@@ -150,6 +150,15 @@ func (s *NonceSource) ObserveMaxSeen(ctx context.Context, header string) error {
 	if err != nil {
 		return err
 	}
+	return s.ObserveMaxSeenNonce(ctx, seen)
+}
+
+// ObserveMaxSeenNonce is ObserveMaxSeen for a value already parsed, such
+// as identity.Error.MaxSeenNonce.
+func (s *NonceSource) ObserveMaxSeenNonce(ctx context.Context, seen int64) error {
+	if seen < 1 || seen > MaxNonce {
+		return fmt.Errorf("identity: Max-Seen-Nonce %d out of range", seen)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.load(ctx); err != nil {
