@@ -1,0 +1,133 @@
+package adp_test
+
+import (
+	"bytes"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/envelope"
+)
+
+// FuzzRoomReplay drives a room with a random sequence of valid and invalid
+// writes and checks the replayer's invariants after every step:
+//
+//   - a rejected write changes nothing (the snapshot is byte-identical);
+//   - an accepted write gets the next seq, with pre_hash the previous hash;
+//   - a signal never moves the head; any other write becomes the head;
+//
+// and at the end that replaying the accepted records through Apply (the
+// verifier path) reproduces exactly the state the host path built.
+func FuzzRoomReplay(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
+	f.Add([]byte{1, 1, 5, 5, 9, 200, 3, 3, 17, 40, 2, 2, 60, 7})
+	f.Add(bytes.Repeat([]byte{3, 14, 9, 2}, 8))
+	f.Fuzz(func(t *testing.T, program []byte) {
+		if len(program) > 48 {
+			program = program[:48]
+		}
+		w := newWorld(t, nil)
+		w.publicRoom(withTypes(`{"use":"adp:reactions/1.0"}`, `{"use":"adp:deliberation/1.0"}`, reviewFinding),
+			policy(adp.Policy{MaxSpeakers: 3}))
+		names := []string{"creator", "alice", "bob", "carol"}
+		roles := []adp.Role{adp.RoleSpeaker, adp.RoleObserver, adp.RoleModerator}
+		var stale adp.Base
+		for i, op := range program {
+			who := names[int(op>>4)%len(names)]
+			other := names[(int(op>>4)+1)%len(names)]
+			last := w.records[len(w.records)-1]
+			var env *envelope.Envelope
+			var err error
+			switch op % 16 {
+			case 0:
+				env, err = adp.NewJoin(w.ctx, w.a(who), w.base("room.join"), adp.Join{Role: roles[i%3]})
+			case 1, 2:
+				env, err = adp.NewMessage(w.ctx, w.a(who), w.base("message.create"), adp.Message{ContentType: "text/plain", Content: adp.TextContent("m" + strconv.Itoa(i))})
+			case 3:
+				env, err = w.custom(who, "reaction.create", `{"event_id":"`+last.Envelope.Hash().String()+`","reaction":"agree"}`)
+			case 4:
+				env, err = adp.NewLeave(w.ctx, w.a(who), w.base("room.leave"), adp.Notice{})
+			case 5:
+				env, err = adp.NewRoleUpdate(w.ctx, w.a(who), w.base("room.member.role.update"), adp.RoleUpdate{Member: w.id(other), Role: roles[i%3]})
+			case 6:
+				env, err = adp.NewMemberRemove(w.ctx, w.a(who), w.base("room.member.remove"), adp.MemberRemove{Member: w.id(other), Ban: i%2 == 0})
+			case 7:
+				env, err = w.custom(who, "review.finding", `{"severity":"low","summary":"s`+strconv.Itoa(i)+`"}`)
+			case 8:
+				env, err = w.custom(who, "review.finding", `{"severity":"none"}`) // schema violation
+			case 9:
+				stale = w.base("message.create")
+				continue
+			case 10:
+				if stale.Seq == 0 {
+					continue
+				}
+				env, err = adp.NewMessage(w.ctx, w.a(who), stale, adp.Message{ContentType: "text/plain", Content: adp.TextContent("stale" + strconv.Itoa(i))})
+			case 11:
+				env, err = adp.NewRoomUpdate(w.ctx, w.a(who), w.base("room.update"), adp.RoomUpdate{Guidance: ptr("g" + strconv.Itoa(i))})
+			case 12:
+				env, err = w.custom(who, "poll.create", `{"poll_id":"p`+strconv.Itoa(i)+`","question":"q","options":[{"id":"a","label":"A"}]}`)
+			case 13:
+				b := w.base("reaction.create")
+				b.Seq = int64(op) % (b.Seq + 2) // sometimes a real anchor, sometimes not
+				if h, ok := anchorHash(w, b.Seq); ok {
+					b.Hash = h
+				}
+				env, err = w.raw(who, "reaction.create", &b, `{"event_id":"`+last.Envelope.Hash().String()+`","reaction":"x"}`)
+			case 14:
+				w.tick(time.Duration(op) * time.Minute / 8)
+				continue
+			case 15:
+				env, err = adp.NewClose(w.ctx, w.a(who), w.base("room.close"), adp.Notice{})
+			}
+			if err != nil {
+				continue // the builder refused it locally; nothing was sent
+			}
+			before, _ := w.room.Snapshot()
+			head, latest := w.room.Head(), w.room.Latest()
+			w.tick(time.Millisecond)
+			rec, err := w.room.Accept(w.ctx, env, w.now)
+			if err != nil {
+				if after, _ := w.room.Snapshot(); !bytes.Equal(before, after) {
+					t.Fatalf("step %d: rejected %s (%v) changed the state", i, env.Type(), err)
+				}
+				continue
+			}
+			w.records = append(w.records, rec)
+			if rec.Seq != latest.Seq+1 || rec.PreHash != latest.Hash {
+				t.Fatalf("step %d: seq %d after %d", i, rec.Seq, latest.Seq)
+			}
+			signal := adp.BuiltinCategory(env.Type()) == adp.CategorySignal
+			if def := w.room.Registry().Lookup(env.Type()); def != nil {
+				signal = def.Kind == adp.KindSignal
+			}
+			newHead := w.room.Head()
+			if signal && newHead != head {
+				t.Fatalf("step %d: signal %s moved the head", i, env.Type())
+			}
+			if !signal && newHead != (adp.RecordRef{Seq: rec.Seq, Hash: rec.Hash}) {
+				t.Fatalf("step %d: %s did not become the head", i, env.Type())
+			}
+		}
+		// The verifier path reproduces the host path exactly.
+		replay := adp.NewRoom(w.room.ID(), nil)
+		for _, rec := range w.records {
+			if err := replay.Apply(w.ctx, rec); err != nil {
+				t.Fatalf("replaying seq %d: %v", rec.Seq, err)
+			}
+		}
+		a, _ := w.room.Snapshot()
+		b, _ := replay.Snapshot()
+		if !bytes.Equal(a, b) {
+			t.Fatal("replayed state differs from the host's state")
+		}
+	})
+}
+
+func anchorHash(w *world, seq int64) (envelope.Hash, bool) {
+	if seq < 1 || seq > int64(len(w.records)) {
+		return envelope.Hash{}, false
+	}
+	return w.records[seq-1].Hash, true
+}

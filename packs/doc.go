@@ -1,0 +1,110 @@
+// Package packs implements the type system of the Agent Discourse Protocol
+// 1.0 (draft 2026-07-04, §13): type definitions, the registered type packs
+// of Appendix A, external packs, a room's type registry, and JSON Schema
+// validation of event payloads, including the kernel schemas of the eleven
+// built-in event types.
+//
+// # Declarations
+//
+// A room declares types in room.create.payload.types and in type.define
+// events (§13.4). Each declaration is either an inline Definition or an
+// Import of a pack, by registered id ({"use":"adp:deliberation/1.0"}) or by
+// HTTPS URI and digest over the document's raw bytes
+// ({"pack":…,"digest":"sha256:…"}), optionally restricted to some Types
+// and adjusted by Overrides (roles, instructions, status, rate_hint,
+// max_payload_hint — never kind or schema). ParseDeclaration and
+// ParseDeclarations read them strictly: strict JSON, closed objects, the
+// kernel schema's typeDef/packImport shapes, and a schema that passes the
+// checks below.
+//
+// # Registry
+//
+// A Registry is a room's type registry. Registry.Declare applies the
+// declarations of one record atomically at that record's seq, resolving
+// packs and materializing their definitions. The registry keeps every
+// definition with the seq that established it, so Registry.LookupAt and
+// Registry.ValidateAt answer "which definition governed the record at seq
+// n", as archive verification requires (§19). A redefinition must keep
+// the type's kind; a room holds at most MaxDefinitions types.
+// Registry.Definitions is the Room resource's types array;
+// Registry.Documents the external pack documents its archive must carry.
+// Registry.Clone is cheap, for checking a write without applying it, and
+// Snapshot/Restore persist a registry as JSON.
+//
+// # Validation
+//
+// Registry.Validate implements §13.6 steps 2 and 4 for any event type:
+// built-in types go to ValidateBuiltin (kernel schema, invalid_event),
+// others must be defined (type_not_defined), not disabled (type_disabled),
+// and their payload must match the schema (payload_schema_violation).
+// Role checks, quotas and cross-event rules are the caller's: the
+// Definition supplies Kind, AllowedRoles, Status and the hints.
+//
+// Payloads are parsed with the SDK's strict JSON policy, and numbers are
+// validated as the IEEE 754 doubles that RFC 8785 canonicalization, and
+// hence the signature, sees.
+//
+// # Schemas
+//
+// Type schemas are untrusted (§22). Before compiling one, the package
+// requires it to be a JSON object of at most MaxSchemaBytes in canonical
+// form, written for draft 2020-12 ($schema absent or Draft202012,
+// everywhere in the schema), self-contained (every $ref resolves to the
+// schema itself or a resource it embeds with $id; file:, http(s): and
+// relative references are refused before any loader runs, and the loader
+// refuses everything anyway), and bounded in cost: no reference cycle
+// that stays at one payload location, and at most
+// MaxEvaluationsPerLocation subschema evaluations at any location, so that
+// validation stays linear in payload size. Patterns use Go's RE2 engine,
+// which runs in linear time; ECMAScript-only syntax such as look-ahead is
+// refused. Formats are annotations, as draft 2020-12 specifies by default.
+//
+// Compiled schemas live in a SchemaCache keyed by the SHA3-256 of their
+// canonical JSON; it is bounded, safe for concurrent use, and shared by
+// default, so a registered pack used by many rooms compiles once.
+// Validation is done by github.com/santhosh-tekuri/jsonschema/v6. Schemas
+// that use only the common keywords are also compiled into a small
+// evaluator that can only say "valid". It answers the common case without
+// the library's per-node allocations. Anything else, including every
+// rejection, goes to the library, whose verdict and error location stand.
+//
+// # Packs
+//
+// The five registered packs are embedded byte for byte
+// (RegisteredDocument) and resolved by their use id. External packs are
+// resolved through a Fetcher: none by default, so that replaying a room
+// never touches the network unless asked; HTTPSFetcher for hosts (HTTPS
+// only, redirects included, bounded size and time); StaticFetcher over the
+// documents an archive carries, for offline verification. Every document
+// is checked against its sha256 digest before use, and every failure to
+// obtain, verify or parse one is pack_unavailable.
+//
+// # Errors
+//
+// Every rejection is an *identity.Error, matched by code with errors.Is:
+// identity.ErrInvalidEvent for malformed declarations, schemas and
+// built-in payloads, and this package's ErrTypeNotDefined,
+// ErrTypeDisabled, ErrPayloadSchemaViolation and ErrPackUnavailable.
+// Schema failures carry a *SchemaError (instance and keyword location) as
+// Err and, as JSON, as Data, ready for an error response body.
+//
+// # Concurrency
+//
+// Package-level functions and SchemaCache are safe for concurrent use. A
+// Registry is a plain value: one goroutine may mutate it (Declare), or
+// any number may read it (Validate, Lookup, Definitions, …) at once, but
+// not both.
+//
+// # Readings of the specification
+//
+// Where the 2026-07-04 text is silent, the package chooses as follows.
+// Schema size is measured on the canonical form. MaxDefinitions counts
+// distinct type names, so a redefinition does not use up the budget.
+// Declarations in one room.create apply in order, and a later one
+// redefines an earlier one under the usual rules. An external pack
+// document may hold several packs; an import takes the types of all of
+// them, and their names must be unique. Name, kind, size, count and
+// reference violations are invalid_event; anything about obtaining or
+// verifying a pack, including digests other than sha256, is
+// pack_unavailable.
+package packs

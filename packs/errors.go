@@ -1,0 +1,88 @@
+package packs
+
+import (
+	"strings"
+
+	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// The ADP error codes (§20) this package produces that Agent Identity does
+// not share. Malformed declarations and payloads of built-in types use the
+// shared identity.CodeInvalidEvent.
+const (
+	CodeTypeNotDefined         identity.Code = "type_not_defined"
+	CodeTypeDisabled           identity.Code = "type_disabled"
+	CodePayloadSchemaViolation identity.Code = "payload_schema_violation"
+	CodePackUnavailable        identity.Code = "pack_unavailable"
+)
+
+// Sentinels for errors.Is; a returned error carries the same code with a
+// specific message.
+var (
+	ErrTypeNotDefined         = identity.NewError(CodeTypeNotDefined, "event type is not in the room's type registry")
+	ErrTypeDisabled           = identity.NewError(CodeTypeDisabled, "event type is disabled in this room")
+	ErrPayloadSchemaViolation = identity.NewError(CodePayloadSchemaViolation, "payload does not satisfy the type's schema")
+	ErrPackUnavailable        = identity.NewError(CodePackUnavailable, "type pack cannot be resolved or its digest does not match")
+)
+
+// SchemaError locates the first failing JSON Schema keyword. It is the Err
+// of payload_schema_violation errors and of invalid_event errors raised by
+// schema checks, and its JSON form is their Data, so a host can return the
+// location to the client unchanged.
+type SchemaError struct {
+	// InstanceLocation is an RFC 6901 pointer into the validated value
+	// ("" is the whole payload).
+	InstanceLocation string `json:"instance_location"`
+	// KeywordLocation is an RFC 6901 pointer to the failing keyword inside
+	// the schema, after following $ref (for example
+	// "/properties/score/maximum").
+	KeywordLocation string `json:"keyword_location"`
+	// Message describes the failure in English.
+	Message string `json:"message"`
+}
+
+// Error formats the error as "at <instance> (<keyword>): <message>".
+func (e *SchemaError) Error() string {
+	loc := e.InstanceLocation
+	if loc == "" {
+		loc = "/"
+	}
+	return "at " + loc + " (" + e.KeywordLocation + "): " + e.Message
+}
+
+// schemaErr wraps a schema failure in an *identity.Error with the location
+// in both Data and Err.
+func schemaErr(code identity.Code, msg string, se *SchemaError) *identity.Error {
+	data, err := json.Marshal(se, json.Deterministic(true))
+	if err != nil {
+		data = nil
+	}
+	return &identity.Error{Code: code, Message: msg + ": " + se.Error(), Data: jsontext.Value(data), Err: se}
+}
+
+func invalidEvent(format string, args ...any) *identity.Error {
+	return identity.Errorf(identity.CodeInvalidEvent, format, args...)
+}
+
+func packUnavailable(format string, args ...any) *identity.Error {
+	return identity.Errorf(CodePackUnavailable, format, args...)
+}
+
+// clip bounds text copied from untrusted input into error messages.
+func clip(s string) string {
+	const max = 200
+	if len(s) <= max {
+		return s
+	}
+	s = s[:max]
+	// Do not cut a UTF-8 sequence in half.
+	for len(s) > 0 && s[len(s)-1]&0xC0 == 0x80 {
+		s = s[:len(s)-1]
+	}
+	if len(s) > 0 && s[len(s)-1] >= 0xC0 {
+		s = s[:len(s)-1]
+	}
+	return strings.ToValidUTF8(s, "") + "…"
+}

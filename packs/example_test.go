@@ -1,0 +1,52 @@
+package packs_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/agentprotocols/go-sdk/packs"
+)
+
+// A room imports two registered packs, lets observers vote, and defines a
+// type of its own; events are then validated against that registry.
+func Example() {
+	decls, err := packs.ParseDeclarations([]byte(`[
+		{"use": "adp:reactions/1.0"},
+		{"use": "adp:deliberation/1.0", "types": ["poll.create", "poll.vote"],
+		 "overrides": {"poll.vote": {"roles": ["moderator", "speaker", "observer"]}}},
+		{"type": "review.finding", "kind": "message", "title": "Review finding",
+		 "schema": {"type": "object", "required": ["severity", "summary"],
+		            "properties": {"severity": {"enum": ["low", "medium", "high"]},
+		                           "summary": {"type": "string", "minLength": 1}},
+		            "additionalProperties": false}}
+	]`))
+	if err != nil {
+		panic(err)
+	}
+	reg := packs.NewRegistry(nil)
+	// The room.create record is seq 1.
+	if err := reg.Declare(context.Background(), 1, decls...); err != nil {
+		panic(err)
+	}
+	for _, d := range reg.Definitions() {
+		fmt.Println(d.Type, d.Kind, d.AllowedRoles())
+	}
+
+	err = reg.Validate("reaction.create", []byte(`{"event_id":"GDt8oHZQfQ3jl5ZUfyNxKZu07yAJdDYuaw_jf_JjLYs","reaction":"agree","score":0.75}`))
+	fmt.Println(err)
+
+	err = reg.Validate("review.finding", []byte(`{"severity":"critical","summary":"retry loop starves the writer"}`))
+	var se *packs.SchemaError
+	fmt.Println(errors.Is(err, packs.ErrPayloadSchemaViolation), errors.As(err, &se), se.InstanceLocation)
+
+	fmt.Println(errors.Is(reg.Validate("turn.update", []byte(`{}`)), packs.ErrTypeNotDefined))
+	// Output:
+	// reaction.create signal [moderator speaker observer]
+	// poll.create message [moderator speaker]
+	// poll.vote signal [moderator speaker observer]
+	// review.finding message [moderator speaker]
+	// <nil>
+	// true true /severity
+	// true
+}

@@ -1,0 +1,122 @@
+package packs
+
+import (
+	_ "embed"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// kernelJSON is the payload part of the seed-era kernel schema
+// (agent-discourse/1.0.schema.json), corrected where the seed text differs;
+// its $comment lists the corrections.
+//
+//go:embed kernel.schema.json
+var kernelJSON []byte
+
+const kernelURL = "urn:agentprotocols:agent-discourse:1.0:kernel"
+
+// builtins maps the eleven built-in types (§13.2), in the table's order, to
+// their payload definitions in the kernel schema.
+var builtins = [...]struct{ typ, def string }{
+	{"room.create", "roomCreatePayload"},
+	{"room.update", "roomUpdatePayload"},
+	{"room.join", "roomJoinPayload"},
+	{"room.join.review", "roomJoinReviewPayload"},
+	{"room.leave", "reasonPayload"},
+	{"room.member.role.update", "roomMemberRoleUpdatePayload"},
+	{"room.member.remove", "roomMemberRemovePayload"},
+	{"room.close", "reasonPayload"},
+	{"room.cancel", "reasonPayload"},
+	{"type.define", "typeDeclaration"},
+	{"message.create", "messageCreatePayload"},
+}
+
+type kernelSchemas struct {
+	payload                           map[string]*compiledSchema
+	typeDef, packImport, packDocument *compiledSchema
+}
+
+// kernel compiles the embedded kernel schema once, on first use. It panics
+// if the embedded file is broken, which the tests rule out.
+var kernel = sync.OnceValue(func() *kernelSchemas {
+	doc, err := decodeJSON(kernelJSON)
+	if err != nil {
+		panic("packs: embedded kernel schema: " + err.Error())
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(refuseLoader{})
+	if err := c.AddResource(kernelURL, doc); err != nil {
+		panic("packs: embedded kernel schema: " + err.Error())
+	}
+	compile := func(def string) *compiledSchema {
+		s, err := c.Compile(kernelURL + "#/$defs/" + def)
+		if err != nil {
+			panic("packs: embedded kernel schema: " + err.Error())
+		}
+		return &compiledSchema{s: s, fast: compileFast(doc, "/$defs/"+def)}
+	}
+	ks := &kernelSchemas{payload: make(map[string]*compiledSchema, len(builtins))}
+	for _, b := range builtins {
+		ks.payload[b.typ] = compile(b.def)
+	}
+	ks.typeDef = compile("typeDef")
+	ks.packImport = compile("packImport")
+	ks.packDocument = compile("packDocument")
+	return ks
+})
+
+// BuiltinTypes returns the eleven built-in event types in §13.2 order.
+func BuiltinTypes() []string {
+	out := make([]string, len(builtins))
+	for i, b := range builtins {
+		out[i] = b.typ
+	}
+	return out
+}
+
+// IsBuiltin reports whether typ is one of the eleven built-in types, which
+// the host state machine governs and no declaration may redefine.
+func IsBuiltin(typ string) bool {
+	return slices.ContainsFunc(builtins[:], func(b struct{ typ, def string }) bool { return b.typ == typ })
+}
+
+// typeNameRE is the kernel schema's eventTypeName: dotted lowercase
+// segments, at least two.
+var typeNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*(\.[a-z0-9][a-z0-9_-]*)+$`)
+
+// ValidTypeName reports whether name may name a custom type (§13.3): dotted
+// lowercase, not under the reserved room. or type. prefixes, not a built-in.
+func ValidTypeName(name string) bool {
+	return typeNameRE.MatchString(name) && !strings.HasPrefix(name, "room.") &&
+		!strings.HasPrefix(name, "type.") && !IsBuiltin(name)
+}
+
+// ValidateBuiltin checks the payload of a built-in event type against its
+// kernel schema. It returns invalid_event, with a *SchemaError locating the
+// failure in Err and Data, for a payload that is not strict JSON or does
+// not match, and for a type that is not built in.
+//
+// The schema covers structure only. Cross-field rules it cannot express
+// belong to the room state machine: a topic that is blank after trimming,
+// start_time < end_time, the room.update field-set rules against current
+// state, membership, roles and join-request matching.
+func ValidateBuiltin(typ string, payload []byte) error {
+	s := kernel().payload[typ]
+	if s == nil {
+		return invalidEvent("%q is not a built-in event type", clip(typ))
+	}
+	v, err := decodeJSON(payload)
+	if err != nil {
+		return identity.Wrap(identity.CodeInvalidEvent, typ+" payload", err)
+	}
+	if se := s.validate(v); se != nil {
+		return schemaErr(identity.CodeInvalidEvent, typ+" payload is invalid", se)
+	}
+	return nil
+}
