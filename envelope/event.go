@@ -195,11 +195,13 @@ func decodeEvent(d *jsontext.Decoder, buf []byte) (*parsedEvent, error) {
 		return nil, err
 	}
 	e.Actor = id
-	canon, err := strictjson.Canonicalize(buf[begin:d.InputOffset()])
-	if err != nil {
+	raw := buf[begin:d.InputOffset()]
+	if strictjson.IsCanonical(raw) {
+		// Most events arrive canonical; copying beats re-canonicalizing.
+		pe.canon = bytes.Clone(raw)
+	} else if pe.canon, err = strictjson.CanonicalizeValidated(raw); err != nil {
 		return nil, identity.Wrap(identity.CodeInvalidEvent, "event", err)
 	}
-	pe.canon = canon
 	return pe, nil
 }
 

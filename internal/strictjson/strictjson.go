@@ -185,6 +185,18 @@ func Canonicalize(v []byte) ([]byte, error) {
 	return out, nil
 }
 
+// CanonicalizeValidated is Canonicalize for input that Validate (or an
+// equivalent strict walk) already accepted: it skips the duplicate-name
+// and UTF-8 bookkeeping that the first pass did. On unvalidated input its
+// output is unspecified.
+func CanonicalizeValidated(v []byte) ([]byte, error) {
+	out := jsontext.Value(bytes.Clone(v))
+	if err := out.Canonicalize(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // Unmarshal validates b and decodes it into v with json v2, rejecting
 // unknown members (names match case-sensitively).
 func Unmarshal(b []byte, v any) error {

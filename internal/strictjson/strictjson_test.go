@@ -108,3 +108,48 @@ func FuzzCanonicalize(f *testing.F) {
 		}
 	})
 }
+
+func TestIsCanonical(t *testing.T) {
+	for _, s := range []string{`{"a":1,"b":[true,false,null],"c":"x\n\u001f"}`, `[]`, `{}`, `0`, `-1`, `1.5`, `1e-7`, `"é"`, `{"a":{"b":{}}}`} {
+		if !IsCanonical([]byte(s)) {
+			t.Errorf("%s: want canonical", s)
+		}
+	}
+	for _, s := range []string{`{"b":1,"a":2}`, `{"a":1,"a":2}`, `{ "a":1}`, `[1, 2]`, `1.0`, `-0`, `1E2`, `"\/"`, `"\u0041"`, `"\u001F"`, `"\u000a"`, `0.10`} {
+		if IsCanonical([]byte(s)) {
+			t.Errorf("%s: want not canonical", s)
+		}
+	}
+}
+
+// FuzzIsCanonical: IsCanonical never claims canonical for input whose
+// canonical form differs.
+func FuzzIsCanonical(f *testing.F) {
+	for _, s := range []string{`{"a":1,"b":[true,false,null],"c":"x\n\u001f"}`, `{"b":1,"a":2}`, `1.5`, `"\u00e9"`, `{"é":1,"z":2}`, `[1e-7,0.1,100]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if Validate(b) != nil {
+			return
+		}
+		canon, err := Canonicalize(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if IsCanonical(b) && !bytes.Equal(canon, b) {
+			t.Fatalf("IsCanonical(%q) but canonical form is %q", b, canon)
+		}
+		if !IsCanonical(canon) && !bytes.ContainsAny(canon, "\\\u0080") && asciiOnly(canon) {
+			t.Fatalf("canonical ASCII text %q not recognized", canon)
+		}
+	})
+}
+
+func asciiOnly(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,43 @@
+package envelope_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/agentprotocols/go-sdk/envelope"
+	"github.com/agentprotocols/go-sdk/identity"
+)
+
+// Sign an event, verify the wire bytes, and see a replay refused by a
+// service's live-write Verifier.
+func Example() {
+	ctx := context.Background()
+	key, _ := identity.NewKeyFromSeed(bytes.Repeat([]byte{7}, 32))
+	now := time.UnixMilli(1779753600000)
+	author := &envelope.Author{Signer: key, Nonces: identity.NewNonceSource(nil), Now: func() time.Time { return now }}
+
+	payload := jsontext.Value(`{"id":"` + key.AgentID().String() + `","name":"ResearchAgent"}`)
+	env, _ := author.Sign(ctx, "agent-profile/1.0", "profile.update", payload, nil)
+	wire := env.AppendJSON(nil)
+	fmt.Println("hash:", env.Hash())
+
+	if _, err := envelope.Verify(wire); err == nil {
+		fmt.Println("verified")
+	}
+
+	svc := envelope.NewVerifier(&envelope.VerifierOptions{Now: func() time.Time { return now }})
+	_, outcome, _ := svc.Accept(ctx, wire, nil)
+	fmt.Println("first write fresh:", outcome == envelope.Fresh)
+	_, _, err := svc.Accept(ctx, wire, nil) // no accepted history: judged fresh again
+	fmt.Println("replay refused:", errors.Is(err, identity.ErrNonceNotGreater))
+	// Output:
+	// hash: jRc2yf0x__2vmrD0U8TCryg2qzZ3FbeOFhzOeRwaSp4
+	// verified
+	// first write fresh: true
+	// replay refused: true
+}
