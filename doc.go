@@ -6,24 +6,26 @@
 //
 // Imports only point to the left:
 //
-//		internal ← identity ← envelope ← profile, packs ← adp ← archive, sse ← examples
+//	internal ← identity ← envelope ← profile, packs ← adp ← archive, sse ← examples
 //
-//	  - identity: Agent IDs and Agent URLs, keys and the Signer interface,
-//	    strict Ed25519 verification, HTTPS origins, clock-derived nonces and
-//	    the bounded Max-Seen-Nonce rule, request JWTs, and the HTTP error and
-//	    list conventions every service shares.
-//	  - envelope: strict I-JSON parsing, RFC 8785 canonicalization, SHA3-256
-//	    event hashes, signed envelopes, closed event objects, and the
-//	    live-write Verifier a service runs before accepting a write.
-//	  - profile: profile.update payload rules, materialization and a
-//	    profile-service client (profile/profiletest is an in-memory service).
-//	  - packs: the registered ADP type packs, type declarations, the per-room
-//	    type registry and JSON Schema validation of payloads.
-//	  - adp: ADP constants and error codes, typed builders for every built-in
-//	    event, server records and the hash chain, and the room-state replayer
-//	    that hosts and verifiers share.
-//	  - archive: build and verify room archives offline.
-//	  - internal: wire details (canonical base64url, the strict JSON policy).
+// What each package is for:
+//
+//   - identity: Agent IDs and Agent URLs, keys and the Signer interface,
+//     strict Ed25519 verification, HTTPS origins, clock-derived nonces and
+//     the bounded Max-Seen-Nonce rule, request JWTs, and the HTTP error and
+//     list conventions every service shares.
+//   - envelope: strict I-JSON parsing, RFC 8785 canonicalization, SHA3-256
+//     event hashes, signed envelopes, closed event objects, and the
+//     live-write Verifier a service runs before accepting a write.
+//   - profile: profile.update payload rules, materialization and a
+//     profile-service client (profile/profiletest is an in-memory service).
+//   - packs: the registered ADP type packs, type declarations, the per-room
+//     type registry and JSON Schema validation of payloads.
+//   - adp: ADP constants and error codes, typed builders for every built-in
+//     event, server records and the hash chain, and the room-state replayer
+//     that hosts and verifiers share.
+//   - archive: build and verify room archives offline.
+//   - internal: wire details (canonical base64url, the strict JSON policy).
 //
 // # Drafts implemented
 //
