@@ -26,7 +26,9 @@ type Record struct {
 	ReceivedAt int64 // Unix milliseconds, assigned by the host
 	Envelope   *envelope.Envelope
 	// Extra holds members beyond the six of §15, which the kernel schema
-	// leaves open; they are kept so a record re-marshals as received.
+	// leaves open; they are kept so a record re-marshals as received. Their
+	// names never repeat the six (ParseRecord guarantees it; code building
+	// records by hand must too).
 	Extra envelope.Fields
 }
 
@@ -54,7 +56,15 @@ func (r *Record) appendHashPayload(b []byte) []byte {
 	eh := r.Envelope.Hash()
 	b = append(b, `{"envelope_hash":"`...)
 	b = b64url.AppendEncode(b, eh[:])
-	b = append(b, `","pre_hash":`...)
+	b = append(b, '"')
+	return r.appendChainFields(b)
+}
+
+// appendChainFields writes the members both the record and its hash
+// payload end with, in canonical order: pre_hash, received_at, room_id,
+// seq, and the closing brace.
+func (r *Record) appendChainFields(b []byte) []byte {
+	b = append(b, `,"pre_hash":`...)
 	if r.Seq == 1 {
 		b = append(b, "null"...)
 	} else {
@@ -81,23 +91,13 @@ func (r *Record) AppendJSON(b []byte) []byte {
 	b = r.Envelope.AppendJSON(b)
 	b = append(b, `,"hash":"`...)
 	b = b64url.AppendEncode(b, r.Hash[:])
-	b = append(b, `","pre_hash":`...)
-	if r.Seq == 1 {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '"')
-		b = b64url.AppendEncode(b, r.PreHash[:])
-		b = append(b, '"')
-	}
-	b = append(b, `,"received_at":`...)
-	b = strconv.AppendInt(b, r.ReceivedAt, 10)
-	b = append(b, `,"room_id":`...)
-	b, _ = jsontext.AppendQuote(b, r.RoomID)
-	b = append(b, `,"seq":`...)
-	b = strconv.AppendInt(b, r.Seq, 10)
+	b = append(b, '"')
+	b = r.appendChainFields(b)
 	if len(r.Extra) == 0 {
-		return append(b, '}')
+		return b
 	}
+	// Merge the extra members in and let the canonicalizer order them.
+	b = b[:len(b)-1]
 	for _, f := range r.Extra {
 		b = append(b, ',')
 		b, _ = jsontext.AppendQuote(b, f.Name)

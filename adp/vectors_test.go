@@ -115,6 +115,25 @@ func (b *vectorBuilder) reject1(name string, want error, env *envelope.Envelope,
 	})
 }
 
+// rejectWire is reject for raw envelope bytes, which may fail to parse
+// (the parse error's code is the expected one) or parse and fail Check.
+func (b *vectorBuilder) rejectWire(name string, want error, wire []byte) {
+	b.t.Helper()
+	at := b.now.Add(time.Millisecond)
+	env, err := envelope.Parse(wire)
+	if err == nil {
+		err = b.world.room.Check(b.ctx, env, at)
+	}
+	var e *identity.Error
+	if !errors.As(err, &e) || !errors.Is(err, want) {
+		b.t.Fatalf("%s: got %v, want %v", name, err, want)
+	}
+	*b.rejects = append(*b.rejects, vectorReject{
+		Name: name, Room: b.name, AfterSeq: b.world.room.Latest().Seq, ReceivedAt: at.UnixMilli(),
+		Envelope: wire, Expected: e.Code,
+	})
+}
+
 func sigText(env *envelope.Envelope) string {
 	s := env.Signature()
 	return b64(s[:])
@@ -189,7 +208,7 @@ func buildMainRoom(t testing.TB, rejects *[]vectorReject) vectorRoom {
 	b.accept("room.join moderator listed in policy")(adp.NewJoin(ctx, a("mod"), b.base("room.join"), adp.Join{Role: adp.RoleModerator}))
 	b.accept("room.join speaker with perspective")(adp.NewJoin(ctx, a("alice"), b.base("room.join"),
 		adp.Join{Role: adp.RoleSpeaker, Perspective: ptr("distributed-systems reviewer")}))
-	b.accept("type.define before start (curation pack)")(adp.NewTypeDefine(ctx, a("mod"), b.base("type.define"), mustDecl(`{"use":"adp:curation/1.0"}`)))
+	b.accept("type.define before start (curation pack)")(adp.NewTypeDefine(ctx, a("mod"), b.base("type.define"), mustDecl(`{"use":"adp:curation/1.0","overrides":{"artifact.create":{"status":"disabled"}}}`)))
 	b.accept("room.update before start: guidance")(adp.NewRoomUpdate(ctx, a("creator"), b.base("room.update"),
 		adp.RoomUpdate{Guidance: ptr("Cite a resource event for every factual claim. Summarize open branches before proposing.")}))
 	b.reject("§9.4 room.update by a speaker", adp.ErrPermissionDenied)(adp.NewRoomUpdate(ctx, a("alice"), b.base("room.update"), adp.RoomUpdate{Guidance: ptr("mine")}))
@@ -264,6 +283,16 @@ func buildMainRoom(t testing.TB, rejects *[]vectorReject) vectorRoom {
 	b.reject("§13.2 room.cancel of an active room", adp.ErrRoomNotActive)(adp.NewCancel(ctx, a("creator"), b.base("room.cancel"), adp.Notice{}))
 	b.reject("§21 payload over 64 KiB", adp.ErrPayloadTooLarge)(adp.NewMessage(ctx, a("alice"), b.base("message.create"), msg(strings.Repeat("x", 64<<10))))
 	b.reject("§6 room_id of another room", adp.ErrInvalidEvent)(adp.NewMessage(ctx, a("alice"), adp.Base{RoomID: "elsewhere", Seq: b.world.room.Head().Seq, Hash: b.world.room.Head().Hash}, msg("x")))
+	b.reject("§13.6 a type the room disabled", adp.ErrTypeDisabled)(b.custom("mod", "artifact.create", `{"artifact_id":"a1","format":"markdown","title":"Summary"}`))
+	b.reject("§13.5 an unknown registered pack", adp.ErrPackUnavailable)(adp.NewTypeDefine(ctx, a("mod"), b.base("type.define"), mustDecl(`{"use":"adp:unknown/1.0"}`)))
+	good, _ := adp.NewMessage(ctx, a("alice"), b.base("message.create"), msg("original text"))
+	b.rejectWire("§6 event changed after signing", adp.ErrInvalidEventHash,
+		[]byte(strings.Replace(string(good.AppendJSON(nil)), "original text", "altered text", 1)))
+	other, _ := adp.NewMessage(ctx, a("mod"), b.base("message.create"), msg("another"))
+	b.rejectWire("§6 signature of another event", adp.ErrInvalidSignature,
+		[]byte(strings.Replace(string(good.AppendJSON(nil)), sigText(good), sigText(other), 1)))
+	b.rejectWire("§6 malformed actor", adp.ErrInvalidActor,
+		[]byte(strings.Replace(string(good.AppendJSON(nil)), `"actor":"did:agent:`, `"actor":"did:agent:x`, 1)))
 	b.accept("room.close")(adp.NewClose(ctx, a("creator"), b.base("room.close"), adp.Notice{Reason: "Discussion complete."}))
 	b.reject("§8 message after room.close", adp.ErrRoomEnded)(adp.NewMessage(ctx, a("alice"), b.base("message.create"), msg("after the end")))
 	b.reject("§8 reaction after room.close", adp.ErrRoomEnded)(b.custom("bob", "reaction.create", `{"event_id":"`+m1.Envelope.Hash().String()+`","reaction":"important"}`))
@@ -274,6 +303,8 @@ func buildCancelledRoom(t testing.TB, rejects *[]vectorReject) vectorRoom {
 	b := newVectorBuilder(t, "cancelled", "d8ftedhpqhsusbg002ug", rejects)
 	ctx := b.ctx
 	start := b.now.Add(24 * time.Hour)
+	b.reject("§16 a write to a room that does not exist", adp.ErrRoomNotFound)(adp.NewJoin(ctx, b.a("alice"),
+		adp.Base{RoomID: "d8ftedhpqhsusbg002ug", Seq: 1}, adp.Join{Role: adp.RoleSpeaker}))
 	b.accept("room.create (restricted, scheduled)")(adp.NewRoomCreate(ctx, b.a("creator"), adp.RoomCreate{
 		Topic: "Postponed security review", Visibility: adp.VisibilityRestricted,
 		StartTime: start.UnixMilli(), EndTime: start.Add(time.Hour).UnixMilli(),
@@ -286,6 +317,12 @@ func buildCancelledRoom(t testing.TB, rejects *[]vectorReject) vectorRoom {
 	b.accept("room.join.review reject")(adp.NewJoinReview(ctx, b.a("creator"), b.base("room.join.review"),
 		adp.JoinReview{Request: req, Decision: adp.DecisionReject, Reason: "not this time"}))
 	b.reject("§10.2 join on a rejected request", adp.ErrJoinRequestNotApproved)(adp.NewJoin(ctx, b.a("alice"), b.base("room.join"), adp.Join{Role: adp.RoleSpeaker, RequestID: "jr_2"}))
+	short := adp.JoinRequest{ID: "jr_3", RoomID: "d8ftedhpqhsusbg002ug", Applicant: b.id("bob"), Role: adp.RoleSpeaker,
+		CreatedAt: b.now.UnixMilli(), ExpiresAt: b.now.Add(time.Minute).UnixMilli()}
+	b.accept("room.join.review approve with a short expiry")(adp.NewJoinReview(ctx, b.a("creator"), b.base("room.join.review"),
+		adp.JoinReview{Request: short, Decision: adp.DecisionApprove, Role: adp.RoleSpeaker}))
+	b.tick(2 * time.Minute)
+	b.reject("§10.2 join on an expired approval", adp.ErrJoinRequestExpired)(adp.NewJoin(ctx, b.a("bob"), b.base("room.join"), adp.Join{Role: adp.RoleSpeaker, RequestID: "jr_3"}))
 	b.reject("§9.4 room.update to start_time ≥ end_time", adp.ErrInvalidEvent)(adp.NewRoomUpdate(ctx, b.a("creator"), b.base("room.update"), adp.RoomUpdate{StartTime: ptr(start.Add(2 * time.Hour).UnixMilli())}))
 	b.accept("room.cancel")(adp.NewCancel(ctx, b.a("creator"), b.base("room.cancel"), adp.Notice{Reason: "Postponed."}))
 	b.reject("§8 join after room.cancel", adp.ErrRoomNotActive)(adp.NewJoin(ctx, b.a("bob"), b.base("room.join"), adp.Join{Role: adp.RoleSpeaker}))
@@ -411,5 +448,35 @@ func TestVectorsReplay(t *testing.T) {
 				t.Fatalf("got %v, want %s", err, rj.Expected)
 			}
 		})
+	}
+}
+
+// TestVectorsCoverReplayerCodes: every §20 code the replayer can decide
+// appears in the published rejections, so another implementation checked
+// against the file meets each of them at least once.
+func TestVectorsCoverReplayerCodes(t *testing.T) {
+	raw, err := os.ReadFile(vectorsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vf vectorFile
+	if err := json.Unmarshal(raw, &vf); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[identity.Code]bool{}
+	for _, r := range vf.Rejections {
+		seen[r.Expected] = true
+	}
+	for _, c := range []identity.Code{
+		identity.CodeInvalidEvent, identity.CodeInvalidEventHash, identity.CodeInvalidSignature, identity.CodeInvalidActor,
+		adp.CodeRoomNotFound, adp.CodeRoomNotActive, adp.CodeRoomEnded, identity.CodePermissionDenied,
+		adp.CodeApprovalRequired, adp.CodeJoinRequestNotFound, adp.CodeJoinRequestNotApproved,
+		adp.CodeJoinRequestRoleMismatch, adp.CodeJoinRequestExpired, adp.CodeMemberBanned, adp.CodeRoleNotAllowed,
+		adp.CodeMaxSpeakersExceeded, adp.CodeRoomHeadMismatch, adp.CodeBaseRecordMismatch, identity.CodePayloadTooLarge,
+		adp.CodeTypeNotDefined, adp.CodeTypeDisabled, adp.CodePayloadSchemaViolation, adp.CodePackUnavailable,
+	} {
+		if !seen[c] {
+			t.Errorf("no rejection vector produces %s", c)
+		}
 	}
 }
