@@ -45,6 +45,7 @@ type Error struct {
 	Err     error
 }
 
+// Error formats the violation with its location.
 func (e *Error) Error() string {
 	if e.Pointer == "" {
 		return "json: " + e.Err.Error()
@@ -52,6 +53,7 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("json at %s: %v", e.Pointer, e.Err)
 }
 
+// Unwrap returns the reason.
 func (e *Error) Unwrap() error { return e.Err }
 
 // NewDecoder returns a jsontext decoder over b with the strict defaults
