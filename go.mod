@@ -3,6 +3,7 @@ module github.com/agentprotocols/go-sdk
 go 1.26
 
 require (
+	filippo.io/edwards25519 v1.2.0
 	github.com/go-json-experiment/json v1.27.2
 	github.com/gowebpki/jcs v1.0.2
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3

@@ -17,8 +17,8 @@ type Index interface {
 	// Add records the record hash and event hash of the record at seq.
 	// seq is always the previous seq + 1.
 	Add(seq int64, record, event envelope.Hash)
-	// RecordHash returns the hash of the record at seq.
-	RecordHash(seq int64) (envelope.Hash, bool)
+	// HasRecord reports whether the record at seq has this record hash.
+	HasRecord(seq int64, record envelope.Hash) bool
 	// HasEvent reports whether an accepted record carries this event hash.
 	HasEvent(event envelope.Hash) bool
 }
@@ -41,12 +41,9 @@ func (m *MemoryIndex) Add(seq int64, record, event envelope.Hash) {
 	m.events[event] = struct{}{}
 }
 
-// RecordHash implements Index.
-func (m *MemoryIndex) RecordHash(seq int64) (envelope.Hash, bool) {
-	if seq < 1 || seq > int64(len(m.records)) {
-		return envelope.Hash{}, false
-	}
-	return m.records[seq-1], true
+// HasRecord implements Index.
+func (m *MemoryIndex) HasRecord(seq int64, record envelope.Hash) bool {
+	return seq >= 1 && seq <= int64(len(m.records)) && m.records[seq-1] == record
 }
 
 // HasEvent implements Index.

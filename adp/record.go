@@ -133,24 +133,27 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 // *identity.Error values with code invalid_record (or the envelope's own
 // code).
 func ParseRecord(b []byte) (*Record, error) {
-	d := strictjson.NewDecoder(b)
-	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
-		return nil, recordErr("record is not a JSON object", nil)
+	// The envelope is most of a record: split the object so that only
+	// envelope.Parse reads those bytes, strictly, and validate the rest.
+	members, err := strictjson.SplitObject(b)
+	if err != nil {
+		return nil, recordErr("record", err)
 	}
 	r := new(Record)
 	var seen uint8
 	var preNull bool
-	for d.PeekKind() != '}' {
-		tok, err := d.ReadToken()
-		if err != nil {
-			return nil, recordErr("record", err)
+	for _, m := range members {
+		v := jsontext.Value(m.Value)
+		if m.Name == "envelope" {
+			seen |= 32
+			if r.Envelope, err = envelope.Parse(v); err != nil {
+				return nil, err
+			}
+			continue
 		}
-		name := tok.String()
-		v, err := d.ReadValue()
-		if err != nil {
-			return nil, recordErr("record", err)
-		}
-		switch name {
+		// The six members are scalars whose parsers check their grammar
+		// fully; only extra members need the general validator.
+		switch m.Name {
 		case "room_id":
 			seen |= 1
 			r.RoomID, err = jsonString(v)
@@ -159,7 +162,7 @@ func ParseRecord(b []byte) (*Record, error) {
 			r.Seq, err = jsonInt(v)
 		case "pre_hash":
 			seen |= 4
-			if preNull = v.Kind() == 'n'; !preNull {
+			if preNull = string(v) == "null"; !preNull {
 				r.PreHash, err = jsonHash(v)
 			}
 		case "hash":
@@ -168,26 +171,14 @@ func ParseRecord(b []byte) (*Record, error) {
 		case "received_at":
 			seen |= 16
 			r.ReceivedAt, err = jsonInt(v)
-		case "envelope":
-			seen |= 32
-			r.Envelope, err = envelope.Parse(v)
-			if err != nil {
-				return nil, err
-			}
 		default:
 			if err = strictjson.Validate(v); err == nil {
-				r.Extra = append(r.Extra, envelope.Field{Name: name, Value: bytes.Clone(v)})
+				r.Extra = append(r.Extra, envelope.Field{Name: m.Name, Value: bytes.Clone(v)})
 			}
 		}
 		if err != nil {
-			return nil, recordErr("record "+name, err)
+			return nil, recordErr("record "+m.Name, err)
 		}
-	}
-	if _, err := d.ReadToken(); err != nil {
-		return nil, recordErr("record", err)
-	}
-	if err := strictjson.End(d); err != nil {
-		return nil, recordErr("record", err)
 	}
 	switch {
 	case seen != 63:

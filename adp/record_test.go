@@ -9,6 +9,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/internal/strictjson"
 )
 
 func TestRecordJSON(t *testing.T) {
@@ -80,6 +81,11 @@ func FuzzParseRecord(f *testing.F) {
 		rec, err := adp.ParseRecord(b)
 		if err != nil {
 			return
+		}
+		// Splitting the object must not make the parser laxer than the
+		// strict validator on the whole text.
+		if err := strictjson.Validate(b); err != nil {
+			t.Fatalf("accepted a record the strict validator refuses: %v", err)
 		}
 		out := rec.AppendJSON(nil)
 		again, err := adp.ParseRecord(out)

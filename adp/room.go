@@ -360,8 +360,7 @@ func (r *Room) statusAt(at int64) Status {
 func (r *Room) checkBase(ev *Event, signal bool) error {
 	s := &r.st
 	if signal {
-		h, ok := r.index.RecordHash(ev.BaseSeq)
-		if !ok || h != ev.BaseHash {
+		if !r.index.HasRecord(ev.BaseSeq, ev.BaseHash) {
 			return identity.Errorf(CodeBaseRecordMismatch, "base_seq %d / base_hash %s is not an accepted record of this room", ev.BaseSeq, ev.BaseHash)
 		}
 		return nil

@@ -2,6 +2,7 @@ package adp
 
 import (
 	"bytes"
+	"cmp"
 	"slices"
 	"time"
 
@@ -63,7 +64,7 @@ func (r *Room) Members() []Member {
 	for _, m := range r.st.Members {
 		out = append(out, *m)
 	}
-	slices.SortFunc(out, func(a, b Member) int { return int(a.JoinedSeq - b.JoinedSeq) })
+	slices.SortFunc(out, func(a, b Member) int { return cmp.Compare(a.JoinedSeq, b.JoinedSeq) })
 	return out
 }
 

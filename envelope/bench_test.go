@@ -105,3 +105,26 @@ func BenchmarkEnvelopeParse(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEd25519VerifyStrictColdKey verifies under 5,000 keys in turn,
+// more than the decoded-key cache holds, so every call decodes its key:
+// the worst case for a verifier that sees each key once.
+func BenchmarkEd25519VerifyStrictColdKey(b *testing.B) {
+	type triple struct{ pub, msg, sig []byte }
+	ts := make([]triple, 5000)
+	for i := range ts {
+		seed := make([]byte, 32)
+		seed[0], seed[1] = byte(i), byte(i>>8)
+		priv := ed25519.NewKeyFromSeed(seed)
+		msg := []byte{byte(i)}
+		ts[i] = triple{priv.Public().(ed25519.PublicKey), msg, ed25519.Sign(priv, msg)}
+	}
+	i := 0
+	for b.Loop() {
+		t := ts[i%len(ts)]
+		if err := identity.VerifySignature(t.pub, t.msg, t.sig); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}

@@ -45,7 +45,9 @@ func Parse(b []byte) (*Envelope, error) {
 	if len(b) > MaxSize {
 		return nil, identity.NewError(identity.CodePayloadTooLarge, "envelope larger than 1 MiB")
 	}
-	d := strictjson.NewDecoder(b)
+	pd := strictjson.GetDecoder(b)
+	defer pd.Release()
+	d := pd.Decoder
 	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
 		return nil, identity.NewError(identity.CodeInvalidEvent, "envelope is not a JSON object")
 	}

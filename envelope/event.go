@@ -120,7 +120,9 @@ type parsedEvent struct {
 // is an *identity.Error with code invalid_event (invalid_actor for a
 // malformed actor).
 func parseEvent(raw []byte) (*parsedEvent, error) {
-	d := strictjson.NewDecoder(raw)
+	pd := strictjson.GetDecoder(raw)
+	defer pd.Release()
+	d := pd.Decoder
 	pe, err := decodeEvent(d, raw)
 	if err != nil {
 		return nil, err

@@ -20,6 +20,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"sync"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -63,13 +64,44 @@ func NewDecoder(b []byte) *jsontext.Decoder {
 	return jsontext.NewDecoder(bytes.NewBuffer(b))
 }
 
+// Decoder is a pooled strict decoder: creating a jsontext decoder costs
+// more than decoding a small value, so hot paths reuse them.
+type Decoder struct {
+	*jsontext.Decoder
+	in bytes.Buffer
+}
+
+var decoders = sync.Pool{New: func() any {
+	d := new(Decoder)
+	d.Decoder = jsontext.NewDecoder(&d.in)
+	return d
+}}
+
+// GetDecoder is NewDecoder from a pool. Values the decoder returns alias b,
+// not the decoder, so they stay valid after Release. Every GetDecoder must
+// be paired with one Release, after which d must not be used.
+func GetDecoder(b []byte) *Decoder {
+	d := decoders.Get().(*Decoder)
+	d.in = *bytes.NewBuffer(b)
+	d.Reset(&d.in)
+	return d
+}
+
+// Release returns d to the pool, dropping its reference to the input.
+func (d *Decoder) Release() {
+	d.in = bytes.Buffer{}
+	d.Reset(&d.in)
+	decoders.Put(d)
+}
+
 // Validate checks that b is exactly one JSON value that satisfies the policy.
 func Validate(b []byte) error {
-	d := NewDecoder(b)
-	if err := Walk(d); err != nil {
+	d := GetDecoder(b)
+	defer d.Release()
+	if err := Walk(d.Decoder); err != nil {
 		return err
 	}
-	return End(d)
+	return End(d.Decoder)
 }
 
 // Walk consumes exactly one JSON value from d, checking every number against
@@ -135,9 +167,11 @@ func CheckNumber(raw []byte) error {
 }
 
 // ParseInt parses a raw JSON number that must be a plain integer literal
-// (no fraction or exponent) within ±(2^53−1).
+// (no fraction or exponent, no leading zero) within ±(2^53−1). It checks
+// the literal's grammar itself, so raw need not be validated first.
 func ParseInt(raw []byte) (int64, error) {
-	if !isIntLiteral(raw) {
+	digits := bytes.TrimPrefix(raw, []byte("-"))
+	if !isIntLiteral(raw) || len(digits) > 1 && digits[0] == '0' {
 		return 0, ErrNotInteger
 	}
 	n, ok := parseSafeInt(raw)

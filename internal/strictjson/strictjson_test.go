@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/gowebpki/jcs"
 )
 
@@ -152,4 +154,46 @@ func asciiOnly(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// FuzzSplitObject: SplitObject plus Validate of every value accepts exactly
+// the objects Validate accepts, with the same members.
+func FuzzSplitObject(f *testing.F) {
+	for _, s := range []string{`{"a":1,"b":{"c":[1,"}"]},"d":"x\"y"}`, ` { } `, `{"a":1,"a":2}`, `{"a":[}`, `{"a":1}x`, `{"\u0061":true,"b":null}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		whole := Validate(b) == nil
+		var obj map[string]jsontext.Value
+		trimmed := bytes.TrimSpace(b)
+		isObject := whole && trimmed[0] == '{' && json.Unmarshal(b, &obj) == nil
+		members, err := SplitObject(b)
+		parts := err == nil
+		for _, m := range members {
+			if Validate(m.Value) != nil {
+				parts = false
+			}
+		}
+		if parts != isObject {
+			t.Fatalf("split+validate=%v, validate object=%v for %q", parts, isObject, b)
+		}
+		if parts {
+			if len(members) != len(obj) {
+				t.Fatalf("%d members, want %d", len(members), len(obj))
+			}
+			for _, m := range members {
+				if !bytes.Equal(bytes.TrimSpace(obj[m.Name]), m.Value) {
+					t.Fatalf("member %q = %q, want %q", m.Name, m.Value, obj[m.Name])
+				}
+			}
+		}
+	})
+}
+
+func TestParseIntGrammar(t *testing.T) {
+	for _, s := range []string{"01", "-01", "00", "1-2", "-", "", "+1", "1 "} {
+		if _, err := ParseInt([]byte(s)); err == nil {
+			t.Errorf("ParseInt(%q) accepted", s)
+		}
+	}
 }

@@ -1,0 +1,251 @@
+package archive_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/sha3"
+	"io"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/archive"
+	"github.com/agentprotocols/go-sdk/envelope"
+	"github.com/agentprotocols/go-sdk/identity"
+)
+
+// bench100k is a 100,000-record archive, generated once per process.
+var bench100k = sync.OnceValues(func() (*archive.Manifest, []byte) {
+	var log bytes.Buffer
+	log.Grow(100_000 * 800)
+	m := generate(100_000, runtime.GOMAXPROCS(0), func(l []byte) { log.Write(l); log.WriteByte('\n') })
+	return m, log.Bytes()
+})
+
+// sigTriple is what crypto/ed25519.Verify needs for one record.
+type sigTriple struct {
+	pub  ed25519.PublicKey
+	hash envelope.Hash
+	sig  [64]byte
+}
+
+var benchTriples = sync.OnceValue(func() []sigTriple {
+	_, log := bench100k()
+	var out []sigTriple
+	for _, l := range lines(log) {
+		rec, err := adp.ParseRecord(l)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, sigTriple{rec.Envelope.Actor().PublicKey(), rec.Envelope.Hash(), rec.Envelope.Signature()})
+	}
+	return out
+})
+
+// floorRate measures crypto/ed25519.Verify alone, on one goroutine, over
+// the archive's own signatures: records/s per core.
+func floorRate(b *testing.B) float64 {
+	ts := benchTriples()
+	start := time.Now()
+	for _, t := range ts[:20_000] {
+		if !ed25519.Verify(t.pub, t.hash[:], t.sig[:]) {
+			b.Fatal("bad signature")
+		}
+	}
+	return 20_000 / time.Since(start).Seconds()
+}
+
+// BenchmarkVerify100k verifies a 100,000-record archive (messages,
+// reactions, review findings, polls and votes; signatures, replay with
+// schema validation, digests) from memory.
+//
+//	ed25519-floor      crypto/ed25519.Verify alone, one goroutine
+//	workers=N          archive.Verify with N signature workers (GOMAXPROCS as set)
+//	procs=1            workers=1 with GOMAXPROCS=1: everything on one core
+//
+// records/s is the throughput; floor-ratio divides it by the same run's
+// ed25519 floor (one goroutine) times the number of workers: the share
+// of each worker's time that is signature checking's irreducible floor.
+// With workers=1 the sequencer runs on the second core; procs=1 puts the
+// whole pipeline on one core.
+func BenchmarkVerify100k(b *testing.B) {
+	m, log := bench100k()
+	ctx := context.Background()
+	b.Run("ed25519-floor", func(b *testing.B) {
+		// One op verifies 20,000 of the archive's signatures.
+		benchTriples()
+		for b.Loop() {
+			floorRate(b)
+		}
+		b.ReportMetric(float64(20_000*b.N)/b.Elapsed().Seconds(), "records/s")
+	})
+	run := func(b *testing.B, workers int) {
+		floor := floorRate(b)
+		b.SetBytes(int64(len(log)))
+		for b.Loop() {
+			rep, err := archive.Verify(ctx, m, bytes.NewReader(log), &archive.VerifyOptions{Workers: workers})
+			if err != nil || rep.Records != 100_000 {
+				b.Fatal(err)
+			}
+		}
+		rate := float64(100_000*b.N) / b.Elapsed().Seconds()
+		b.ReportMetric(rate, "records/s")
+		b.ReportMetric(rate/floor/float64(workers), "floor-ratio")
+	}
+	for _, w := range []int{1, 2} {
+		b.Run("workers="+string(rune('0'+w)), func(b *testing.B) { run(b, w) })
+	}
+	b.Run("procs=1", func(b *testing.B) {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+		run(b, 1)
+	})
+}
+
+// memSampler records the peak of the heap in use and of the memory the
+// runtime holds from the OS (minus what it released), via runtime/metrics.
+type memSampler struct {
+	stop              chan struct{}
+	done              chan struct{}
+	peakHeap, peakSys uint64
+}
+
+func startSampler() *memSampler {
+	s := &memSampler{stop: make(chan struct{}), done: make(chan struct{})}
+	samples := []metrics.Sample{
+		{Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/memory/classes/heap/unused:bytes"},
+		{Name: "/memory/classes/total:bytes"},
+		{Name: "/memory/classes/heap/released:bytes"},
+	}
+	read := func() {
+		metrics.Read(samples)
+		heap := samples[0].Value.Uint64() + samples[1].Value.Uint64()
+		sys := samples[2].Value.Uint64() - samples[3].Value.Uint64()
+		s.peakHeap, s.peakSys = max(s.peakHeap, heap), max(s.peakSys, sys)
+	}
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			read()
+			select {
+			case <-s.stop:
+				read()
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return s
+}
+
+func (s *memSampler) finish() { close(s.stop); <-s.done }
+
+// BenchmarkVerifyMemory1M verifies a 1,000,000-record archive streamed
+// through an io.Pipe from the generator, so no file is needed, and
+// reports the peak heap in use and peak runtime memory (total minus
+// released) during verification. The manifest (whose digest covers every
+// signature) is computed by a first generation pass, outside the timer.
+// Run it on its own: -bench VerifyMemory1M -benchtime 1x.
+func BenchmarkVerifyMemory1M(b *testing.B) {
+	const n = 1_000_000
+	procs := runtime.GOMAXPROCS(0)
+	b.StopTimer()
+	m := generate(n, procs, func([]byte) {})
+	for i := 0; i < b.N; i++ {
+		runtime.GC()
+		debug.FreeOSMemory()
+		s := startSampler()
+		pr, pw := io.Pipe()
+		go func() {
+			bw := make([]byte, 0, 64<<10)
+			generate(n, 1, func(l []byte) {
+				bw = append(append(bw, l...), '\n')
+				if len(bw) > 60<<10 {
+					pw.Write(bw)
+					bw = bw[:0]
+				}
+			})
+			pw.Write(bw)
+			pw.Close()
+		}()
+		b.StartTimer()
+		rep, err := archive.Verify(context.Background(), m, pr, nil)
+		b.StopTimer()
+		s.finish()
+		pr.Close()
+		if err != nil || rep.Records != n {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(s.peakHeap)/(1<<20), "peak-heap-MiB")
+		b.ReportMetric(float64(s.peakSys)/(1<<20), "peak-sys-MiB")
+	}
+	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "records/s")
+}
+
+// BenchmarkStages breaks the per-record cost of verification down by
+// stage, single-threaded, over the first 20,000 records of the 100k
+// archive (ns/op is per record).
+func BenchmarkStages(b *testing.B) {
+	_, log := bench100k()
+	ls := lines(log)[:20_000]
+	recs := make([]*adp.Record, len(ls))
+	envs := make([][]byte, len(ls))
+	for i, l := range ls {
+		r, err := adp.ParseRecord(l)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := r.Envelope.Verify(); err != nil {
+			b.Fatal(err)
+		}
+		recs[i], envs[i] = r, r.Envelope.AppendJSON(nil)
+	}
+	ts := benchTriples()
+	per := func(b *testing.B, f func(i int)) {
+		i := 0
+		for b.Loop() {
+			f(i % len(ls))
+			i++
+		}
+	}
+	b.Run("ed25519.Verify", func(b *testing.B) {
+		per(b, func(i int) { ed25519.Verify(ts[i].pub, ts[i].hash[:], ts[i].sig[:]) })
+	})
+	b.Run("identity.VerifySignature", func(b *testing.B) {
+		per(b, func(i int) { identity.VerifySignature(ts[i].pub, ts[i].hash[:], ts[i].sig[:]) })
+	})
+	b.Run("adp.ParseRecord", func(b *testing.B) { per(b, func(i int) { adp.ParseRecord(ls[i]) }) })
+	b.Run("envelope.Parse", func(b *testing.B) { per(b, func(i int) { envelope.Parse(envs[i]) }) })
+	b.Run("Record.AppendJSON", func(b *testing.B) {
+		var buf []byte
+		per(b, func(i int) { buf = recs[i].AppendJSON(buf[:0]) })
+	})
+	b.Run("Record.ComputeHash", func(b *testing.B) { per(b, func(i int) { recs[i].ComputeHash() }) })
+	b.Run("events-digest-sha3", func(b *testing.B) {
+		h := sha3New()
+		per(b, func(i int) { h.Write(ls[i]) })
+	})
+	b.Run("Room.Apply(verified)", func(b *testing.B) {
+		var room *adp.Room
+		ctx := context.Background()
+		per(b, func(i int) {
+			if i == 0 {
+				b.StopTimer()
+				room = adp.NewRoom(recs[0].RoomID, nil)
+				b.StartTimer()
+			}
+			if err := room.Apply(ctx, recs[i]); err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
+}
+
+func sha3New() *sha3.SHA3 { return sha3.New256() }

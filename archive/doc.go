@@ -1,0 +1,130 @@
+// Package archive builds and verifies Agent Discourse Protocol room
+// archives (ADP 1.0, draft 2026-07-04, §19) offline and in a streaming
+// fashion, so that anyone can check a room's history without trusting
+// the host that served it.
+//
+// # Contents of an archive
+//
+// An archive is a manifest, the record log and the pack documents the
+// room imported, plus a Markdown transcript for people. WriteDir lays them
+// out as
+//
+//	manifest.json              Manifest: §19's recommended manifest
+//	records.jsonl              every server record (§15), one per line, in seq order
+//	packs/sha256-<b64>.json    each external pack document, byte for byte
+//	packs/registered.json      the registered packs document, if the room used one
+//	transcript.md              the Markdown transcript
+//
+// Writer and Transcript do the same on any io.Writer, one record at a
+// time, and LoadPacks, VerifyFiles and VerifyDir read the layout back.
+//
+// The manifest is the seed draft's: protocol, type "room.archive", host,
+// room_id, url, generated_at, event_count, first_seq, last_seq,
+// last_hash, events_sha3_256, archive_root, formats and extra. The later
+// draft's manifest (no digests, a packs member) is not produced and is
+// refused by ParseManifest.
+//
+// Records are written in canonical JSON (RFC 8785), so each line is the
+// exact element the events_sha3_256 digest covers. External pack
+// documents are stored as the raw bytes their sha256 digest covers, under
+// a name derived from the digest alone: anyone can check them with a
+// stock sha256 tool. The registered packs are built into every
+// implementation and immutable per version (§13.5), so verification uses
+// its own copy; the registered document is still written, for readers of
+// the archive, whenever the room imported a registered pack (§19 lists
+// "every imported pack document").
+//
+// # Digests
+//
+// events_sha3_256 is base64url(SHA3-256(JCS(records))), records being the
+// array of server records in seq order. Since JCS of an array is "[" +
+// the canonical elements joined by "," + "]", both Writer and Verify
+// compute it incrementally; Verify canonicalizes what it parsed, so a log
+// written with other whitespace, member order or string escapes (by any
+// correct implementation) gives the same digest.
+//
+// archive_root is a copy of events_sha3_256 by default. With
+// Options.MerkleRoot it is instead the MerkleRoot of the raw record
+// hashes in seq order, an RFC 6962 tree over SHA3-256 with 0x00/0x01
+// domain separation between leaves and interior nodes (see MerkleRoot).
+// Verify accepts either: archive_root must equal events_sha3_256 or the
+// Merkle root.
+//
+// # Verification
+//
+// Verify follows §19 step by step (see its documentation): it replays
+// the records in seq order through adp.Room, the replayer hosts use, so a
+// room verified offline is judged by exactly the rules its host had to
+// apply, including every custom payload against the type definition in
+// force at its seq. External packs resolve only from the archived
+// documents, through a packs.StaticFetcher; nothing touches the network.
+//
+// JSONL line order is not trusted. Verify replays by seq and accepts a
+// log whose lines are out of order as long as no record waits for an
+// earlier one for more than VerifyOptions.ReorderWindow records (4096 by
+// default; negative for unbounded, which holds a fully shuffled log in
+// memory). A seq that repeats or is missing is invalid_record.
+//
+// Every failure is an *identity.Error. A record the host should have
+// refused carries the §20 code the host should have answered
+// (permission_denied, payload_schema_violation, room_head_mismatch, …);
+// a malformed record or broken chain is adp.CodeInvalidRecord; a pack
+// document that does not match its digest is pack_unavailable; records
+// that disagree with the manifest are CodeArchiveMismatch, and a
+// malformed manifest CodeInvalidManifest. The error's Data is
+// {"seq":…,"line":…}, and the Report's Failure says the same.
+//
+// # Memory
+//
+// Verify never holds the log: it reads it line by line, and its memory is
+// bounded by the reorder window, the pipeline's bounded queues and the
+// replay index. The index is not adp.MemoryIndex (about 80 bytes per
+// record) but 64-bit fingerprints keyed by hash/maphash under a seed drawn
+// at random for each verification: about 19 bytes per record, so a
+// 1,000,000-record archive verifies in under 64 MiB. A fingerprint can
+// collide: for each lookup of a hash the room does not hold, the chance
+// of a false match is at most n/2^64 for n records (≈5·10⁻¹⁴ at
+// n = 10⁶). Because the seed does not exist until verification starts,
+// an archive's author cannot search for collisions in advance, so the
+// bound holds against an adversary too. A false match could only accept
+// a signal anchored to a record hash the room never had, accept a
+// message reference to an event it never accepted, or reject an envelope
+// as a duplicate. VerifyOptions.ExactIndex trades memory for exactness.
+//
+// # Concurrency
+//
+// Verify runs a pipeline: one goroutine reads the log into batches of
+// lines, VerifyOptions.Workers goroutines (GOMAXPROCS by default) parse
+// records and envelopes and check Ed25519 signatures in parallel, and the
+// calling goroutine takes the batches back in order and does everything
+// that depends on order — the reorder window, the hash chain, the room
+// replay and the digests — alone. The queues between them are bounded.
+// Verify waits for its workers before returning; if it returns early
+// while the reader is blocked in a Read of the log, that Read completes in
+// the background and nothing reads again. Separate Verify calls share
+// nothing and may run concurrently.
+//
+// A Writer or Transcript is not safe for concurrent use; distinct ones
+// are independent.
+//
+// # Transcript
+//
+// Agent messages and payloads are untrusted (§22): the transcript never
+// lets them be interpreted as Markdown or HTML. Multi-line content goes in
+// fenced code blocks whose fence is longer than any backtick run inside;
+// single-line text is backslash-escaped (EscapeText) or put in code spans
+// (CodeSpan); control and bidirectional-override characters are replaced.
+// The transcript is a view: it is covered by no digest.
+//
+// # Readings of the specification
+//
+// Where the seed text is open, the package chooses as follows. An archive
+// holds the room from its room.create: first_seq must be 1 and
+// event_count must equal last_seq. The manifest is a closed object
+// (extensions belong in extra); host, url, generated_at, formats and
+// extra are optional and are the host's assertions (§22), reported but
+// not verified. Blank lines and CRLF line ends in the log are tolerated.
+// Archived pack documents are matched by digest, whatever URI an import
+// names: the digest pins the content. The room status reported is the
+// status at generated_at.
+package archive

@@ -1,0 +1,391 @@
+package archive
+
+import (
+	"bufio"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/envelope"
+)
+
+// Transcript renders records as a Markdown transcript for people (§19
+// formats.markdown). Agent content is untrusted (§22): nothing an agent
+// wrote is ever interpreted as Markdown structure or HTML.
+//
+//   - Single-line text (topic, reasons, roles, type names) is either put
+//     in a code span whose backtick delimiter is longer than any backtick
+//     run inside, or written with every ASCII punctuation character
+//     backslash-escaped, so <, >, &, [, ], (, ), `, #, *, _, |, ! and the
+//     rest are literal (no tags, entities, links, emphasis or headings).
+//     Line breaks become spaces.
+//   - Multi-line text (message content, agenda, guidance, payload JSON) is
+//     put in a fenced code block whose backtick fence is longer than any
+//     backtick run inside, so no line of the content can close it.
+//   - Control characters other than tab and line feed, and the Unicode
+//     bidirectional controls (U+202A–U+202E, U+2066–U+2069, U+200E,
+//     U+200F, U+061C) and U+FEFF, are replaced by U+FFFD, so text cannot
+//     reorder what a reader sees.
+//
+// The JSONL record log is the authoritative archive; the transcript is a
+// view of it and is not covered by any digest.
+//
+// A Transcript is not safe for concurrent use.
+type Transcript struct {
+	w       *bufio.Writer
+	started bool
+	err     error
+}
+
+// NewTranscript returns a Transcript writing to w. Call Add for each
+// record in seq order, then Close.
+func NewTranscript(w io.Writer) *Transcript {
+	return &Transcript{w: bufio.NewWriter(w)}
+}
+
+// Add renders one record. The first record (seq 1, room.create) also
+// writes the document heading.
+func (t *Transcript) Add(rec *adp.Record) error {
+	if t.err != nil {
+		return t.err
+	}
+	ev := rec.Envelope.Event()
+	if !t.started {
+		t.started = true
+		t.heading(rec.RoomID, ev)
+	}
+	t.str("### ")
+	t.str(strconv.FormatInt(rec.Seq, 10))
+	t.str(" · ")
+	t.code(ev.Type)
+	t.str(" · ")
+	t.str(formatTime(rec.ReceivedAt))
+	t.str("\n\n- Actor: ")
+	t.code(ev.Actor.String())
+	t.str("\n- Event: ")
+	t.code(rec.Envelope.Hash().String())
+	t.str("\n")
+	t.body(ev)
+	t.str("\n")
+	return t.err
+}
+
+// Close writes the summary of m (nil writes none) and flushes.
+func (t *Transcript) Close(m *Manifest) error {
+	if t.err != nil {
+		return t.err
+	}
+	if m != nil {
+		t.str("## Archive\n\n- Records: ")
+		t.str(strconv.FormatInt(m.EventCount, 10))
+		t.str(", seq ")
+		t.str(strconv.FormatInt(m.FirstSeq, 10))
+		t.str("–")
+		t.str(strconv.FormatInt(m.LastSeq, 10))
+		t.str("\n- Last hash: ")
+		t.code(m.LastHash.String())
+		t.str("\n- events\\_sha3\\_256: ")
+		t.code(m.EventsSHA3256.String())
+		t.str("\n- archive\\_root: ")
+		t.code(m.ArchiveRoot.String())
+		if m.MerkleRooted() {
+			t.str(", the Merkle root of the record hashes")
+		}
+		t.str("\n- Generated: ")
+		t.str(formatTime(m.GeneratedAt))
+		t.str("\n\nThis transcript is a rendering. The JSONL record log is the archive: verify it, not this file.\n")
+	}
+	if err := t.w.Flush(); err != nil && t.err == nil {
+		t.err = err
+	}
+	return t.err
+}
+
+func (t *Transcript) heading(roomID string, ev envelope.Event) {
+	var p struct {
+		Topic string `json:"topic"`
+	}
+	if ev.Type == adp.TypeRoomCreate {
+		_ = json.Unmarshal(ev.Payload, &p)
+	}
+	t.str("# ")
+	if p.Topic == "" {
+		t.str("Room archive")
+	} else {
+		t.text(p.Topic)
+	}
+	t.str("\n\n- Room: ")
+	t.code(roomID)
+	t.str("\n\n")
+}
+
+// body renders what an event says, by type.
+func (t *Transcript) body(ev envelope.Event) {
+	var p struct {
+		Role        string `json:"role"`
+		Perspective string `json:"perspective"`
+		Member      string `json:"member"`
+		Ban         bool   `json:"ban"`
+		Reason      string `json:"reason"`
+		Decision    string `json:"decision"`
+		Request     struct {
+			Applicant string `json:"applicant"`
+		} `json:"request"`
+		Type        string         `json:"type"`
+		Use         string         `json:"use"`
+		Pack        string         `json:"pack"`
+		ContentType string         `json:"content_type"`
+		Content     jsontext.Value `json:"content"`
+		References  []string       `json:"references"`
+		Topic       string         `json:"topic"`
+		Visibility  string         `json:"visibility"`
+		StartTime   int64          `json:"start_time"`
+		EndTime     int64          `json:"end_time"`
+		Agenda      string         `json:"agenda"`
+		Guidance    string         `json:"guidance"`
+	}
+	// Rendering never fails on a payload it does not expect: fields it
+	// cannot read stay empty and the raw payload is shown.
+	_ = json.Unmarshal(ev.Payload, &p)
+	raw := true
+	switch ev.Type {
+	case adp.TypeRoomCreate:
+		t.str("- Topic: ")
+		t.text(p.Topic)
+		t.str("\n- Visibility: ")
+		t.code(p.Visibility)
+		t.str("\n- Start: " + formatTime(p.StartTime) + "\n- End: " + formatTime(p.EndTime) + "\n")
+		if p.Agenda != "" {
+			t.str("\nAgenda:\n\n")
+			t.fence("text", p.Agenda)
+		}
+		if p.Guidance != "" {
+			t.str("\nGuidance:\n\n")
+			t.fence("text", p.Guidance)
+		}
+	case adp.TypeRoomJoin:
+		t.str("- Joined as ")
+		t.code(p.Role)
+		if p.Perspective != "" {
+			t.str(", perspective: ")
+			t.text(p.Perspective)
+		}
+		t.str("\n")
+		raw = false
+	case adp.TypeRoomJoinReview:
+		t.str("- Join request of ")
+		t.code(p.Request.Applicant)
+		t.str(": ")
+		t.code(p.Decision)
+		if p.Role != "" {
+			t.str(" as ")
+			t.code(p.Role)
+		}
+		t.str("\n")
+	case adp.TypeMemberRoleUpdate:
+		t.str("- Role of ")
+		t.code(p.Member)
+		t.str(" set to ")
+		t.code(p.Role)
+		t.str("\n")
+		raw = p.Reason != ""
+	case adp.TypeMemberRemove:
+		t.str("- Removed ")
+		t.code(p.Member)
+		if p.Ban {
+			t.str(" and banned")
+		}
+		t.str("\n")
+		raw = p.Reason != ""
+	case adp.TypeRoomLeave, adp.TypeRoomClose, adp.TypeRoomCancel:
+		if p.Reason != "" {
+			t.str("- Reason: ")
+			t.text(p.Reason)
+			t.str("\n")
+		}
+		raw = false
+	case adp.TypeTypeDefine:
+		switch {
+		case p.Use != "":
+			t.str("- Imports registered pack ")
+			t.code(p.Use)
+		case p.Pack != "":
+			t.str("- Imports external pack ")
+			t.code(p.Pack)
+		default:
+			t.str("- Defines type ")
+			t.code(p.Type)
+		}
+		t.str("\n")
+	case adp.TypeMessageCreate:
+		t.str("- Content type: ")
+		t.code(p.ContentType)
+		t.str("\n")
+		for _, r := range p.References {
+			t.str("- Replies to ")
+			t.code(r)
+			t.str("\n")
+		}
+		t.str("\n")
+		if p.Content.Kind() == '"' {
+			s, _ := jsontext.AppendUnquote(nil, p.Content)
+			t.fence("text", string(s))
+		} else {
+			t.fence("json", indentJSON(p.Content))
+		}
+		raw = false
+	}
+	if raw {
+		t.str("\n")
+		t.fence("json", indentJSON(ev.Payload))
+	}
+}
+
+func indentJSON(v jsontext.Value) string {
+	c := jsontext.Value(append([]byte(nil), v...))
+	if err := c.Indent(jsontext.WithIndent("  ")); err != nil {
+		return string(v)
+	}
+	return string(c)
+}
+
+func formatTime(ms int64) string {
+	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+func (t *Transcript) str(s string) {
+	if t.err == nil {
+		_, t.err = t.w.WriteString(s)
+	}
+}
+
+// text writes s as inline Markdown text with every ASCII punctuation
+// character backslash-escaped and line breaks turned into spaces.
+func (t *Transcript) text(s string) { t.str(EscapeText(s)) }
+
+// code writes s as a code span.
+func (t *Transcript) code(s string) { t.str(CodeSpan(s)) }
+
+// fence writes s as a fenced code block.
+func (t *Transcript) fence(info, s string) { t.str(FencedBlock(info, s)) }
+
+// EscapeText returns s as inline Markdown text that renders literally:
+// every ASCII punctuation character is backslash-escaped (CommonMark
+// allows escaping any of them), line breaks become spaces, and control and
+// bidirectional-override characters become U+FFFD.
+func EscapeText(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + len(s)/4)
+	for _, r := range sanitize(s) {
+		switch {
+		case r == '\n' || r == '\r':
+			b.WriteByte(' ')
+		case r < 0x80 && isASCIIPunct(byte(r)):
+			b.WriteByte('\\')
+			b.WriteByte(byte(r))
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// CodeSpan returns s as a Markdown code span: delimited by one more
+// backtick than the longest run of backticks in s and padded with one
+// space on each side (which CommonMark strips), so the content renders
+// literally whatever it holds. Line breaks become spaces; control and
+// bidirectional-override characters become U+FFFD. An empty s renders as
+// an empty-looking span.
+func CodeSpan(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\r' {
+			return ' '
+		}
+		return r
+	}, sanitize(s))
+	if s == "" {
+		s = " "
+	}
+	ticks := strings.Repeat("`", longestRun(s, '`')+1)
+	return ticks + " " + s + " " + ticks
+}
+
+// FencedBlock returns s as a fenced code block with the given info string
+// (which must be a plain word such as "text" or "json"). The fence is one
+// backtick longer than the longest backtick run in s, and at least three,
+// so no line of s can close it; control and bidirectional-override
+// characters become U+FFFD. CommonMark renders the content literally: no
+// HTML, entities, links or emphasis are interpreted.
+func FencedBlock(info, s string) string {
+	s = sanitizeBlock(s)
+	fence := strings.Repeat("`", max(3, longestRun(s, '`')+1))
+	var b strings.Builder
+	b.Grow(len(s) + 2*len(fence) + len(info) + 3)
+	b.WriteString(fence)
+	b.WriteString(info)
+	b.WriteByte('\n')
+	b.WriteString(s)
+	if !strings.HasSuffix(s, "\n") {
+		b.WriteByte('\n')
+	}
+	b.WriteString(fence)
+	b.WriteByte('\n')
+	return b.String()
+}
+
+func isASCIIPunct(c byte) bool {
+	return c >= '!' && c <= '/' || c >= ':' && c <= '@' || c >= '[' && c <= '`' || c >= '{' && c <= '~'
+}
+
+func longestRun(s string, c byte) int {
+	best, n := 0, 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			n++
+			best = max(best, n)
+		} else {
+			n = 0
+		}
+	}
+	return best
+}
+
+// unsafeRune reports characters that must not reach a reader: C0/C1
+// controls (tab and line breaks are handled by the callers), bidi
+// controls, the BOM, and invalid UTF-8.
+func unsafeRune(r rune) bool {
+	switch {
+	case r == '\t' || r == '\n' || r == '\r':
+		return false
+	case r < 0x20 || r >= 0x7f && r < 0xa0:
+		return true
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c, r == 0xfeff:
+		return true
+	case r == utf8.RuneError:
+		return true
+	}
+	return false
+}
+
+func sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unsafeRune(r) {
+			return utf8.RuneError
+		}
+		return r
+	}, s)
+}
+
+// sanitizeBlock is sanitize for block content, where a lone CR (a line
+// ending in CommonMark) is normalized to LF.
+func sanitizeBlock(s string) string {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	s = strings.ReplaceAll(s, "\r", "\n")
+	return sanitize(s)
+}

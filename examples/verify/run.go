@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/agentprotocols/go-sdk/archive"
+	"github.com/agentprotocols/go-sdk/envelope"
+	"github.com/agentprotocols/go-sdk/identity"
+)
+
+const usage = `usage:
+  verify archive [-workers N] [-reorder N] [-json] <manifest.json> <records.jsonl>
+  verify envelope <file>     ("-" reads standard input)
+
+exit status: 0 valid, 1 invalid, 2 usage or I/O error
+`
+
+// Exit statuses.
+const (
+	exitValid   = 0
+	exitInvalid = 1
+	exitUsage   = 2
+)
+
+// run is the whole command, testable without a process.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	switch args[0] {
+	case "archive":
+		return runArchive(args[1:], stdout, stderr)
+	case "envelope":
+		return runEnvelope(args[1:], stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return exitValid
+	}
+	fmt.Fprintf(stderr, "verify: unknown command %q\n%s", args[0], usage)
+	return exitUsage
+}
+
+func runArchive(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("verify archive", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	workers := fs.Int("workers", 0, "signature-checking goroutines (0: GOMAXPROCS)")
+	reorder := fs.Int("reorder", 0, "records that may precede a missing seq (0: default, -1: unbounded)")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() != 2 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	rep, err := archive.VerifyFiles(context.Background(), fs.Arg(0), fs.Arg(1),
+		&archive.VerifyOptions{Workers: *workers, ReorderWindow: *reorder})
+	var ie *identity.Error
+	if err != nil && !errors.As(err, &ie) {
+		fmt.Fprintf(stderr, "verify: %v\n", err)
+		return exitUsage
+	}
+	if *asJSON {
+		b, _ := json.Marshal(rep, json.Deterministic(true))
+		v := jsontext.Value(b)
+		v.Indent()
+		fmt.Fprintf(stdout, "%s\n", v)
+	} else {
+		printReport(stdout, rep)
+	}
+	if err != nil {
+		return exitInvalid
+	}
+	return exitValid
+}
+
+func printReport(w io.Writer, r *archive.Report) {
+	if r.Valid {
+		fmt.Fprintln(w, "archive: valid")
+	} else {
+		fmt.Fprintln(w, "archive: INVALID")
+	}
+	if f := r.Failure; f != nil {
+		where := ""
+		if f.Seq > 0 {
+			where = fmt.Sprintf(" at seq %d", f.Seq)
+		}
+		if f.Line > 0 {
+			where += fmt.Sprintf(" (line %d)", f.Line)
+		}
+		fmt.Fprintf(w, "error:    %s%s: %s\n", f.Code, where, f.Message)
+	}
+	if r.RoomID == "" {
+		return
+	}
+	fmt.Fprintf(w, "room:     %s\n", r.RoomID)
+	if r.Host != "" || r.URL != "" {
+		fmt.Fprintf(w, "host:     %s %s (the host's assertion)\n", r.Host, r.URL)
+	}
+	fmt.Fprintf(w, "records:  %d verified, seq 1–%d\n", r.Records, r.LastSeq)
+	if r.Records > 0 {
+		fmt.Fprintf(w, "last:     %s\n", r.LastHash)
+	}
+	if r.Valid {
+		fmt.Fprintf(w, "events_sha3_256: %s\n", r.EventsSHA3256)
+		kind := "= events_sha3_256"
+		if r.MerkleRoot {
+			kind = "Merkle root of the record hashes"
+		}
+		fmt.Fprintf(w, "archive_root:    %s (%s)\n", r.ArchiveRoot, kind)
+	}
+	if r.Status != "" {
+		fmt.Fprintf(w, "status:   %s\n", r.Status)
+		fmt.Fprintf(w, "head:     seq %d %s\n", r.Head.Seq, r.Head.Hash)
+	}
+	fmt.Fprintf(w, "members:  %d\n", len(r.Members))
+	for _, m := range r.Members {
+		fmt.Fprintf(w, "  %s %s %s\n", m.ID, m.Role, m.Status)
+	}
+	fmt.Fprintf(w, "types:    %d defined\n", r.Definitions)
+	for _, t := range r.TypeNames() {
+		fmt.Fprintf(w, "  %-28s %d\n", t, r.Types[t])
+	}
+	for _, p := range r.Packs {
+		fmt.Fprintf(w, "pack:     %s %s\n", p.Pack, p.Digest)
+	}
+}
+
+func runEnvelope(args []string, stdout, stderr io.Writer) int {
+	if len(args) != 1 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	var b []byte
+	var err error
+	if args[0] == "-" {
+		b, err = io.ReadAll(io.LimitReader(os.Stdin, envelope.MaxSize+1))
+	} else {
+		b, err = os.ReadFile(args[0])
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "verify: %v\n", err)
+		return exitUsage
+	}
+	env, err := envelope.Verify(b)
+	if err != nil {
+		fmt.Fprintln(stdout, "envelope: INVALID")
+		var ie *identity.Error
+		if errors.As(err, &ie) {
+			fmt.Fprintf(stdout, "error:    %s: %s\n", ie.Code, ie.Message)
+		} else {
+			fmt.Fprintf(stdout, "error:    %v\n", err)
+		}
+		return exitInvalid
+	}
+	ev := env.Event()
+	fmt.Fprintln(stdout, "envelope: valid")
+	fmt.Fprintf(stdout, "hash:     %s\n", env.Hash())
+	fmt.Fprintf(stdout, "protocol: %s\n", ev.Protocol)
+	fmt.Fprintf(stdout, "type:     %s\n", ev.Type)
+	fmt.Fprintf(stdout, "actor:    %s\n", ev.Actor)
+	fmt.Fprintf(stdout, "created:  %d\n", ev.CreatedAt)
+	return exitValid
+}

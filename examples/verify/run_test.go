@@ -1,0 +1,135 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/archive"
+)
+
+// mainRoom writes the "main" room of the SDK's ADP vectors as an archive
+// directory.
+func mainRoom(t *testing.T) (string, []*adp.Record) {
+	t.Helper()
+	b, err := os.ReadFile("../../adp/testdata/vectors.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vf struct {
+		Rooms []struct {
+			Name    string `json:"name"`
+			Records []struct {
+				Record jsontext.Value `json:"record"`
+			} `json:"records"`
+		} `json:"rooms"`
+	}
+	if err := json.Unmarshal(b, &vf); err != nil {
+		t.Fatal(err)
+	}
+	var recs []*adp.Record
+	for _, v := range vf.Rooms[0].Records {
+		r, err := adp.ParseRecord(v.Record)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, r)
+	}
+	dir := t.TempDir()
+	opts := &archive.Options{Host: "al.ink", Now: func() time.Time { return time.UnixMilli(1779770000000) }}
+	if _, err := archive.WriteDir(dir, recs, nil, opts); err != nil {
+		t.Fatal(err)
+	}
+	return dir, recs
+}
+
+func runCmd(args ...string) (int, string, string) {
+	var out, errOut bytes.Buffer
+	code := run(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestArchiveValid(t *testing.T) {
+	dir, _ := mainRoom(t)
+	code, out, errOut := runCmd("archive", filepath.Join(dir, "manifest.json"), filepath.Join(dir, "records.jsonl"))
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"archive: valid", "records:  26 verified, seq 1–26", "status:   ended", "room.close", "(= events_sha3_256)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, _ = runCmd("archive", "-json", "-workers", "1", filepath.Join(dir, "manifest.json"), filepath.Join(dir, "records.jsonl"))
+	var rep struct {
+		Valid   bool  `json:"valid"`
+		Records int64 `json:"records"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || !rep.Valid || rep.Records != 26 {
+		t.Fatalf("-json: exit %d %s", code, out)
+	}
+}
+
+func TestArchiveInvalid(t *testing.T) {
+	dir, _ := mainRoom(t)
+	path := filepath.Join(dir, "records.jsonl")
+	b, _ := os.ReadFile(path)
+	ls := bytes.Split(b, []byte("\n"))
+	ls[11] = bytes.Replace(ls[11], []byte(`"received_at":`), []byte(`"received_at":1`), 1)
+	os.WriteFile(path, bytes.Join(ls, []byte("\n")), 0o644)
+	code, out, _ := runCmd("archive", filepath.Join(dir, "manifest.json"), path)
+	if code != 1 || !strings.Contains(out, "archive: INVALID") || !strings.Contains(out, "error:    invalid_record at seq 12 (line 12)") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}
+
+func TestUsageAndIOErrors(t *testing.T) {
+	dir, _ := mainRoom(t)
+	for _, args := range [][]string{
+		{},
+		{"frobnicate"},
+		{"archive", "only-one"},
+		{"archive", "-workers", "x", "a", "b"},
+		{"archive", filepath.Join(dir, "missing.json"), filepath.Join(dir, "records.jsonl")},
+		{"archive", filepath.Join(dir, "manifest.json"), filepath.Join(dir, "missing.jsonl")},
+		{"envelope"},
+		{"envelope", filepath.Join(dir, "missing.json")},
+	} {
+		if code, out, errOut := runCmd(args...); code != 2 {
+			t.Errorf("%q: exit %d\n%s%s", args, code, out, errOut)
+		}
+	}
+	if code, out, _ := runCmd("help"); code != 0 || !strings.Contains(out, "usage") {
+		t.Errorf("help: exit %d", code)
+	}
+	// A malformed manifest is an invalid archive, not an I/O error.
+	os.WriteFile(filepath.Join(dir, "manifest.json"), []byte(`{"protocol":"agent-discourse/1.0"}`), 0o644)
+	if code, out, _ := runCmd("archive", filepath.Join(dir, "manifest.json"), filepath.Join(dir, "records.jsonl")); code != 1 || !strings.Contains(out, "invalid_manifest") {
+		t.Errorf("bad manifest: exit %d\n%s", code, out)
+	}
+}
+
+func TestEnvelope(t *testing.T) {
+	_, recs := mainRoom(t)
+	dir := t.TempDir()
+	good := filepath.Join(dir, "env.json")
+	wire := recs[4].Envelope.AppendJSON(nil)
+	os.WriteFile(good, wire, 0o644)
+	code, out, _ := runCmd("envelope", good)
+	if code != 0 || !strings.Contains(out, "envelope: valid") || !strings.Contains(out, recs[4].Envelope.Hash().String()) {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, bytes.Replace(wire, []byte(`"nonce":`), []byte(`"nonce":1`), 1), 0o644)
+	code, out, _ = runCmd("envelope", bad)
+	if code != 1 || !strings.Contains(out, "invalid_event_hash") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+}

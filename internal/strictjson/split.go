@@ -1,0 +1,153 @@
+package strictjson
+
+import (
+	"bytes"
+	"errors"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Member is one top-level member of a JSON object found by SplitObject.
+type Member struct {
+	Name  string
+	Value []byte // raw, NOT yet validated
+}
+
+// ErrStructure reports malformed JSON structure found by SplitObject.
+var ErrStructure = errors.New("malformed JSON object")
+
+// SplitObject splits a JSON object into its top-level members without
+// validating the member values, so that a caller with a strict parser for a
+// large member (a signed envelope inside a record) reads those bytes once.
+//
+// It checks everything outside the values: one object, whitespace and
+// separators in the right places, names that are valid JSON strings,
+// unique after unescaping, and nothing after the object. The caller MUST
+// validate every Value (Validate, or a parser that is at least as strict);
+// only then is the whole text validated. Value boundaries are found by
+// matching brackets outside strings, which is exact for valid values and
+// harmless for invalid ones: a wrong boundary makes the value fail its
+// validation.
+func SplitObject(b []byte) ([]Member, error) {
+	i := skipWS(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return nil, &Error{Err: ErrWrongKind}
+	}
+	i = skipWS(b, i+1)
+	var out []Member
+	if i < len(b) && b[i] == '}' {
+		return out, endOnly(b, i+1)
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return nil, &Error{Err: ErrStructure}
+		}
+		end := stringEnd(b, i)
+		if end < 0 {
+			return nil, &Error{Err: ErrStructure}
+		}
+		name, err := jsontext.AppendUnquote(nil, b[i:end])
+		if err != nil {
+			return nil, &Error{Err: err}
+		}
+		for _, m := range out {
+			if m.Name == string(name) {
+				return nil, &Error{Pointer: "/" + m.Name, Err: ErrStructure}
+			}
+		}
+		i = skipWS(b, end)
+		if i >= len(b) || b[i] != ':' {
+			return nil, &Error{Err: ErrStructure}
+		}
+		i = skipWS(b, i+1)
+		vend := valueEnd(b, i)
+		if vend < 0 {
+			return nil, &Error{Pointer: "/" + string(name), Err: ErrStructure}
+		}
+		out = append(out, Member{Name: string(name), Value: b[i:vend]})
+		i = skipWS(b, vend)
+		if i < len(b) && b[i] == ',' {
+			i = skipWS(b, i+1)
+			continue
+		}
+		if i < len(b) && b[i] == '}' {
+			return out, endOnly(b, i+1)
+		}
+		return nil, &Error{Err: ErrStructure}
+	}
+}
+
+func endOnly(b []byte, i int) error {
+	if skipWS(b, i) != len(b) {
+		return &Error{Err: ErrTrailingData}
+	}
+	return nil
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the index just past the string starting at b[i].
+func stringEnd(b []byte, i int) int {
+	for i++; i < len(b); {
+		j := bytes.IndexAny(b[i:], `"\`)
+		if j < 0 {
+			return -1
+		}
+		i += j
+		if b[i] == '"' {
+			return i + 1
+		}
+		i += 2 // skip the escaped character
+	}
+	return -1
+}
+
+// valueEnd returns the index just past the value starting at b[i]: a
+// bracket-matched object or array, a string, or a run of literal/number
+// characters.
+func valueEnd(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			j := bytes.IndexAny(b[i:], `"{}[]`)
+			if j < 0 {
+				return -1
+			}
+			i += j
+			switch b[i] {
+			case '"':
+				if i = stringEnd(b, i); i < 0 {
+					return -1
+				}
+				continue
+			case '{', '[':
+				depth++
+			default:
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return -1
+	}
+	start := i
+	for i < len(b) && (b[i] >= '0' && b[i] <= '9' || b[i] >= 'a' && b[i] <= 'z' || b[i] == '-' || b[i] == '+' || b[i] == '.' || b[i] == 'E') {
+		i++
+	}
+	if i == start {
+		return -1
+	}
+	return i
+}
