@@ -40,13 +40,13 @@ func ParseEvent(env *envelope.Envelope) (*Event, error) {
 		switch f.Name {
 		case FieldRoomID:
 			seen |= 1
-			e.RoomID, err = jsonString(f.Value)
+			e.RoomID, err = strictjson.String(f.Value)
 			if err == nil && e.RoomID == "" {
 				err = strictjson.ErrWrongKind
 			}
 		case FieldBaseSeq:
 			seen |= 2
-			e.BaseSeq, err = jsonInt(f.Value)
+			e.BaseSeq, err = strictjson.Int(f.Value)
 			if err == nil && e.BaseSeq < 1 {
 				err = strictjson.ErrNegativeOrZero
 			}
@@ -85,7 +85,7 @@ func parseMentions(v jsontext.Value) ([]identity.AgentID, error) {
 		if err != nil {
 			return nil, err
 		}
-		s, err := jsonString(item)
+		s, err := strictjson.String(item)
 		if err != nil {
 			return nil, err
 		}

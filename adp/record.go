@@ -156,10 +156,10 @@ func ParseRecord(b []byte) (*Record, error) {
 		switch m.Name {
 		case "room_id":
 			seen |= 1
-			r.RoomID, err = jsonString(v)
+			r.RoomID, err = strictjson.String(v)
 		case "seq":
 			seen |= 2
-			r.Seq, err = jsonInt(v)
+			r.Seq, err = strictjson.Int(v)
 		case "pre_hash":
 			seen |= 4
 			if preNull = string(v) == "null"; !preNull {
@@ -170,7 +170,7 @@ func ParseRecord(b []byte) (*Record, error) {
 			r.Hash, err = jsonHash(v)
 		case "received_at":
 			seen |= 16
-			r.ReceivedAt, err = jsonInt(v)
+			r.ReceivedAt, err = strictjson.Int(v)
 		default:
 			if err = strictjson.Validate(v); err == nil {
 				r.Extra = append(r.Extra, envelope.Field{Name: m.Name, Value: bytes.Clone(v)})
@@ -226,23 +226,8 @@ func recordErr(msg string, err error) error {
 	return identity.NewError(CodeInvalidRecord, msg)
 }
 
-func jsonString(v jsontext.Value) (string, error) {
-	if v.Kind() != '"' {
-		return "", strictjson.ErrWrongKind
-	}
-	b, err := jsontext.AppendUnquote(nil, v)
-	return string(b), err
-}
-
-func jsonInt(v jsontext.Value) (int64, error) {
-	if v.Kind() != '0' {
-		return 0, strictjson.ErrWrongKind
-	}
-	return strictjson.ParseInt(v)
-}
-
 func jsonHash(v jsontext.Value) (envelope.Hash, error) {
-	s, err := jsonString(v)
+	s, err := strictjson.String(v)
 	if err != nil {
 		return envelope.Hash{}, err
 	}

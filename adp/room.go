@@ -217,11 +217,10 @@ func (r *Room) Apply(ctx context.Context, rec *Record) error {
 }
 
 func (r *Room) checkLink(rec *Record) error {
-	want := Record{RoomID: r.id, Seq: r.st.Latest.Seq + 1}
 	switch {
 	case rec.RoomID != r.id:
 		return identity.Errorf(CodeInvalidRecord, "record %d: room_id %q is not %q", rec.Seq, clip(rec.RoomID), clip(r.id))
-	case rec.Seq != want.Seq:
+	case rec.Seq != r.st.Latest.Seq+1:
 		return identity.Errorf(CodeInvalidRecord, "record seq %d does not follow %d", rec.Seq, r.st.Latest.Seq)
 	case rec.Seq > 1 && rec.PreHash != r.st.Latest.Hash:
 		return identity.Errorf(CodeInvalidRecord, "record %d: pre_hash is not the hash of record %d", rec.Seq, r.st.Latest.Seq)

@@ -217,7 +217,7 @@ func readName(d *jsontext.Decoder) (string, error) {
 	if bytes.IndexByte(v, '\\') < 0 {
 		return internName(v[1 : len(v)-1]), nil
 	}
-	return jsontextUnquote(v)
+	return strictjson.String(v)
 }
 
 // internName returns the common member names without allocating.
@@ -238,7 +238,7 @@ func readString(d *jsontext.Decoder) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return stringValue(v)
+	return strictjson.String(v)
 }
 
 func readInt(d *jsontext.Decoder) (int64, error) {
@@ -246,7 +246,7 @@ func readInt(d *jsontext.Decoder) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return intValue(v)
+	return strictjson.Int(v)
 }
 
 // walkValue consumes one value, applying the number policy, and returns its
@@ -317,23 +317,4 @@ func ValidType(t string) bool {
 		}
 	}
 	return segs >= 2
-}
-
-func stringValue(v jsontext.Value) (string, error) {
-	if v.Kind() != '"' {
-		return "", strictjson.ErrWrongKind
-	}
-	return jsontextUnquote(v)
-}
-
-func intValue(v jsontext.Value) (int64, error) {
-	if v.Kind() != '0' {
-		return 0, strictjson.ErrWrongKind
-	}
-	return strictjson.ParseInt(v)
-}
-
-func jsontextUnquote(v jsontext.Value) (string, error) {
-	b, err := jsontext.AppendUnquote(nil, v)
-	return string(b), err
 }

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agentprotocols/go-sdk/internal/b64url"
@@ -304,22 +303,13 @@ func tokenError(msg string, reason error) error {
 // jsonString decodes a raw JSON string; ok is false when v is absent or not
 // a string.
 func jsonString(v jsontext.Value) (string, bool) {
-	if v.Kind() != '"' {
-		return "", false
-	}
-	var s string
-	if json.Unmarshal(v, &s) != nil {
-		return "", false
-	}
-	return s, true
+	s, err := strictjson.String(v)
+	return s, err == nil
 }
 
 // jsonSeconds decodes a raw JSON integer literal in 0 … 2^53−1.
 func jsonSeconds(v jsontext.Value) (int64, bool) {
-	if v.Kind() != '0' {
-		return 0, false
-	}
-	n, err := strictjson.ParseInt(v)
+	n, err := strictjson.Int(v)
 	return n, err == nil && n >= 0
 }
 

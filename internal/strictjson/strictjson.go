@@ -250,3 +250,22 @@ func UnmarshalOpen(b []byte, v any) error {
 	}
 	return json.Unmarshal(b, v)
 }
+
+// String decodes v, which must be exactly one JSON string, strictly
+// (escapes, surrogates, UTF-8). It needs no prior Validate.
+func String(v []byte) (string, error) {
+	if jsontext.Value(v).Kind() != '"' {
+		return "", ErrWrongKind
+	}
+	b, err := jsontext.AppendUnquote(nil, v)
+	return string(b), err
+}
+
+// Int decodes v, which must be exactly one JSON integer literal within
+// ±(2^53−1) (see ParseInt). It needs no prior Validate.
+func Int(v []byte) (int64, error) {
+	if jsontext.Value(v).Kind() != '0' {
+		return 0, ErrWrongKind
+	}
+	return ParseInt(v)
+}
