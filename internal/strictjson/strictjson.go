@@ -279,3 +279,33 @@ func Int(v []byte) (int64, error) {
 	}
 	return ParseInt(v)
 }
+
+// Depth returns the nesting depth of v, which must be valid JSON text: 0
+// for a scalar, 1 for an array or object holding only scalars, and one more
+// for each level of arrays or objects inside. It scans the bytes once and
+// allocates nothing.
+func Depth(v []byte) int {
+	depth, deepest, inString := 0, 0, false
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++ // the escaped byte cannot end the string
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '{', '[':
+			depth++
+			deepest = max(deepest, depth)
+		case '}', ']':
+			depth--
+		}
+	}
+	return deepest
+}

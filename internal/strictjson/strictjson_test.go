@@ -231,3 +231,14 @@ func TestNegativeZero(t *testing.T) {
 		t.Errorf("ParseInt(-0) = %v", err)
 	}
 }
+
+func TestDepth(t *testing.T) {
+	for s, want := range map[string]int{
+		`1`: 0, `"[{"`: 0, `[]`: 1, `{"a":1}`: 1, `{"a":[]}`: 2, `[[],[[]],{}]`: 3,
+		`{"a":"\"[","b":{"c":["\\",{}]}}`: 4, ` [ { } ] `: 2,
+	} {
+		if got := Depth([]byte(s)); got != want {
+			t.Errorf("Depth(%s) = %d, want %d", s, got, want)
+		}
+	}
+}
