@@ -56,7 +56,10 @@ const (
 
 // JoinRequestStore is a host's store of join requests (HTTP resources, not
 // room events). Lookup returns the stored immutable request and its status,
-// or an error with code join_request_not_found.
+// or an error with code join_request_not_found. A public room's automatic
+// approvals (§11) leave no room.join.review in the log, so the store is
+// where a join naming one finds it: Lookup reports it approved, and its
+// role is the approved role.
 type JoinRequestStore interface {
 	Lookup(ctx context.Context, roomID, requestID string) (JoinRequest, JoinRequestStatus, error)
 }
