@@ -1,6 +1,7 @@
 package adp_test
 
 import (
+	"context"
 	"errors"
 	"strconv"
 	"testing"
@@ -398,4 +399,24 @@ func TestRulesCreatorAfterLeaving(t *testing.T) {
 			return w.submit(w.custom("creator", "reaction.create", `{"event_id":"`+w.records[0].Envelope.Hash().String()+`","reaction":"agree"}`))
 		}, adp.ErrPermissionDenied},
 	})
+}
+
+// failingStore is a join-request store that cannot answer.
+type failingStore struct{ err error }
+
+func (s failingStore) Lookup(context.Context, string, string) (adp.JoinRequest, adp.JoinRequestStatus, error) {
+	return adp.JoinRequest{}, "", s.err
+}
+
+// TestAutoApprovedJoinStoreFailure: a store that fails gives no verdict —
+// its error reaches the host instead of a join_request_not_found it would
+// send the agent.
+func TestAutoApprovedJoinStoreFailure(t *testing.T) {
+	outage := errors.New("join-request store unavailable")
+	w := newWorld(t, &adp.RoomOptions{JoinRequests: failingStore{outage}})
+	w.publicRoom()
+	_, err := w.joinWith("alice", "jr_1", adp.RoleSpeaker)
+	if !errors.Is(err, outage) || errors.Is(err, adp.ErrJoinRequestNotFound) {
+		t.Fatalf("got %v, want the store's error", err)
+	}
 }

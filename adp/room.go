@@ -2,6 +2,7 @@ package adp
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"sync"
@@ -219,11 +220,11 @@ func (r *Room) Accept(ctx context.Context, env *envelope.Envelope, at time.Time)
 }
 
 // Apply replays one record of a history (§19 step 3): the record must be
-// the next link of the chain with a correct record hash and a received_at
-// not before the previous record's, and its envelope
-// must verify and be acceptable at its received_at. On error nothing
-// changes; the error carries the §20 code the host should have answered
-// (or invalid_record for a broken chain).
+// the next link of the chain, with a correct record hash and a received_at
+// not before the previous record's, and its envelope must verify and be
+// acceptable at its received_at. On error nothing changes; the error
+// carries the §20 code the host should have answered (or invalid_record
+// for a broken chain or a received_at that goes back).
 func (r *Room) Apply(ctx context.Context, rec *Record) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -710,6 +711,9 @@ func (r *Room) autoApproved(ctx context.Context, ev *Event, p *Join, at int64) (
 	auto := &review{Applicant: ev.Actor, Decision: DecisionApprove, Role: p.Role, Auto: true}
 	if store := r.opts.JoinRequests; store != nil {
 		req, status, err := store.Lookup(ctx, r.id, p.RequestID)
+		if err != nil && !errors.Is(err, ErrJoinRequestNotFound) {
+			return nil, err // the store failed: no verdict on the write
+		}
 		if err != nil || req.RoomID != r.id || req.Applicant != ev.Actor {
 			return nil, requestNotFound(p.RequestID)
 		}
@@ -758,8 +762,12 @@ func (r *Room) checkReview(ctx context.Context, c *change, p *JoinReview, at int
 	if req.RoomID != r.id {
 		return invalid("the reviewed request belongs to another room")
 	}
-	if r.st.Reviews[req.ID] != nil {
-		return identity.Errorf(CodeJoinRequestNotFound, "join request %q was already reviewed", clip(req.ID))
+	if rv := r.st.Reviews[req.ID]; rv != nil {
+		how := "reviewed"
+		if rv.Auto {
+			how = "approved automatically and used"
+		}
+		return identity.Errorf(CodeJoinRequestNotFound, "join request %q was already %s", clip(req.ID), how)
 	}
 	if store := r.opts.JoinRequests; store != nil {
 		stored, status, err := store.Lookup(ctx, r.id, req.ID)
