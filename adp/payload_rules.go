@@ -81,8 +81,13 @@ func checkBuiltinPayload(typ string, raw jsontext.Value) (any, error) {
 		if err := decode(raw, p); err != nil {
 			return nil, err
 		}
-		if p.Decision == DecisionApprove && p.Role == "" {
+		switch {
+		case p.Decision == DecisionApprove && p.Role == "":
 			return nil, invalid("an approving room.join.review must name the role")
+		case p.Request.ExpiresAt <= p.Request.CreatedAt:
+			// A request that expires when it is made was never pending
+			// (§11): no review can see it so.
+			return nil, invalid("the reviewed join request's expires_at is not after its created_at")
 		}
 		return p, nil
 	case TypeRoomLeave, TypeRoomClose, TypeRoomCancel:

@@ -164,6 +164,9 @@ func RestoreRoom(b []byte, opts *RoomOptions) (*Room, error) {
 	if s.Version != 1 {
 		return nil, identity.Errorf(identity.CodeInvalidRequest, "room snapshot version %d is not supported", s.Version)
 	}
+	if err := s.check(); err != nil {
+		return nil, err
+	}
 	r := NewRoom(s.ID, opts)
 	var popts *packs.Options
 	if opts != nil {
@@ -179,8 +182,8 @@ func RestoreRoom(b []byte, opts *RoomOptions) (*Room, error) {
 		r.st.Members = map[identity.AgentID]*Member{}
 	}
 	if m, ok := r.index.(*MemoryIndex); ok && (opts == nil || opts.Index == nil) {
-		if int64(len(s.Records)) != r.st.Latest.Seq {
-			return nil, identity.NewError(identity.CodeInvalidRequest, "room snapshot index does not match its latest seq")
+		if n := int64(len(s.Records)); n != r.st.Latest.Seq || n > 0 && (s.Records[n-1] != r.st.Latest.Hash || s.Records[r.st.Head.Seq-1] != r.st.Head.Hash) {
+			return nil, identity.NewError(identity.CodeInvalidRequest, "room snapshot index does not match its latest record and head")
 		}
 		m.records = s.Records
 		for _, h := range s.Events {
