@@ -114,4 +114,3 @@ func TestConversation(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
-

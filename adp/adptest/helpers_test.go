@@ -125,7 +125,9 @@ func roomSpec(t testing.TB, vis adp.Visibility, topic string) adp.RoomCreate {
 	}
 }
 
-func text(s string) adp.Message { return adp.Message{ContentType: "text/plain", Content: adp.TextContent(s)} }
+func text(s string) adp.Message {
+	return adp.Message{ContentType: "text/plain", Content: adp.TextContent(s)}
+}
 
 func raw(s string) jsontext.Value { return jsontext.Value(s) }
 

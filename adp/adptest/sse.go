@@ -5,8 +5,8 @@ import (
 	"sync"
 	"time"
 
-	sse "github.com/tmaxmax/go-sse"
 	"github.com/go-json-experiment/json"
+	sse "github.com/tmaxmax/go-sse"
 
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/identity"
