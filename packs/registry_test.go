@@ -458,7 +458,7 @@ func TestSnapshotRestore(t *testing.T) {
 			d.Kind = KindControl
 			s.Entries = append(s.Entries, Entry{99, &d})
 		},
-		"type twice": func(s *Snapshot) { s.Entries = append(s.Entries, s.Entries[0]) },
+		"type twice":    func(s *Snapshot) { s.Entries = append(s.Entries, s.Entries[0]) },
 		"seq backwards": func(s *Snapshot) { s.Entries[len(s.Entries)-1].Seq = 0 },
 		"nil":           func(s *Snapshot) { s.Entries[0].Definition = nil },
 		"bad schema": func(s *Snapshot) {
