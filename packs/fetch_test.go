@@ -125,6 +125,16 @@ func TestExternalPack(t *testing.T) {
 	if offline.Lookup("triage.assign") == nil || hits.Load() != 1 {
 		t.Fatal("static fetcher")
 	}
+	// The digest pins the content: an import naming another URI for the
+	// same document is served, a wrong digest is not.
+	mirror := NewRegistry(&Options{Fetcher: StaticFetcher(r.Documents())})
+	if err := mirror.Declare(ctx, 1, importDecl(t, "https://mirror.example/t.json", digest)); err != nil {
+		t.Fatalf("same digest under another URI: %v", err)
+	}
+	wantCode(t, mirror.Declare(ctx, 2, importDecl(t, uri, Digest([]byte(triagePack+" ")))), CodePackUnavailable)
+	if _, err := (StaticFetcher{{Pack: uri, Digest: digest, Raw: []byte("tampered")}}).Fetch(ctx, uri, digest); !errors.Is(err, ErrPackUnavailable) {
+		t.Fatalf("tampered static document: %v", err)
+	}
 	// Snapshots carry the documents, base64url-encoded so the bytes survive.
 	b := snapshotJSON(t, r)
 	var s Snapshot
