@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/agentprotocols/go-sdk/identity"
 )
@@ -30,6 +31,13 @@ const MaxEvaluationsPerLocation = 128
 // (x{1000} copies x a thousand times); the largest registered pattern
 // compiles to 57 instructions.
 const MaxPatternInsts = 1000
+
+// MaxSchemaDepth is the default bound on the JSON nesting depth of a type
+// schema (objects and arrays). The schema library's compile time grows
+// faster than quadratically with depth (2.4 s at 800 levels), and every
+// subschema keeps its full location; the registered packs nest at most 7
+// levels.
+const MaxSchemaDepth = 32
 
 // maxCostStates bounds the analysis itself.
 const maxCostStates = 4096
@@ -65,31 +73,30 @@ const maxCostStates = 4096
 // every patternProperties schema is assumed to match, and every branch of
 // anyOf/oneOf/if is assumed to run.
 //
-// It returns every pattern compiled, keyed by its source, for the
-// library's regexp engine, and the instruction total.
-func analyzeSchema(doc any, lim limits) (map[string]*regexp.Regexp, int, error) {
+// It also bounds the schema's nesting depth (lim.depth).
+func analyzeSchema(doc any, lim limits) (*schemaAnalysis, error) {
 	g := &schemaGraph{
 		doc: doc, lim: lim,
 		nodes: map[string]*costNode{}, resources: map[string]string{}, anchors: map[string]string{},
 		bases: map[string]*url.URL{}, dynamic: map[string][]string{}, patterns: map[string]compiledPattern{},
 	}
-	if err := g.index(doc, "", schemaRoot); err != nil {
-		return nil, 0, err
+	if err := g.index(doc, "", schemaRoot, 0); err != nil {
+		return nil, err
 	}
 	for _, r := range g.refs {
 		if _, _, _, err := g.target(r.raw, r.base); err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 	}
 	root := g.node(doc, "")
 	if g.err != nil {
-		return nil, 0, g.err
+		return nil, g.err
 	}
 	g.closures = map[*costNode]map[*costNode]int{}
 	g.onStack = map[*costNode]bool{}
 	start := g.closure(root)
 	if g.err != nil {
-		return nil, 0, g.err
+		return nil, g.err
 	}
 	seen := map[string]bool{}
 	queue := []map[*costNode]int{start}
@@ -97,7 +104,7 @@ func analyzeSchema(doc any, lim limits) (map[string]*regexp.Regexp, int, error) 
 		st := queue[0]
 		queue = queue[1:]
 		if err := g.checkState(st); err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		key := stateKey(st)
 		if seen[key] {
@@ -105,7 +112,7 @@ func analyzeSchema(doc any, lim limits) (map[string]*regexp.Regexp, int, error) 
 		}
 		seen[key] = true
 		if len(seen) > maxCostStates {
-			return nil, 0, invalidEvent("type schema is too complex to bound its evaluation cost")
+			return nil, invalidEvent("type schema is too complex to bound its evaluation cost")
 		}
 		for _, slot := range slots(st) {
 			next := map[*costNode]int{}
@@ -117,20 +124,37 @@ func analyzeSchema(doc any, lim limits) (map[string]*regexp.Regexp, int, error) 
 				}
 			}
 			if g.err != nil {
-				return nil, 0, g.err
+				return nil, g.err
 			}
 			if len(next) > 0 {
 				queue = append(queue, next)
 			}
 		}
 	}
-	res := make(map[string]*regexp.Regexp, len(g.patterns))
-	insts := 0
+	a := &schemaAnalysis{patterns: make(map[string]*regexp.Regexp, len(g.patterns)), objects: g.objects, pointerBytes: g.pointerBytes}
 	for src, p := range g.patterns {
-		res[src] = p.re
-		insts += p.insts
+		a.patterns[src] = p.re
+		a.progBytes += p.bytes
 	}
-	return res, insts, nil
+	return a, nil
+}
+
+// schemaAnalysis is what analyzeSchema learns about an admitted schema.
+type schemaAnalysis struct {
+	patterns     map[string]*regexp.Regexp // every pattern, compiled, by source
+	progBytes    int                       // the size of their programs in memory
+	objects      int                       // JSON objects in the schema
+	pointerBytes int                       // total length of their JSON pointers
+}
+
+// heapEstimate over-approximates the heap the library's compiled form of
+// a schema of canonical size n holds: per subschema a Schema struct and
+// its location string, the values it keeps, and per pattern its program
+// (a *regexp.Regexp may keep a one-pass copy of it too). TestSchemaHeap
+// checks it against measurements.
+func (a *schemaAnalysis) heapEstimate(n int) int64 {
+	return 8192 + 16*int64(n) + 1024*int64(a.objects) + 2*int64(a.pointerBytes) +
+		2048*int64(len(a.patterns)) + 2*int64(a.progBytes)
 }
 
 // checkState applies the per-location bounds to one state.
@@ -225,21 +249,25 @@ var schemaRoot = &url.URL{Scheme: "https", Host: "type-schema.invalid", Path: "/
 type schemaGraph struct {
 	doc       any
 	lim       limits
-	nodes     map[string]*costNode       // by JSON pointer from the document root
-	resources map[string]string          // base URI -> pointer of its root
-	anchors   map[string]string          // base URI + "#" + anchor -> pointer
-	bases     map[string]*url.URL        // pointer -> base URI in effect there
-	dynamic   map[string][]string        // $dynamicAnchor name -> pointers
-	refs      []schemaRef                // every reference, wherever it appears
-	patterns  map[string]compiledPattern // by source
-	closures  map[*costNode]map[*costNode]int
-	onStack   map[*costNode]bool
-	err       error
+	nodes     map[string]*costNode // by JSON pointer from the document root
+	resources map[string]string    // base URI -> pointer of its root
+	anchors   map[string]string    // base URI + "#" + anchor -> pointer
+	bases     map[string]*url.URL  // pointer -> base URI in effect there
+	dynamic   map[string][]string  // $dynamicAnchor name -> pointers
+	refs      []schemaRef          // every reference, wherever it appears
+	objects   int                  // JSON objects seen by index
+	// pointerBytes sums the lengths of their JSON pointers.
+	pointerBytes int
+	patterns     map[string]compiledPattern // by source
+	closures     map[*costNode]map[*costNode]int
+	onStack      map[*costNode]bool
+	err          error
 }
 
 type compiledPattern struct {
 	re    *regexp.Regexp
 	insts int // size of its RE2 program
+	bytes int // memory its program takes
 }
 
 type schemaRef struct {
@@ -249,12 +277,20 @@ type schemaRef struct {
 
 // index records resources ($id), anchors, references and the base URI of
 // every object, walking every JSON value: a $ref may point anywhere.
-func (g *schemaGraph) index(v any, ptr string, base *url.URL) error {
+func (g *schemaGraph) index(v any, ptr string, base *url.URL, depth int) error {
 	if ptr == "" {
 		g.resources[base.String()] = ""
 	}
+	switch v.(type) {
+	case map[string]any, []any:
+		if depth++; depth > g.lim.depth {
+			return invalidEvent("type schema nests deeper than %d levels", g.lim.depth)
+		}
+	}
 	switch x := v.(type) {
 	case map[string]any:
+		g.objects++
+		g.pointerBytes += len(ptr)
 		if s, ok := x["$schema"].(string); ok && s != Draft202012 {
 			return invalidEvent("type schema $schema %q is not %s", clip(s), Draft202012)
 		}
@@ -286,18 +322,32 @@ func (g *schemaGraph) index(v any, ptr string, base *url.URL) error {
 			}
 		}
 		for k, c := range x {
-			if err := g.index(c, ptr+"/"+escapePointer(k), base); err != nil {
+			if !isContainer(c) {
+				continue // only objects need a pointer
+			}
+			if err := g.index(c, ptr+"/"+escapePointer(k), base, depth); err != nil {
 				return err
 			}
 		}
 	case []any:
 		for i, c := range x {
-			if err := g.index(c, ptr+"/"+strconv.Itoa(i), base); err != nil {
+			if !isContainer(c) {
+				continue
+			}
+			if err := g.index(c, ptr+"/"+strconv.Itoa(i), base, depth); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+func isContainer(v any) bool {
+	switch v.(type) {
+	case map[string]any, []any:
+		return true
+	}
+	return false
 }
 
 // target resolves a reference against the base URI in effect where it
@@ -446,13 +496,13 @@ func (g *schemaGraph) pattern(p string) int {
 	if cp, ok := g.patterns[p]; ok {
 		return cp.insts
 	}
-	re, size, err := compilePattern(p, g.lim.patternInsts)
+	cp, err := compilePattern(p, g.lim.patternInsts)
 	if err != nil {
 		g.fail(err)
 		return 0
 	}
-	g.patterns[p] = compiledPattern{re, size}
-	return size
+	g.patterns[p] = cp
+	return cp.insts
 }
 
 // closure returns the multiset of schemas that apply at one location when
@@ -486,7 +536,7 @@ func (g *schemaGraph) closure(n *costNode) map[*costNode]int {
 // is ErrSchemaUnsupported, since the schema may be valid and this
 // verifier simply cannot evaluate it. Syntax that ECMA-262 rejects as well
 // is invalid_event.
-func compilePattern(p string, max int) (*regexp.Regexp, int, error) {
+func compilePattern(p string, max int) (compiledPattern, error) {
 	re, err := syntax.Parse(p, syntax.Perl)
 	if err != nil {
 		var se *syntax.Error
@@ -494,12 +544,12 @@ func compilePattern(p string, max int) (*regexp.Regexp, int, error) {
 			switch se.Code {
 			case syntax.ErrMissingParen, syntax.ErrUnexpectedParen, syntax.ErrTrailingBackslash,
 				syntax.ErrMissingRepeatArgument, syntax.ErrInvalidRepeatOp:
-				return nil, 0, invalidEvent("type schema pattern %q is not a regular expression: %v", clip(p), se.Code)
+				return compiledPattern{}, invalidEvent("type schema pattern %q is not a regular expression: %v", clip(p), se.Code)
 			case syntax.ErrLarge, syntax.ErrNestingDepth:
-				return nil, 0, invalidEvent("type schema pattern %q is too costly: %v", clip(p), se.Code)
+				return compiledPattern{}, invalidEvent("type schema pattern %q is too costly: %v", clip(p), se.Code)
 			}
 		}
-		return nil, 0, identity.Errorf(CodeSchemaUnsupported, "type schema pattern %q uses syntax Go's RE2 engine does not support: %v", clip(p), err)
+		return compiledPattern{}, identity.Errorf(CodeSchemaUnsupported, "type schema pattern %q uses syntax Go's RE2 engine does not support: %v", clip(p), err)
 	}
 	tooBig := func() error {
 		return invalidEvent("type schema pattern %q is too costly: it compiles to more than %d instructions", clip(p), max)
@@ -509,22 +559,23 @@ func compilePattern(p string, max int) (*regexp.Regexp, int, error) {
 	// over-approximates, so it refuses only at a margin, and the compiled
 	// program is what counts.
 	if estimateInsts(re, 4*max) > 4*max {
-		return nil, 0, tooBig()
+		return compiledPattern{}, tooBig()
 	}
 	prog, err := syntax.Compile(re.Simplify())
-	if err != nil {
-		return nil, 0, tooBig()
-	}
-	if len(prog.Inst) > max {
-		return nil, 0, tooBig()
+	if err != nil || len(prog.Inst) > max {
+		return compiledPattern{}, tooBig()
 	}
 	// regexp.Compile parses and compiles again, the same way; the work is
 	// bounded by the check above.
 	r, err := regexp.Compile(p)
 	if err != nil {
-		return nil, 0, identity.Errorf(CodeSchemaUnsupported, "type schema pattern %q: %v", clip(p), err)
+		return compiledPattern{}, identity.Errorf(CodeSchemaUnsupported, "type schema pattern %q: %v", clip(p), err)
 	}
-	return r, len(prog.Inst), nil
+	size := 0
+	for _, in := range prog.Inst {
+		size += int(unsafe.Sizeof(in)) + 4*cap(in.Rune)
+	}
+	return compiledPattern{r, len(prog.Inst), size}, nil
 }
 
 // estimateInsts over-approximates the instruction count of the program

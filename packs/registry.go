@@ -41,6 +41,9 @@ type Options struct {
 	// MaxDefinitions bounds the distinct types of a room; 0 means the
 	// package's MaxDefinitions.
 	MaxDefinitions int
+	// MaxSchemaDepth bounds the JSON nesting depth of each type schema; 0
+	// means the package's MaxSchemaDepth.
+	MaxSchemaDepth int
 	// MaxEvaluationsPerLocation bounds the subschema evaluations a schema
 	// may cause at one payload location; 0 means the package's
 	// MaxEvaluationsPerLocation.
@@ -59,6 +62,9 @@ func (o *Options) limits() limits {
 	}
 	if o.MaxSchemaBytes > 0 {
 		lim.schemaBytes = o.MaxSchemaBytes
+	}
+	if o.MaxSchemaDepth > 0 {
+		lim.depth = o.MaxSchemaDepth
 	}
 	if o.MaxEvaluationsPerLocation > 0 {
 		lim.evaluations = o.MaxEvaluationsPerLocation

@@ -486,8 +486,8 @@ func TestSnapshotRestore(t *testing.T) {
 // that validation and the schema cache share nothing unsafely.
 func TestConcurrentValidation(t *testing.T) {
 	r := allPacksRegistry(t)
-	// Room for four of the schemas below: {"maxLength":N} is 15 bytes.
-	budget := 4 * estimateSchemaHeap(make([]byte, 15), 0)
+	// Room for four of the schemas below.
+	budget := 4 * schemaSize(t, `{"maxLength":0}`)
 	cache := NewSchemaCache(budget)
 	var wg sync.WaitGroup
 	for g := range 8 {
@@ -525,9 +525,19 @@ func TestConcurrentValidation(t *testing.T) {
 	}
 }
 
+// schemaSize returns the heap estimate of a compiled schema.
+func schemaSize(t testing.TB, schema string) int64 {
+	t.Helper()
+	cs, _, err := NewSchemaCache(0).compile([]byte(schema), defaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs.size
+}
+
 func TestSchemaCacheSharesCompiledSchemas(t *testing.T) {
-	// Room for the first two schemas below (31 and 18 canonical bytes).
-	cache := NewSchemaCache(estimateSchemaHeap(make([]byte, 31), 0) + estimateSchemaHeap(make([]byte, 18), 0))
+	// Room for the first two schemas below.
+	cache := NewSchemaCache(schemaSize(t, `{"minLength":1,"type":"string"}`) + schemaSize(t, `{"type":"integer"}`))
 	a1, _, err := cache.compile([]byte(`{"type":"string", "minLength":1}`), defaultLimits)
 	if err != nil {
 		t.Fatal(err)

@@ -29,8 +29,9 @@ const Draft202012 = "https://json-schema.org/draft/2020-12/schema"
 // heap its compiled schemas hold. Every room importing a registered pack
 // shares its entries, so the working set is the distinct schemas in use,
 // not the number of rooms. A schema at the default limits is estimated at
-// most a few MiB, so the default keeps at least a dozen of the largest and
-// thousands of typical ones.
+// most about 25 MiB (TestSchemaHeapEstimate), so the default keeps at
+// least two of the largest, and hundreds of typical ones: a registered
+// pack's schema is estimated at 30–110 KiB.
 const DefaultCacheBytes = 64 << 20
 
 // schemaURL names every type schema inside its own private compiler. It is
@@ -59,11 +60,12 @@ func (refuseLoader) Load(u string) (any, error) {
 // limits are the host quotas a type schema is admitted under; see Options.
 type limits struct {
 	schemaBytes  int
+	depth        int
 	evaluations  int
 	patternInsts int
 }
 
-var defaultLimits = limits{MaxSchemaBytes, MaxEvaluationsPerLocation, MaxPatternInsts}
+var defaultLimits = limits{MaxSchemaBytes, MaxSchemaDepth, MaxEvaluationsPerLocation, MaxPatternInsts}
 
 // compiledSchema is an immutable compiled schema; validate is safe for
 // concurrent use.
@@ -186,7 +188,7 @@ func (c *SchemaCache) compile(raw []byte, lim limits) (*compiledSchema, []byte, 
 	if _, ok := doc.(map[string]any); !ok {
 		return nil, nil, invalidEvent("type schema must be a JSON object")
 	}
-	patterns, insts, err := analyzeSchema(doc, lim)
+	a, err := analyzeSchema(doc, lim)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -196,14 +198,14 @@ func (c *SchemaCache) compile(raw []byte, lim limits) (*compiledSchema, []byte, 
 	// The library compiles each pattern through this engine, so it gets
 	// the programs the analysis admitted, compiled once.
 	comp.UseRegexpEngine(func(p string) (jsonschema.Regexp, error) {
-		if re, ok := patterns[p]; ok {
+		if re, ok := a.patterns[p]; ok {
 			return re, nil
 		}
-		re, _, err := compilePattern(p, lim.patternInsts)
+		cp, err := compilePattern(p, lim.patternInsts)
 		if err != nil {
 			return nil, err
 		}
-		return re, nil
+		return cp.re, nil
 	})
 	if err := comp.AddResource(schemaURL, doc); err != nil {
 		return nil, nil, invalidEvent("type schema: %s", clip(err.Error()))
@@ -218,16 +220,7 @@ func (c *SchemaCache) compile(raw []byte, lim limits) (*compiledSchema, []byte, 
 		}
 		return nil, nil, invalidEvent("type schema does not compile: %s", clip(compileMessage(err)))
 	}
-	return c.put(&compiledSchema{s: s, key: key, size: estimateSchemaHeap(canon, insts)}), canon, nil
-}
-
-// estimateSchemaHeap estimates the heap a compiled schema holds: the
-// library's objects, proportional to the canonical size (each subschema
-// is a Schema struct of about 1 KiB, and a subschema takes at least 2
-// canonical bytes), and the regexp programs. TestSchemaHeapEstimate
-// checks it against measurements.
-func estimateSchemaHeap(canon []byte, insts int) int64 {
-	return 4096 + 512*int64(len(canon)) + 160*int64(insts)
+	return c.put(&compiledSchema{s: s, key: key, size: a.heapEstimate(len(canon))}), canon, nil
 }
 
 // compileMessage unwraps the library's error, whose LoadURLError has no
