@@ -5,8 +5,9 @@ import (
 	"github.com/agentprotocols/go-sdk/packs"
 )
 
-// Protocol is the event "protocol" value of ADP 1.0.
-const Protocol = "agent-discourse/1.0"
+// Protocol is the event "protocol" value of ADP 1.0. Its closed field set
+// is envelope.DiscourseProtocol, the one table envelope.Parse applies.
+const Protocol = envelope.DiscourseName
 
 // The top-level event fields ADP adds to the Identity event object (§6).
 const (
@@ -18,13 +19,6 @@ const (
 
 // MaxMentions is the most Agent IDs an event's mentions may list (§6, §21).
 const MaxMentions = 32
-
-func init() {
-	envelope.RegisterProtocol(envelope.Protocol{
-		Name:   Protocol,
-		Fields: []string{FieldRoomID, FieldBaseSeq, FieldBaseHash, FieldMentions},
-	})
-}
 
 // The eleven built-in event types (§13.2).
 const (
