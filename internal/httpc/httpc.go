@@ -281,22 +281,33 @@ func (c *Client) newRequest(ctx context.Context, r *Request) (*http.Request, err
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if r.Authenticate {
-		if c.signer == nil {
-			return nil, errors.New("httpc: request needs a token but Options.Signer is nil")
-		}
-		aud := r.Audience
-		if aud.IsZero() {
-			if aud, err = identity.OriginOf(req.URL, c.origins); err != nil {
-				return nil, err
-			}
-		}
-		tok, err := identity.MintRequestToken(ctx, c.signer, aud, &identity.MintOptions{TTL: c.tokenTTL, Now: c.now})
-		if err != nil {
+		if err := c.Authorize(req, r.Audience); err != nil {
 			return nil, err
 		}
-		req.Header.Set("Authorization", "Bearer "+tok)
 	}
 	return req, nil
+}
+
+// Authorize sets req's Authorization header to a freshly minted request
+// JWT of Options.Signer for audience (the zero Origin means the origin of
+// req.URL), for requests sent without Do, such as a streaming one. The
+// token is minted under req's context.
+func (c *Client) Authorize(req *http.Request, audience identity.Origin) error {
+	if c.signer == nil {
+		return errors.New("httpc: request needs a token but Options.Signer is nil")
+	}
+	if audience.IsZero() {
+		var err error
+		if audience, err = identity.OriginOf(req.URL, c.origins); err != nil {
+			return err
+		}
+	}
+	tok, err := identity.MintRequestToken(req.Context(), c.signer, audience, &identity.MintOptions{TTL: c.tokenTTL, Now: c.now})
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	return nil
 }
 
 func retryable(status int) bool {

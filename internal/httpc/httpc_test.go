@@ -331,6 +331,19 @@ func TestFreshTokenPerAttempt(t *testing.T) {
 		t.Fatalf("audience: %v", err)
 	}
 
+	// Authorize does the same for a request sent without Do.
+	req, err := http.NewRequest(http.MethodGet, srv.URL+"/v1/live", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Authorize(req, identity.Origin{}); err != nil {
+		t.Fatal(err)
+	}
+	tok, _ = identity.BearerToken(req)
+	if _, err := identity.VerifyRequestToken(tok, origin, &identity.VerifyOptions{Now: func() time.Time { return time.Unix(1779753610, 0) }}); err != nil {
+		t.Fatalf("Authorize: %v", err)
+	}
+
 	// No signer, no request.
 	if _, err := httpc.New(nil).Do(context.Background(), &httpc.Request{Method: http.MethodGet, URL: srv2.URL, Authenticate: true}); err == nil || s2.hits.Load() != 1 {
 		t.Fatalf("sent without a signer: %v", err)
