@@ -15,6 +15,8 @@
 //   - non-2xx answers as *identity.Error values decoded strictly from the
 //     error body by identity.ReadError (code, message, data, HTTP status,
 //     Max-Seen-Nonce);
+//   - request URLs with a valid origin only: https, or loopback http when
+//     allowed for development ([ErrURL]);
 //   - a redirect policy that follows only redirects to the same origin, so
 //     an https request is never downgraded to http nor sent (with its
 //     token) elsewhere ([NewHTTPClient], [ErrRedirectRefused]).
@@ -62,6 +64,11 @@ var (
 	// ErrRedirectRefused is the cause of the error returned for a redirect
 	// to another origin (including https to http). It is never retried.
 	ErrRedirectRefused = errors.New("httpc: redirect to another origin refused")
+	// ErrURL is the cause of the error Do returns, before sending
+	// anything, for a URL without a valid origin: not https (or loopback
+	// http with Options.Origins.AllowLoopbackHTTP), or not in the form
+	// identity.OriginOf accepts.
+	ErrURL = errors.New("httpc: request URL has no valid origin")
 )
 
 // Options configures a [Client]. A nil *Options means defaults; so does
@@ -200,7 +207,8 @@ type Response struct {
 // Do sends r and returns its 2xx answer. Otherwise the error is:
 //   - an *identity.Error for a non-2xx answer (identity.ReadError: Code,
 //     Message, Data, Status and MaxSeenNonce), after any retries;
-//   - one wrapping ErrRedirectRefused, ErrResponseTooLarge or ctx.Err();
+//   - one wrapping ErrURL, ErrRedirectRefused, ErrResponseTooLarge or
+//     ctx.Err();
 //   - the transport's or the token signer's error.
 //
 // Idempotent requests are retried after transport errors and 429, 502,
@@ -270,6 +278,9 @@ func (c *Client) newRequest(ctx context.Context, r *Request) (*http.Request, err
 	req, err := http.NewRequestWithContext(ctx, r.Method, r.URL, body)
 	if err != nil {
 		return nil, err
+	}
+	if _, err := identity.OriginOf(req.URL, c.origins); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrURL, err)
 	}
 	for k, vs := range r.Header {
 		req.Header[k] = append([]string(nil), vs...)

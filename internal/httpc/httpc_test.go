@@ -115,6 +115,7 @@ func TestRetries(t *testing.T) {
 			sl := &sleeps{}
 			o := tc.opts
 			o.Sleep = sl.sleep
+			o.Origins = loopback
 			c := httpc.New(&o)
 			resp, err := c.Do(ctx, &httpc.Request{Method: http.MethodPost, URL: srv.URL + "/x", Body: []byte(`{"a":1}`), Idempotent: tc.idempotent})
 			if tc.wantErr == nil {
@@ -157,7 +158,7 @@ func TestBackoffAndRetryAfter(t *testing.T) {
 	}}
 	srv := serve(t, s)
 	sl := &sleeps{}
-	c := httpc.New(&httpc.Options{Retries: 8, Backoff: 100 * time.Millisecond, MaxWait: 20 * time.Second,
+	c := httpc.New(&httpc.Options{Origins: loopback, Retries: 8, Backoff: 100 * time.Millisecond, MaxWait: 20 * time.Second,
 		Sleep: sl.sleep, Now: func() time.Time { return now }})
 	if _, err := c.Do(ctx, &httpc.Request{Method: http.MethodGet, URL: srv.URL, Idempotent: true}); err != nil {
 		t.Fatal(err)
@@ -183,7 +184,7 @@ func TestBackoffAndRetryAfter(t *testing.T) {
 	s2 := &script{answers: []func(http.ResponseWriter, *http.Request){status(503), status(503), ok(`{}`)}}
 	srv2 := serve(t, s2)
 	sl2 := &sleeps{}
-	c2 := httpc.New(&httpc.Options{Backoff: time.Hour, MaxWait: time.Second, Sleep: sl2.sleep})
+	c2 := httpc.New(&httpc.Options{Origins: loopback, Backoff: time.Hour, MaxWait: time.Second, Sleep: sl2.sleep})
 	if _, err := c2.Do(ctx, &httpc.Request{Method: http.MethodGet, URL: srv2.URL, Idempotent: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +217,7 @@ func TestTransportErrors(t *testing.T) {
 	srv := serve(t, http.HandlerFunc(ok(`{"v":1}`)))
 	for _, idem := range []bool{true, false} {
 		ft := &flakyTransport{n: 1, base: http.DefaultTransport}
-		c := httpc.New(&httpc.Options{HTTPClient: &http.Client{Transport: ft}, Sleep: (&sleeps{}).sleep})
+		c := httpc.New(&httpc.Options{HTTPClient: &http.Client{Transport: ft}, Origins: loopback, Sleep: (&sleeps{}).sleep})
 		resp, err := c.Do(ctx, &httpc.Request{Method: http.MethodPost, URL: srv.URL, Body: []byte(`{}`), Idempotent: idem})
 		if idem && (err != nil || string(resp.Body) != `{"v":1}` || ft.hits.Load() != 2) {
 			t.Fatalf("idempotent: %v after %d attempts", err, ft.hits.Load())
@@ -232,7 +233,7 @@ func TestTransportErrors(t *testing.T) {
 	ctx2, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := httpc.New(nil).Do(ctx2, &httpc.Request{Method: http.MethodGet, URL: srv2.URL, Idempotent: true})
+	_, err := httpc.New(&httpc.Options{Origins: loopback}).Do(ctx2, &httpc.Request{Method: http.MethodGet, URL: srv2.URL, Idempotent: true})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("got %v", err)
 	}
@@ -248,7 +249,7 @@ func TestErrorBodies(t *testing.T) {
 		identity.WriteError(w, &identity.Error{Code: "room_head_mismatch", Message: "moved",
 			Data: []byte(`{"head":{"seq":7}}`), MaxSeenNonce: 42})
 	}))
-	_, err := httpc.New(nil).Do(context.Background(), &httpc.Request{Method: http.MethodPost, URL: srv.URL, Body: []byte(`{}`)})
+	_, err := httpc.New(&httpc.Options{Origins: loopback}).Do(context.Background(), &httpc.Request{Method: http.MethodPost, URL: srv.URL, Body: []byte(`{}`)})
 	var ie *identity.Error
 	if !errors.As(err, &ie) {
 		t.Fatalf("got %T %v", err, err)
@@ -263,7 +264,7 @@ func TestErrorBodies(t *testing.T) {
 		w.WriteHeader(http.StatusForbidden)
 		io.WriteString(w, `{"error":{"code":"x","message":"m","code":"y"}}`)
 	}))
-	_, err = httpc.New(nil).Do(context.Background(), &httpc.Request{Method: http.MethodGet, URL: srv2.URL})
+	_, err = httpc.New(&httpc.Options{Origins: loopback}).Do(context.Background(), &httpc.Request{Method: http.MethodGet, URL: srv2.URL})
 	if !errors.As(err, &ie) || ie.Code != identity.CodePermissionDenied || ie.Status != 403 || !errors.Is(err, identity.ErrNoErrorBody) {
 		t.Fatalf("got %v", err)
 	}
@@ -272,11 +273,11 @@ func TestErrorBodies(t *testing.T) {
 func TestResponseSizeBound(t *testing.T) {
 	body := strings.Repeat("x", 1001)
 	srv := serve(t, http.HandlerFunc(ok(body)))
-	c := httpc.New(&httpc.Options{MaxResponseSize: 1000})
+	c := httpc.New(&httpc.Options{MaxResponseSize: 1000, Origins: loopback})
 	if _, err := c.Do(context.Background(), &httpc.Request{Method: http.MethodGet, URL: srv.URL, Idempotent: true}); !errors.Is(err, httpc.ErrResponseTooLarge) {
 		t.Fatalf("got %v", err)
 	}
-	c = httpc.New(&httpc.Options{MaxResponseSize: 1001})
+	c = httpc.New(&httpc.Options{MaxResponseSize: 1001, Origins: loopback})
 	if resp, err := c.Do(context.Background(), &httpc.Request{Method: http.MethodGet, URL: srv.URL}); err != nil || len(resp.Body) != 1001 {
 		t.Fatalf("got %v", err)
 	}
@@ -345,7 +346,7 @@ func TestFreshTokenPerAttempt(t *testing.T) {
 	}
 
 	// No signer, no request.
-	if _, err := httpc.New(nil).Do(context.Background(), &httpc.Request{Method: http.MethodGet, URL: srv2.URL, Authenticate: true}); err == nil || s2.hits.Load() != 1 {
+	if _, err := httpc.New(&httpc.Options{Origins: loopback}).Do(context.Background(), &httpc.Request{Method: http.MethodGet, URL: srv2.URL, Authenticate: true}); err == nil || s2.hits.Load() != 1 {
 		t.Fatalf("sent without a signer: %v", err)
 	}
 }
@@ -468,3 +469,36 @@ func TestConcurrentUse(t *testing.T) {
 		t.Fatalf("%d requests", s.hits.Load())
 	}
 }
+
+// Nothing is sent to a URL without a valid origin: plain http (unless
+// loopback and allowed), userinfo-free forms identity.OriginOf refuses.
+func TestURLMustHaveAnOrigin(t *testing.T) {
+	var sent atomic.Int64
+	hc := &http.Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+		sent.Add(1)
+		return nil, errors.New("unreachable")
+	})}
+	for _, tc := range []struct {
+		url  string
+		opts *identity.OriginOptions
+	}{
+		{"http://api.example/v1", nil},
+		{"http://api.example/v1", loopback},
+		{"http://127.0.0.1:8787/v1", nil},
+		{"ftp://api.example/v1", nil},
+		{"https://0x7f.1/v1", nil},
+		{"/v1/relative", nil},
+	} {
+		c := httpc.New(&httpc.Options{HTTPClient: hc, Origins: tc.opts})
+		if _, err := c.Do(context.Background(), &httpc.Request{Method: http.MethodGet, URL: tc.url}); !errors.Is(err, httpc.ErrURL) {
+			t.Errorf("%s: got %v", tc.url, err)
+		}
+	}
+	if sent.Load() != 0 {
+		t.Fatalf("%d requests sent", sent.Load())
+	}
+}
+
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
