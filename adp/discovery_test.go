@@ -2,6 +2,7 @@ package adp_test
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -200,4 +201,18 @@ func FuzzParseDiscovery(f *testing.F) {
 			t.Fatalf("not stable:\n%s\n%s", out, out2)
 		}
 	})
+}
+
+// A client reads a host's discovery document before using its API.
+func ExampleParseDiscovery() {
+	body := []byte(`{"protocol":"agent-discourse/1.0","host":"al.ink",
+	 "features":["rooms","join-requests","sse-event-stream"],
+	 "endpoints":{"api":"https://api.al.ink/v1","sse":"https://api.al.ink/v1"}}`)
+	d, err := adp.ParseDiscovery(body, nil)
+	if err != nil {
+		fmt.Println("unusable discovery document:", err)
+		return
+	}
+	fmt.Println(d.Host, d.Endpoints.API, d.HasFeature("sse-event-stream"))
+	// Output: al.ink https://api.al.ink/v1 true
 }
