@@ -35,10 +35,19 @@ type RoomOptions struct {
 	// AcceptContentType is the host's message content_type policy (§12);
 	// nil accepts every non-empty content type.
 	AcceptContentType func(contentType string) bool
-	// MaxPayloadBytes limits the canonical payload size; 0 means
-	// MaxPayloadBytes (64 KiB). A type's max_payload_hint may raise it up to
-	// MaxHintedPayloadBytes.
+	// MaxPayloadBytes is the host's limit on the canonical payload of an
+	// event whose type carries no max_payload_hint (every built-in type
+	// included); 0 means MaxPayloadBytes (64 KiB, §21).
 	MaxPayloadBytes int
+	// MaxHintedPayloadBytes is the host's ceiling for types that carry a
+	// max_payload_hint (§21 "带类型提示的 payload 上限"): such a type's
+	// limit is its hint, clamped to this ceiling, so a hint moves the limit
+	// within the host's bounds and never past them. 0 means
+	// MaxHintedPayloadBytes (256 KiB) when MaxPayloadBytes is 0 too — the
+	// SDK host's defaults — and the effective MaxPayloadBytes otherwise, so
+	// a host that set its own limit and nothing for hints keeps that
+	// limit. A ceiling below the effective MaxPayloadBytes is raised to it.
+	MaxHintedPayloadBytes int
 	// URL is the room's canonical URL (§7.2). When set, room_head_mismatch
 	// errors carry an events_url for catching up.
 	URL string
@@ -144,7 +153,8 @@ type state struct {
 	Registry  *packs.Registry              `json:"-"`
 }
 
-// Latest holds the latest accepted record's acceptance fields (§16).
+// Latest holds the latest accepted record's acceptance fields (§16). Its
+// JSON form has pre_hash null at seq 1 (see Latest.MarshalJSON).
 type Latest struct {
 	Seq        int64         `json:"seq"`
 	PreHash    envelope.Hash `json:"pre_hash"`
@@ -486,13 +496,7 @@ func (r *Room) checkRole(role Role) error {
 
 // checkSize enforces the payload limit on the canonical payload (§21).
 func (r *Room) checkSize(ev *Event, def *packs.Definition) error {
-	limit := int64(r.opts.MaxPayloadBytes)
-	if limit <= 0 {
-		limit = MaxPayloadBytes
-	}
-	if def != nil && def.MaxPayloadHint > 0 {
-		limit = min(def.MaxPayloadHint, MaxHintedPayloadBytes)
-	}
+	limit := r.payloadLimit(def)
 	n := int64(len(ev.Payload))
 	// Canonical form is at most four times the raw form under the number
 	// policy (an exponent like 9e15 spelled out), so only payloads that
@@ -512,6 +516,9 @@ func (r *Room) checkSize(ev *Event, def *packs.Definition) error {
 
 // checkCustom is §13.6 for a room-defined type.
 func (r *Room) checkCustom(ev *Event, def *packs.Definition) error {
+	if err := checkCustomPayload(ev.Payload); err != nil {
+		return err
+	}
 	if def.Status == packs.StatusDisabled {
 		return identity.Errorf(CodeTypeDisabled, "type %q is disabled in this room", ev.Type)
 	}

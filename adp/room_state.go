@@ -89,13 +89,16 @@ func (r *Room) Latest() Latest {
 	return r.st.Latest
 }
 
-// Registry returns the type registry in force. The room never modifies a
-// registry it handed out — a type.define installs a new one — so the
-// result may be read concurrently with later writes.
+// Registry returns a copy of the type registry in force: the room's types
+// change only through its log (room.create, type.define), so a Declare on
+// the copy never reaches the room, and later writes to the room never
+// change the copy. The copy shares the definitions, which are immutable
+// by contract (see packs.Definition), so it costs two small map copies; it
+// may be read from any number of goroutines.
 func (r *Room) Registry() *packs.Registry {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return r.st.Registry
+	return r.st.Registry.Clone()
 }
 
 // BaseFor returns the Base a new event of type typ must carry (§6.1): the
