@@ -16,6 +16,7 @@ import (
 	"github.com/go-json-experiment/json"
 
 	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/adp/adptest"
 	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/packs"
 )
@@ -28,61 +29,61 @@ import (
 // checklistBuilders signs one acceptable event of each built-in type
 // through its builder, in a fresh public room. A new built-in type with no
 // entry here fails TestBuiltinChecklist: write its builder, then add it.
-var checklistBuilders = map[string]func(w *world) (*envelope.Envelope, error){
-	adp.TypeRoomCreate: func(w *world) (*envelope.Envelope, error) {
-		return adp.NewRoomCreate(w.ctx, w.a("alice"), adp.RoomCreate{Topic: "t", Visibility: adp.VisibilityPublic,
-			StartTime: w.now.UnixMilli(), EndTime: w.now.Add(time.Hour).UnixMilli()})
+var checklistBuilders = map[string]func(w *adptest.World) (*envelope.Envelope, error){
+	adp.TypeRoomCreate: func(w *adptest.World) (*envelope.Envelope, error) {
+		return adp.NewRoomCreate(w.Ctx, w.Author("alice"), adp.RoomCreate{Topic: "t", Visibility: adp.VisibilityPublic,
+			StartTime: w.Now.UnixMilli(), EndTime: w.Now.Add(time.Hour).UnixMilli()})
 	},
-	adp.TypeRoomUpdate: func(w *world) (*envelope.Envelope, error) {
-		return adp.NewRoomUpdate(w.ctx, w.a("creator"), w.base(adp.TypeRoomUpdate), adp.RoomUpdate{Guidance: ptr("g")})
+	adp.TypeRoomUpdate: func(w *adptest.World) (*envelope.Envelope, error) {
+		return adp.NewRoomUpdate(w.Ctx, w.Author("creator"), w.Base(adp.TypeRoomUpdate), adp.RoomUpdate{Guidance: ptr("g")})
 	},
-	adp.TypeRoomJoin: func(w *world) (*envelope.Envelope, error) {
-		return adp.NewJoin(w.ctx, w.a("bob"), w.base(adp.TypeRoomJoin), adp.Join{Role: adp.RoleSpeaker})
+	adp.TypeRoomJoin: func(w *adptest.World) (*envelope.Envelope, error) {
+		return adp.NewJoin(w.Ctx, w.Author("bob"), w.Base(adp.TypeRoomJoin), adp.Join{Role: adp.RoleSpeaker})
 	},
-	adp.TypeRoomJoinReview: func(w *world) (*envelope.Envelope, error) {
-		return adp.NewJoinReview(w.ctx, w.a("creator"), w.base(adp.TypeRoomJoinReview),
-			adp.JoinReview{Request: w.request("jr_1", "bob", adp.RoleSpeaker), Decision: adp.DecisionApprove, Role: adp.RoleSpeaker})
+	adp.TypeRoomJoinReview: func(w *adptest.World) (*envelope.Envelope, error) {
+		return adp.NewJoinReview(w.Ctx, w.Author("creator"), w.Base(adp.TypeRoomJoinReview),
+			adp.JoinReview{Request: request(w, "jr_1", "bob", adp.RoleSpeaker), Decision: adp.DecisionApprove, Role: adp.RoleSpeaker})
 	},
-	adp.TypeRoomLeave: func(w *world) (*envelope.Envelope, error) {
-		return adp.NewLeave(w.ctx, w.a("alice"), w.base(adp.TypeRoomLeave), adp.Notice{Reason: "done"})
+	adp.TypeRoomLeave: func(w *adptest.World) (*envelope.Envelope, error) {
+		return adp.NewLeave(w.Ctx, w.Author("alice"), w.Base(adp.TypeRoomLeave), adp.Notice{Reason: "done"})
 	},
-	adp.TypeMemberRoleUpdate: func(w *world) (*envelope.Envelope, error) {
-		return adp.NewRoleUpdate(w.ctx, w.a("creator"), w.base(adp.TypeMemberRoleUpdate), adp.RoleUpdate{Member: w.id("alice"), Role: adp.RoleObserver})
+	adp.TypeMemberRoleUpdate: func(w *adptest.World) (*envelope.Envelope, error) {
+		return adp.NewRoleUpdate(w.Ctx, w.Author("creator"), w.Base(adp.TypeMemberRoleUpdate), adp.RoleUpdate{Member: w.ID("alice"), Role: adp.RoleObserver})
 	},
-	adp.TypeMemberRemove: func(w *world) (*envelope.Envelope, error) {
-		return adp.NewMemberRemove(w.ctx, w.a("creator"), w.base(adp.TypeMemberRemove), adp.MemberRemove{Member: w.id("alice")})
+	adp.TypeMemberRemove: func(w *adptest.World) (*envelope.Envelope, error) {
+		return adp.NewMemberRemove(w.Ctx, w.Author("creator"), w.Base(adp.TypeMemberRemove), adp.MemberRemove{Member: w.ID("alice")})
 	},
-	adp.TypeRoomClose: func(w *world) (*envelope.Envelope, error) {
-		return adp.NewClose(w.ctx, w.a("creator"), w.base(adp.TypeRoomClose), adp.Notice{})
+	adp.TypeRoomClose: func(w *adptest.World) (*envelope.Envelope, error) {
+		return adp.NewClose(w.Ctx, w.Author("creator"), w.Base(adp.TypeRoomClose), adp.Notice{})
 	},
-	adp.TypeRoomCancel: func(w *world) (*envelope.Envelope, error) {
-		return adp.NewCancel(w.ctx, w.a("creator"), w.base(adp.TypeRoomCancel), adp.Notice{})
+	adp.TypeRoomCancel: func(w *adptest.World) (*envelope.Envelope, error) {
+		return adp.NewCancel(w.Ctx, w.Author("creator"), w.Base(adp.TypeRoomCancel), adp.Notice{})
 	},
-	adp.TypeTypeDefine: func(w *world) (*envelope.Envelope, error) {
+	adp.TypeTypeDefine: func(w *adptest.World) (*envelope.Envelope, error) {
 		d, err := packs.ParseDeclaration([]byte(`{"use":"adp:reactions/1.0"}`))
 		if err != nil {
 			return nil, err
 		}
-		return adp.NewTypeDefine(w.ctx, w.a("creator"), w.base(adp.TypeTypeDefine), d)
+		return adp.NewTypeDefine(w.Ctx, w.Author("creator"), w.Base(adp.TypeTypeDefine), d)
 	},
-	adp.TypeMessageCreate: func(w *world) (*envelope.Envelope, error) {
-		return adp.NewMessage(w.ctx, w.a("creator"), w.base(adp.TypeMessageCreate), adp.Message{ContentType: "text/plain", Content: adp.TextContent("x")})
+	adp.TypeMessageCreate: func(w *adptest.World) (*envelope.Envelope, error) {
+		return adp.NewMessage(w.Ctx, w.Author("creator"), w.Base(adp.TypeMessageCreate), adp.Message{ContentType: "text/plain", Content: adp.TextContent("x")})
 	},
 }
 
 // checklistWorld is a room in which every checklist builder's event is
 // acceptable: public with alice a speaker, scheduled for room.cancel.
-func checklistWorld(t *testing.T, typ string) *world {
-	w := newWorld(t, nil)
+func checklistWorld(t *testing.T, typ string) *adptest.World {
+	w := adptest.NewWorld(t, "d8ftedhpqhsusbg001tg", nil)
 	if typ == adp.TypeRoomCreate {
 		return w
 	}
 	if typ == adp.TypeRoomCancel {
-		w.publicRoom(scheduled)
+		w.PublicRoom(scheduled)
 	} else {
-		w.publicRoom()
+		w.PublicRoom()
 	}
-	w.join("alice", adp.RoleSpeaker)
+	w.Join("alice", adp.RoleSpeaker)
 	return w
 }
 
@@ -126,7 +127,7 @@ func TestBuiltinChecklist(t *testing.T) {
 			if env.Type() != typ || env.Event().Protocol != adp.Protocol {
 				t.Fatalf("the builder signed a %s of %s", env.Type(), env.Event().Protocol)
 			}
-			if _, err := w.submit(env, nil); err != nil {
+			if _, err := w.Submit(env, nil); err != nil {
 				t.Fatalf("the host refused the builder's event: %v", err)
 			}
 			// 4. Payload rules: a typed view, and a refusal of a payload

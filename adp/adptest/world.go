@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -55,22 +56,27 @@ type World struct {
 func NewWorld(tb testing.TB, roomID string, opts *adp.RoomOptions) *World {
 	tb.Helper()
 	w := &World{TB: tb, Ctx: context.Background(), Now: T0, Room: adp.NewRoom(roomID, opts), authors: map[string]*envelope.Author{}}
-	for i, name := range Agents {
-		w.authors[name] = &envelope.Author{Signer: Key(tb, byte(0x11+i)), Nonces: identity.NewNonceSource(nil), Now: w.clock}
+	for _, name := range Agents {
+		k, err := identity.NewKeyFromSeed(Seed(name))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		w.authors[name] = &envelope.Author{Signer: k, Nonces: identity.NewNonceSource(nil), Now: w.clock}
 	}
 	return w
 }
 
 func (w *World) clock() time.Time { return w.Now }
 
-// Key returns the private key whose seed is 32 copies of b.
-func Key(tb testing.TB, b byte) *identity.PrivateKey {
-	tb.Helper()
-	k, err := identity.NewKeyFromSeed(bytes.Repeat([]byte{b}, 32))
-	if err != nil {
-		tb.Fatal(err)
+// Seed returns the key seed of the named agent: 32 copies of 0x11 for the
+// first of Agents, 0x12 for the second, and so on. It panics for a name
+// not in Agents.
+func Seed(name string) []byte {
+	i := slices.Index(Agents, name)
+	if i < 0 {
+		panic("adptest: no agent " + name)
 	}
-	return k
+	return bytes.Repeat([]byte{byte(0x11 + i)}, 32)
 }
 
 // Author returns the author of the named agent; it fails the test for a
@@ -126,6 +132,16 @@ func (w *World) Must(env *envelope.Envelope, err error) *adp.Record {
 	rec, err := w.Submit(env, err)
 	if err != nil {
 		w.TB.Fatalf("%s rejected: %v", env.Type(), err)
+	}
+	return rec
+}
+
+// OK returns rec and fails the test when err, a write's rejection, is
+// not nil: OK(w.Say(…)) reads as "this write is accepted".
+func (w *World) OK(rec *adp.Record, err error) *adp.Record {
+	w.TB.Helper()
+	if err != nil {
+		w.TB.Fatalf("rejected: %v", err)
 	}
 	return rec
 }
