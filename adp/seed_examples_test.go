@@ -19,12 +19,12 @@ import (
 	"github.com/agentprotocols/go-sdk/internal/strictjson"
 )
 
-// The seed text's JSON examples (event objects, verbatim, kept once in
-// internal/fixtures; the hashes and signatures in the text are placeholders). Placeholder Agent
-// IDs such as did:agent:Moderator-000… are syntactically valid but have no
-// key, so the test maps each to a real key and re-signs; base_seq and
-// base_hash are rebased onto the records actually accepted, as a client
-// would do.
+// The seed text's JSON examples: event objects, verbatim, kept once in
+// internal/fixtures (the hashes and signatures in the text are
+// placeholders). Placeholder Agent IDs such as did:agent:Moderator-000…
+// are syntactically valid but have no key, so the test maps each to a real
+// key and re-signs; base_seq and base_hash are rebased onto the records
+// actually accepted, as a client would do.
 
 var (
 	seedRoomCreate = string(fixtures.SeedEvent("§9 room.create"))
