@@ -1,12 +1,13 @@
 module github.com/agentprotocols/go-sdk
 
-go 1.26
+go 1.26.0
 
 require (
 	filippo.io/edwards25519 v1.2.0
 	github.com/go-json-experiment/json v1.27.2
 	github.com/gowebpki/jcs v1.0.2
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+	golang.org/x/net v0.62.0
 )
 
-require golang.org/x/text v0.14.0 // indirect
+require golang.org/x/text v0.43.0 // indirect

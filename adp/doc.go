@@ -16,7 +16,14 @@
 // A host accepts an envelope as a Record: seq (from 1, gapless), pre_hash
 // (null at seq 1), received_at and hash = SHA3-256(JCS({room_id, seq,
 // pre_hash, envelope_hash, received_at})). ParseRecord is strict;
-// Record.AppendJSON writes canonical JSON.
+// Record.AppendJSON writes canonical JSON. received_at never decreases
+// along the chain: Room.Apply refuses a record dated before its
+// predecessor (invalid_record), and Room.Accept never writes one.
+//
+// The record hash covers only those five members. A record may carry
+// more (the kernel schema leaves it open; Record.Extra keeps them), and
+// the archive digest events_sha3_256 (§19) covers them: it is computed
+// over the records as given, each canonicalized, extra members included.
 //
 // # The room replayer
 //
@@ -43,6 +50,59 @@
 // duration limits are host policy (§21) and stay with the host. Join
 // requests are HTTP resources, not events: a host passes its store as
 // RoomOptions.JoinRequests; a verifier trusts what the log's reviews say.
+// A public room approves valid requests automatically, with no
+// room.join.review (§9.2, §11): replay accepts, once, a room.join naming
+// a request_id that the log never reviewed, still enforcing bans, the
+// role policy (a moderator request only for policy.moderator_agent_ids)
+// and max_speakers; it cannot see that request's expiry or perspective,
+// which the host (with its store) checks and keeps. Restricted and private
+// rooms need the review in the log.
+//
+// # Payloads, limits and discovery
+//
+// [ParsePayload] decodes a built-in payload into its typed view ([RoomCreate],
+// [Join], [Message], …) exactly as strictly as a host checks it; renderers
+// and clients read payloads through it. Custom payloads are JSON objects
+// (the kernel's customEvent), validated against the room's definition.
+//
+// The §21 payload limit applies to the canonical payload: the host's
+// limit ([RoomOptions.MaxPayloadBytes], 64 KiB by default) for every type
+// without a max_payload_hint, and for a type with one the hint clamped to
+// the host's hinted ceiling ([RoomOptions.MaxHintedPayloadBytes], 256 KiB by
+// default). A hint moves the limit within the host's bounds, never past
+// them. [Room.Registry] hands out a copy: a room's types change only
+// through its log.
+//
+// [ParseDiscovery] reads the seed draft's discovery document (§16.1), which
+// names the host and its api and sse endpoints; [identity.ParseDiscovery] is
+// for the later Identity-style document with a service origin.
+//
+// # Adding a built-in event type
+//
+// The seed text fixes eleven built-in types (§13.2). A revision adding one
+// touches every place below; TestBuiltinChecklist (here) and
+// TestBuiltinChecklistTranscript (in archive, which may import adp) fail
+// until each is done:
+//
+//  1. vocab.go: the Type constant, its place in builtinTypes ([BuiltinTypes])
+//     and its §13.2 category in [BuiltinCategory].
+//  2. packs/kernel.schema.json and packs/kernel.go: the payload's kernel
+//     schema and its row in the builtins table; [packs.BuiltinTypes] must
+//     equal BuiltinTypes, in order.
+//  3. payloads.go: the payload struct, the type's typed view.
+//  4. payload_rules.go: its case in checkBuiltinPayload (strict decoding
+//     plus the rules that need no room state) and its line in the
+//     [ParsePayload] table.
+//  5. build.go: its New… builder; then its entry in checklistBuilders
+//     (checklist_test.go).
+//  6. room.go: its rule-table row — the §14 status rules in checkState,
+//     its case in Room.check's dispatch and the check… function holding
+//     its permission rule and its state change.
+//  7. vectors_test.go: at least one accepted record of it (and its
+//     rejections) in testdata/vectors.json; regenerate with
+//     go test ./adp -run TestVectorsReproducible -update.
+//  8. archive/transcript.go: a rendering of its own.
+//  9. rules_test.go: a rule for each MUST of its section.
 //
 // # Vectors
 //
@@ -50,5 +110,38 @@
 // room built from every built-in type and several pack types, each
 // record's canonical event, hashes, signature and the head, and over forty
 // rejections with their expected codes. The tests regenerate the file
-// deterministically and replay it.
+// deterministically and replay it. A rejection marked code_choice "sdk"
+// is one the text requires without naming its code: another
+// implementation must refuse it, with any code.
+//
+// # Readings of the specification
+//
+// Where the seed text is open, the package chooses as follows.
+//
+//   - Error codes the text does not name: a write that is already
+//     accepted (duplicate envelope), names another room, joins while
+//     already an active member, updates the role of or removes (without
+//     ban) a non-member, removes oneself, references an event the room
+//     does not hold, changes a type's kind, or carries a contract change
+//     §9.4 forbids is invalid_event; removing the creator is
+//     permission_denied; a join request already consumed is
+//     join_request_expired; one reviewed twice or after its automatic
+//     approval, one used by another actor than its first, and an
+//     unreviewed one in a restricted or private room are
+//     join_request_not_found; room.cancel of an active room is
+//     room_not_active.
+//   - The creator's administrative authority (room.update, reviews, role
+//     updates, removals, type.define, room.close, room.cancel) is
+//     attached to its identity (§9, §10.1) and survives its own room.leave
+//     and role changes. Discussion writes — message.create and custom
+//     types — still need active membership, so a creator who left must
+//     rejoin to speak.
+//   - A review must find its request pending: expires_at, which the
+//     request object carries, after the review's acceptance time
+//     (else join_request_expired) and after the request's created_at
+//     (else invalid_event).
+//   - A host whose clock steps back keeps writing the latest received_at
+//     (Room.Accept clamps), rather than backdating a record.
+//   - RestoreRoom validates a snapshot as strictly as live input: roles,
+//     statuses, decisions, the contract and every seq.
 package adp
