@@ -373,7 +373,12 @@ func (g *schemaGraph) target(ref string, base *url.URL) (resource, rootPtr, frag
 // appears in, which need not be the document root. $dynamicRef may reach
 // every $dynamicAnchor of its name.
 func (g *schemaGraph) resolve(ref, ptr string, dynamic bool) []string {
-	resource, rootPtr, frag, err := g.target(ref, g.bases[ptr])
+	base := g.bases[ptr]
+	if base == nil { // not an object the index saw; cannot happen
+		g.fail(invalidEvent("type schema reference %q cannot be resolved inside the schema", clip(ref)))
+		return nil
+	}
+	resource, rootPtr, frag, err := g.target(ref, base)
 	if err != nil {
 		g.fail(err)
 		return nil
@@ -458,7 +463,12 @@ func (g *schemaGraph) node(v any, ptr string) *costNode {
 		case "$ref", "$dynamicRef", "$recursiveRef":
 			s, _ := obj[k].(string)
 			for _, tp := range g.resolve(s, ptr, k == "$dynamicRef") {
-				n.same = append(n.same, g.node(pointerValue(g.doc, tp), tp))
+				v, cp, ok := resolvePointer(g.doc, tp)
+				if !ok {
+					g.fail(invalidEvent("type schema reference %q cannot be resolved inside the schema", clip(s)))
+					continue
+				}
+				n.same = append(n.same, g.node(v, cp))
 			}
 		case "properties":
 			m, _ := obj[k].(map[string]any)

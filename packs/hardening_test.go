@@ -358,3 +358,29 @@ func TestSchemaHeapEstimate(t *testing.T) {
 		runtime.KeepAlive(keep)
 	}
 }
+
+// TestOddPointerRefs: the cost analysis reads JSON pointers as the schema
+// library does, so a reference through "00" or "+0" (which the library
+// reads as index 0) is analysed, not skipped, and never panics.
+func TestOddPointerRefs(t *testing.T) {
+	for _, s := range []string{
+		`{"prefixItems":[{"$ref":"#"}],"$ref":"#/prefixItems/00"}`, // a cycle at one location
+		`{"prefixItems":[{"$ref":"#"}],"$ref":"#/prefixItems/+0"}`,
+		`{"prefixItems":[{"allOf":[{"$ref":"#"}]}],"$ref":"#/prefixItems/-0"}`,
+	} {
+		_, err := ParseDeclaration([]byte(typeDecl("x.y", s)))
+		if ie := wantCode(t, err, "invalid_event"); !strings.Contains(ie.Message, "cycle") {
+			t.Errorf("%s: %v, want a cycle", s, err)
+		}
+	}
+	for _, s := range []string{
+		`{"prefixItems":[{"properties":{"a":{"$ref":"#"}}}],"$ref":"#/prefixItems/00"}`,
+		`{"$defs":{"a":{"properties":{"x":{"$ref":"#/$defs/b"}}},"b":{}},"$ref":"#/$defs/a/properties/x"}`,
+	} {
+		if _, err := ParseDeclaration([]byte(typeDecl("x.y", s))); err != nil {
+			t.Errorf("%s: %v", s, err)
+		}
+	}
+	_, err := ParseDeclaration([]byte(typeDecl("x.y", `{"$defs":{"a":{}},"$ref":"#/$defs/a/"}`)))
+	wantCode(t, err, "invalid_event")
+}

@@ -274,28 +274,39 @@ func escapePointer(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }
 
-// pointerValue returns the value at ptr in doc, or nil.
-func pointerValue(doc any, ptr string) any {
-	v := doc
+// resolvePointer returns the value at ptr in doc and ptr in the form
+// jsonPointer builds, or ok false when nothing is there. It reads array
+// indexes as the schema library does (strconv.Atoi, so "+0" and "00" name
+// element 0), so that the cost analysis follows every reference the
+// library follows.
+func resolvePointer(doc any, ptr string) (v any, canonical string, ok bool) {
 	if ptr == "" {
-		return v
+		return doc, "", true
 	}
+	if ptr[0] != '/' {
+		return nil, "", false
+	}
+	v = doc
+	var toks []string
 	for _, tok := range strings.Split(ptr[1:], "/") {
 		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
 		switch x := v.(type) {
 		case map[string]any:
-			v = x[tok]
+			if v, ok = x[tok]; !ok {
+				return nil, "", false
+			}
 		case []any:
 			i, err := strconv.Atoi(tok)
 			if err != nil || i < 0 || i >= len(x) {
-				return nil
+				return nil, "", false
 			}
-			v = x[i]
+			v, tok = x[i], strconv.Itoa(i)
 		default:
-			return nil
+			return nil, "", false
 		}
+		toks = append(toks, tok)
 	}
-	return v
+	return v, jsonPointer(toks), true
 }
 
 // libQuote reproduces the library's quote helper so its prefix can be cut.
