@@ -13,34 +13,11 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json"
+
+	"github.com/agentprotocols/go-sdk/internal/fixtures"
 )
 
-const triagePack = `{
-  "protocol": "agent-discourse/1.0",
-  "description": "An external pack for tests.",
-  "packs": [
-    {
-      "id": "example:triage/1.0",
-      "title": "Triage",
-      "types": [
-        {
-          "type": "triage.label",
-          "kind": "signal",
-          "title": "Label",
-          "schema": {"type": "object", "required": ["label"], "properties": {"label": {"type": "string", "enum": ["bug", "question"]}}, "additionalProperties": false}
-        },
-        {
-          "type": "triage.assign",
-          "kind": "control",
-          "title": "Assign",
-          "roles": ["moderator", "speaker"],
-          "schema": {"type": "object", "required": ["assignee"]}
-        }
-      ]
-    }
-  ]
-}
-`
+var triagePack = string(fixtures.TriagePack)
 
 // brokenPack is well-formed JSON whose type name is reserved.
 const brokenPack = `{"protocol":"agent-discourse/1.0","packs":[{"id":"x","title":"x","types":[{"type":"room.bad","kind":"signal","title":"t","schema":{}}]}]}`
