@@ -64,7 +64,7 @@ type benchRoom struct {
 
 const benchType = `{"type":"bench.ping","kind":"signal","title":"Ping","schema":{"type":"object","required":["n"],"properties":{"n":{"type":"integer"}}}}`
 
-func newBenchHost(b *testing.B) (*adptest.Host, *clock) {
+func newBenchHost(b testing.TB) (*adptest.Host, *clock) {
 	c := newClock()
 	h, err := adptest.New(context.Background(), &adptest.Options{
 		Origin: identity.MustParseOrigin("https://bench.example"), Now: c.Now, RateLimits: adptest.Unlimited(), Heartbeat: -1,
@@ -76,7 +76,7 @@ func newBenchHost(b *testing.B) (*adptest.Host, *clock) {
 }
 
 // post writes one envelope through the handler, without sockets.
-func post(b *testing.B, h http.Handler, path string, body []byte) []byte {
+func post(b testing.TB, h http.Handler, path string, body []byte) []byte {
 	req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
@@ -87,7 +87,7 @@ func post(b *testing.B, h http.Handler, path string, body []byte) []byte {
 }
 
 // prepare creates a room through the handler and signs n writes for it.
-func prepare(b *testing.B, h *adptest.Host, c *clock, name string, n int) benchRoom {
+func prepare(b testing.TB, h *adptest.Host, c *clock, name string, n int) benchRoom {
 	ctx := context.Background()
 	author := &envelope.Author{Signer: key(name), Nonces: identity.NewNonceSource(&identity.NonceOptions{Now: c.Now}), Now: c.Now}
 	d, err := packs.ParseDeclaration([]byte(benchType))

@@ -3,7 +3,12 @@ package adptest_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"testing"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/adp/adptest"
@@ -67,5 +72,50 @@ func TestMemoryStoreAppendIfHead(t *testing.T) {
 	recs := mustv(s.Records(ctx, "room", 1, 10))
 	if len(recs) != 1 || recs[0] != r2 {
 		t.Fatalf("records after 1: %v", recs)
+	}
+}
+
+// TestEventsPaging: §16 — limit defaults to 100 and is capped at 1000;
+// the cursor pages on without gaps; a bad limit or cursor is refused.
+func TestEventsPaging(t *testing.T) {
+	h, c := newBenchHost(t)
+	br := prepare(t, h, c, "pager", 1099)
+	for _, env := range br.envs {
+		post(t, h, "/v1/rooms/"+br.id, env)
+	}
+	get := func(q string) (int, int64, string, int) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/rooms/"+br.id+"/events"+q, nil))
+		if rec.Code != 200 {
+			return 0, 0, "", rec.Code
+		}
+		var page struct {
+			Result     []jsontext.Value `json:"result"`
+			NextCursor string           `json:"next_cursor"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &page); err != nil {
+			t.Fatal(err)
+		}
+		last := mustv(adp.ParseRecord(page.Result[len(page.Result)-1]))
+		return len(page.Result), last.Seq, page.NextCursor, 200
+	}
+	if n, last, _, _ := get(""); n != 100 || last != 100 {
+		t.Fatalf("default page: %d records to seq %d", n, last)
+	}
+	n, last, cursor, _ := get("?limit=100000")
+	if n != 1000 || last != 1000 || cursor == "" {
+		t.Fatalf("capped page: %d records to seq %d, cursor %q", n, last, cursor)
+	}
+	n, last, cursor, _ = get("?limit=1000&cursor=" + cursor)
+	if n != 100 || last != 1100 || cursor != "" {
+		t.Fatalf("last page: %d records to seq %d, cursor %q", n, last, cursor)
+	}
+	if n, last, _, _ := get("?after_seq=1095"); n != 5 || last != 1100 {
+		t.Fatalf("after_seq: %d records to seq %d", n, last)
+	}
+	for _, q := range []string{"?limit=0", "?limit=-1", "?after_seq=x", "?cursor=bogus"} {
+		if _, _, _, code := get(q); code != 400 {
+			t.Fatalf("%s answered %d", q, code)
+		}
 	}
 }
