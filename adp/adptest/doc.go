@@ -46,6 +46,11 @@
 // is behind [Store]; [MemoryStore] keeps it in memory, and a production
 // host would back the interface with its database.
 //
+// Every input is bounded: bodies (an envelope's 1 MiB, 16 KiB for the JSON
+// resources), history pages (100 by default, 1000 at most), live streams
+// per agent and room, pending join requests per room, and the per-agent
+// quotas.
+//
 // Where the seed text leaves a choice open, the host documents its
 // reading on the handler (list shapes, status codes, cursors).
 package adptest

@@ -1,6 +1,7 @@
 package adptest
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base32"
@@ -55,6 +56,13 @@ type Options struct {
 	// NewRoomID returns a fresh room ID; nil means a random 20-character
 	// lowercase base32 ID (the shape of an Xid, §7.1).
 	NewRoomID func() string
+	// MaxStreams bounds the live streams one agent may hold open on one
+	// room; 0 means 4. A further subscription is refused with
+	// rate_limited.
+	MaxStreams int
+	// MaxPendingJoinRequests bounds a room's pending join requests; 0
+	// means 1000. A further request is refused with rate_limited.
+	MaxPendingJoinRequests int
 	// NewRequestID returns a fresh join-request ID; nil means "jr_" and 26
 	// random base32 characters.
 	NewRequestID func() string
@@ -86,6 +94,8 @@ type Host struct {
 	jrTTL     time.Duration
 	heartbeat time.Duration
 	sseBuffer int
+	maxStreams int
+	maxPending int
 	roomOpts  adp.RoomOptions
 	newID     func() string
 	newReqID  func() string
@@ -146,6 +156,7 @@ func New(ctx context.Context, opts *Options) (*Host, error) {
 	if h.sseBuffer <= 0 {
 		h.sseBuffer = 256
 	}
+	h.maxStreams, h.maxPending = cmp.Or(max(o.MaxStreams, 0), 4), cmp.Or(max(o.MaxPendingJoinRequests, 0), 1000)
 	if h.newID == nil {
 		h.newID = randomRoomID
 	}

@@ -64,6 +64,17 @@ func (h *Host) live(w http.ResponseWriter, r *http.Request) {
 	}
 	sub := &subscriber{agent: who, ch: make(chan *sse.Message, h.sseBuffer), done: make(chan struct{})}
 	hr.subMu.Lock()
+	n := 0
+	for s := range hr.subs {
+		if s.agent == who {
+			n++
+		}
+	}
+	if n >= h.maxStreams {
+		hr.subMu.Unlock()
+		writeError(w, identity.Errorf(identity.CodeRateLimited, "at most %d live streams per agent and room", h.maxStreams))
+		return
+	}
 	hr.subs[sub] = struct{}{}
 	hr.subMu.Unlock()
 	defer func() {
