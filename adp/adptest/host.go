@@ -86,23 +86,23 @@ const MaxStatusTTL = 300 * time.Second
 // the record is appended to the Store before anyone sees it. A Host is
 // safe for concurrent use.
 type Host struct {
-	origin    identity.Origin
-	store     Store
-	now       func() time.Time
-	window    time.Duration
-	statusTTL time.Duration
-	jrTTL     time.Duration
-	heartbeat time.Duration
-	sseBuffer int
+	origin     identity.Origin
+	store      Store
+	now        func() time.Time
+	window     time.Duration
+	statusTTL  time.Duration
+	jrTTL      time.Duration
+	heartbeat  time.Duration
+	sseBuffer  int
 	maxStreams int
 	maxPending int
-	roomOpts  adp.RoomOptions
-	newID     func() string
-	newReqID  func() string
-	limits    RateLimits
-	limiter   *limiter
-	verifier  *envelope.Verifier
-	mux       *http.ServeMux
+	roomOpts   adp.RoomOptions
+	newID      func() string
+	newReqID   func() string
+	limits     RateLimits
+	limiter    *limiter
+	verifier   *envelope.Verifier
+	mux        *http.ServeMux
 
 	mu    sync.RWMutex
 	rooms map[string]*hostRoom
