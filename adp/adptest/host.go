@@ -295,6 +295,7 @@ func (hr *hostRoom) current() *adp.Room {
 // history answers the Verifier's exact-resubmission lookups.
 type history struct{ s Store }
 
+// Accepted implements envelope.History.
 func (h history) Accepted(ctx context.Context, hash envelope.Hash) (bool, error) {
 	rec, err := h.s.RecordByEvent(ctx, hash)
 	return rec != nil, err
@@ -303,6 +304,7 @@ func (h history) Accepted(ctx context.Context, hash envelope.Hash) (bool, error)
 // joinRequests is the adp.JoinRequestStore view of the Store.
 type joinRequests struct{ h *Host }
 
+// Lookup implements adp.JoinRequestStore.
 func (j joinRequests) Lookup(ctx context.Context, roomID, id string) (adp.JoinRequest, adp.JoinRequestStatus, error) {
 	jr, err := j.h.store.JoinRequest(ctx, roomID, id)
 	if err != nil {
