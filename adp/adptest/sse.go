@@ -139,7 +139,7 @@ func (h *Host) publishRecord(hr *hostRoom, rec *adp.Record) {
 }
 
 // publishStatus sends a room.agent_status item (not a record: no seq,
-// hashes or envelope).
+// hashes or envelope); hr.mu is held.
 func (h *Host) publishStatus(hr *hostRoom, st *adp.AgentStatus) {
 	b, err := json.Marshal(st, json.Deterministic(true))
 	if err != nil {
@@ -147,8 +147,6 @@ func (h *Host) publishStatus(hr *hostRoom, st *adp.AgentStatus) {
 	}
 	m := &sse.Message{Type: sse.Type(adp.SSEAgentStatus)}
 	m.AppendData(string(b))
-	hr.mu.Lock()
-	defer hr.mu.Unlock()
 	h.broadcast(hr, m, nil)
 }
 

@@ -164,9 +164,9 @@ func (h *Host) commit(ctx context.Context, hr *hostRoom, env *envelope.Envelope,
 	if ev.Nonce > maxNonce || exp <= ms {
 		maxNonce = ev.Nonce
 	}
-	if err := h.store.PutMaxNonce(ctx, ev.Actor, maxNonce, now.Add(2*h.window).UnixMilli()); err != nil {
-		return nil, err
-	}
+	// The record is durable: a failure to note the nonce must not turn the
+	// accepted write into an error (the Verifier's cache still holds it).
+	h.store.PutMaxNonce(ctx, ev.Actor, maxNonce, now.Add(2*h.window).UnixMilli())
 	h.afterAccept(ctx, hr, ev, rec)
 	return rec, nil
 }
