@@ -504,13 +504,27 @@ func (c *Client) RequestJoin(ctx context.Context, roomID string, in JoinRequestI
 	return &jr, nil
 }
 
-// JoinRequests lists a room's join requests (creator and moderators only).
+// JoinRequests lists a room's join requests (creator and moderators
+// only), following the host's cursor until the last page.
 func (c *Client) JoinRequests(ctx context.Context, roomID string) ([]JoinRequestResource, error) {
-	var l identity.List[JoinRequestResource]
-	if err := c.getJSON(ctx, roomPath(roomID)+"/join-requests", true, &l); err != nil {
-		return nil, err
+	var all []JoinRequestResource
+	path := roomPath(roomID) + "/join-requests"
+	for u := path; ; {
+		var l identity.List[JoinRequestResource]
+		if err := c.getJSON(ctx, u, true, &l); err != nil {
+			return nil, err
+		}
+		for _, jr := range l.Result {
+			if jr.Request.RoomID != roomID {
+				return nil, identity.NewError(identity.CodeInvalidRequest, "host listed another room's join request")
+			}
+		}
+		all = append(all, l.Result...)
+		if l.NextCursor == "" || len(l.Result) == 0 {
+			return all, nil
+		}
+		u = path + "?cursor=" + url.QueryEscape(l.NextCursor)
 	}
-	return l.Result, nil
 }
 
 // JoinRequest fetches one join request.
