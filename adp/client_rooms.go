@@ -336,6 +336,12 @@ func isAccessError(err error) bool {
 // Submit sends a signed envelope to its room (POST /v1/rooms/{room_id})
 // and returns the verified record. Transport errors, 429 and 503 are
 // retried with the same envelope. It does not re-sign: Post does.
+//
+// Verifying the answer may need the history between the replica and the
+// new record. When the agent may not read it — a room.leave from a
+// restricted room while others wrote — the host has accepted the write
+// but Submit returns the read error (membership_required) instead of an
+// unverified record.
 func (c *Client) Submit(ctx context.Context, roomID string, env *envelope.Envelope) (*Record, error) {
 	b, _, err := c.do(ctx, request{method: http.MethodPost, path: roomPath(roomID), body: env.AppendJSON(nil)})
 	if err != nil {
