@@ -133,6 +133,12 @@ func (h *Host) broadcast(hr *hostRoom, m *sse.Message, want func(*adp.Room, iden
 // record's seq, the resume cursor of §17.2 (the host never replays from
 // it: a client resumes through the history endpoint).
 func (h *Host) publishRecord(hr *hostRoom, rec *adp.Record) {
+	hr.subMu.Lock()
+	idle := len(hr.subs) == 0
+	hr.subMu.Unlock()
+	if idle {
+		return
+	}
 	m := &sse.Message{ID: sse.ID(strconv.FormatInt(rec.Seq, 10)), Type: sse.Type(adp.SSERoomEvent)}
 	m.AppendData(string(rec.AppendJSON(nil)))
 	h.broadcast(hr, m, nil)
