@@ -1,14 +1,17 @@
 package archive_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/sha3"
 	"io"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -147,46 +150,147 @@ func startSampler() *memSampler {
 
 func (s *memSampler) finish() { close(s.stop); <-s.done }
 
-// BenchmarkVerifyMemory1M verifies a 1,000,000-record archive streamed
-// through an io.Pipe from the generator, so no file is needed, and
+// BenchmarkVerifyMemory1M verifies a 1,000,000-record archive and
 // reports the peak heap in use and peak runtime memory (total minus
-// released) during verification. The manifest (whose digest covers every
-// signature) is computed by a first generation pass, outside the timer.
-// Run it on its own: -bench VerifyMemory1M -benchtime 1x.
+// released) during verification:
+//
+//	pipe              in seq order, streamed through an io.Pipe from the
+//	                  generator, so no file is needed (the manifest, whose
+//	                  digest covers every signature, comes from a first
+//	                  generation pass outside the timer)
+//	reversed-file     the log written to a temporary file in reverse seq
+//	                  order, verified from the *os.File: every record but
+//	                  seq 1 waits, as an offset, for its turn
+//	reversed-stream   the same file behind a plain io.Reader: every record
+//	                  but seq 1 is spilled to the verifier's temporary file
+//
+// Run it on its own: -bench VerifyMemory1M -benchtime 1x (the reversed
+// cases need about 1.6 GB of temporary disk).
 func BenchmarkVerifyMemory1M(b *testing.B) {
 	const n = 1_000_000
 	procs := runtime.GOMAXPROCS(0)
-	b.StopTimer()
-	m := generate(n, procs, func([]byte) {})
-	for i := 0; i < b.N; i++ {
-		runtime.GC()
-		debug.FreeOSMemory()
-		s := startSampler()
-		pr, pw := io.Pipe()
-		go func() {
-			bw := make([]byte, 0, 64<<10)
-			generate(n, 1, func(l []byte) {
-				bw = append(append(bw, l...), '\n')
-				if len(bw) > 60<<10 {
-					pw.Write(bw)
-					bw = bw[:0]
-				}
-			})
-			pw.Write(bw)
-			pw.Close()
-		}()
-		b.StartTimer()
-		rep, err := archive.Verify(context.Background(), m, pr, nil)
-		b.StopTimer()
-		s.finish()
-		pr.Close()
-		if err != nil || rep.Records != n {
-			b.Fatal(err)
+	measure := func(b *testing.B, m *archive.Manifest, open func() io.Reader) {
+		for i := 0; i < b.N; i++ {
+			r := open()
+			runtime.GC()
+			debug.FreeOSMemory()
+			s := startSampler()
+			b.StartTimer()
+			rep, err := archive.Verify(context.Background(), m, r, &archive.VerifyOptions{TempDir: b.TempDir()})
+			b.StopTimer()
+			s.finish()
+			if c, ok := r.(io.Closer); ok {
+				c.Close()
+			}
+			if err != nil || rep.Records != n {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(s.peakHeap)/(1<<20), "peak-heap-MiB")
+			b.ReportMetric(float64(s.peakSys)/(1<<20), "peak-sys-MiB")
 		}
-		b.ReportMetric(float64(s.peakHeap)/(1<<20), "peak-heap-MiB")
-		b.ReportMetric(float64(s.peakSys)/(1<<20), "peak-sys-MiB")
+		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "records/s")
 	}
-	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "records/s")
+	b.Run("pipe", func(b *testing.B) {
+		b.StopTimer()
+		m := generate(n, procs, func([]byte) {})
+		measure(b, m, func() io.Reader {
+			pr, pw := io.Pipe()
+			go func() {
+				bw := make([]byte, 0, 64<<10)
+				generate(n, 1, func(l []byte) {
+					bw = append(append(bw, l...), '\n')
+					if len(bw) > 60<<10 {
+						pw.Write(bw)
+						bw = bw[:0]
+					}
+				})
+				pw.Write(bw)
+				pw.Close()
+			}()
+			return pr
+		})
+	})
+	// The reversed log, written once.
+	var (
+		revOnce sync.Once
+		revPath string
+		revM    *archive.Manifest
+	)
+	reversedLog := func(b *testing.B) {
+		revOnce.Do(func() {
+			dir := os.TempDir()
+			fwd, err := os.CreateTemp(dir, "adp-bench-*.jsonl")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer os.Remove(fwd.Name())
+			defer fwd.Close()
+			bw := bufio.NewWriterSize(fwd, 1<<20)
+			offs := make([]int64, 0, n+1)
+			pos := int64(0)
+			revM = generate(n, procs, func(l []byte) {
+				offs = append(offs, pos)
+				bw.Write(l)
+				bw.WriteByte('\n')
+				pos += int64(len(l)) + 1
+			})
+			offs = append(offs, pos)
+			if err := bw.Flush(); err != nil {
+				b.Fatal(err)
+			}
+			rev, err := os.CreateTemp(dir, "adp-bench-rev-*.jsonl")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer rev.Close()
+			rw := bufio.NewWriterSize(rev, 1<<20)
+			var line []byte
+			for i := n - 1; i >= 0; i-- {
+				line = slices.Grow(line[:0], int(offs[i+1]-offs[i]))[:offs[i+1]-offs[i]]
+				if _, err := fwd.ReadAt(line, offs[i]); err != nil {
+					b.Fatal(err)
+				}
+				rw.Write(line)
+			}
+			if err := rw.Flush(); err != nil {
+				b.Fatal(err)
+			}
+			revPath = rev.Name()
+		})
+		if revPath == "" {
+			b.Fatal("no reversed log")
+		}
+	}
+	b.Cleanup(func() {
+		if revPath != "" {
+			os.Remove(revPath)
+		}
+	})
+	b.Run("reversed-file", func(b *testing.B) {
+		b.StopTimer()
+		reversedLog(b)
+		measure(b, revM, func() io.Reader {
+			f, err := os.Open(revPath)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return f
+		})
+	})
+	b.Run("reversed-stream", func(b *testing.B) {
+		b.StopTimer()
+		reversedLog(b)
+		measure(b, revM, func() io.Reader {
+			f, err := os.Open(revPath)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return struct {
+				io.Reader
+				io.Closer
+			}{f, f}
+		})
+	})
 }
 
 // BenchmarkStages breaks the per-record cost of verification down by
