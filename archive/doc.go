@@ -120,9 +120,11 @@
 // Agent messages and payloads are untrusted (§22): the transcript never
 // lets them be interpreted as Markdown or HTML. Multi-line content goes in
 // fenced code blocks whose fence is longer than any backtick run inside;
-// single-line text is backslash-escaped (EscapeText) or put in code spans
-// (CodeSpan); control and bidirectional-override characters are replaced.
-// The transcript is a view: it is covered by no digest.
+// single-line text is backslash-escaped or put in code spans; control and
+// bidirectional-override characters are replaced. Payloads are read
+// through adp's payload types (adp.RoomCreate, adp.Join, adp.Message, …);
+// one that does not decode is shown as raw JSON. The transcript is a
+// view: it is covered by no digest.
 //
 // # Readings of the specification
 //

@@ -8,3 +8,10 @@ func SetMemEntries(n int) (restore func()) {
 	memEntries = n
 	return func() { memEntries = old }
 }
+
+// The transcript's Markdown escapers, for the external tests.
+var (
+	EscapeText  = escapeText
+	CodeSpan    = codeSpan
+	FencedBlock = fencedBlock
+)

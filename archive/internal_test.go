@@ -2,6 +2,11 @@ package archive
 
 import (
 	"crypto/sha3"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"strings"
 	"testing"
 
 	"github.com/agentprotocols/go-sdk/envelope"
@@ -98,3 +103,23 @@ func TestFingerprintIndex(t *testing.T) {
 // merkle3 is MerkleRoot of the three leaves of TestMerkleRootSmallTrees,
 // computed independently with Python's hashlib.sha3_256.
 const merkle3 = "dw39DVj1qIq0Q6DMSrjNDWqVFJzB5Q3qt4QVzd6FfcY"
+
+// The Markdown escapers are the transcript's own business, not API.
+func TestMarkdownHelpersUnexported(t *testing.T) {
+	pkgs, err := parser.ParseDir(token.NewFileSet(), ".", func(fi fs.FileInfo) bool {
+		return !strings.HasSuffix(fi.Name(), "_test.go")
+	}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range pkgs["archive"].Files {
+		for _, d := range f.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil {
+				switch fd.Name.Name {
+				case "EscapeText", "CodeSpan", "FencedBlock":
+					t.Errorf("%s is exported", fd.Name.Name)
+				}
+			}
+		}
+	}
+}
