@@ -16,6 +16,7 @@ import (
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/archive"
 	"github.com/agentprotocols/go-sdk/envelope"
+	"github.com/agentprotocols/go-sdk/identity"
 	"github.com/agentprotocols/go-sdk/packs"
 )
 
@@ -376,5 +377,32 @@ func TestPackFileName(t *testing.T) {
 		if _, err := archive.PackFileName(d); !errors.Is(err, packs.ErrPackUnavailable) {
 			t.Errorf("%s: %v", d, err)
 		}
+	}
+}
+
+// Offline verification judges the room by the host policy the caller
+// passes in VerifyOptions.Room, not by fixed constants; Verify keeps its
+// own fetcher (the archived documents).
+func TestVerifyRoomOptions(t *testing.T) {
+	recs, docs, _ := externalRoom(t)
+	m, log, _ := build(t, recs, nil)
+	verify := func(room *adp.RoomOptions) (*archive.Report, error) {
+		return archive.Verify(context.Background(), m, bytes.NewReader(log), &archive.VerifyOptions{Packs: docs, Room: room})
+	}
+	// The host's defaults accept the room.
+	if _, err := verify(&adp.RoomOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// A host whose payload limit is 40 bytes would have refused the
+	// room.create (633 bytes).
+	rep, err := verify(&adp.RoomOptions{MaxPayloadBytes: 40})
+	wantFailure(t, rep, err, identity.CodePayloadTooLarge, 1)
+	// A host that serves only text/plain would have refused it too.
+	rep, err = verify(&adp.RoomOptions{AcceptContentType: func(ct string) bool { return ct == "text/plain" }})
+	wantFailure(t, rep, err, identity.CodeInvalidEvent, 5)
+	// The caller's fetcher is not used: packs come from the archive only.
+	rep, err = verify(&adp.RoomOptions{Packs: &packs.Options{Fetcher: packs.StaticFetcher{}}})
+	if err != nil || !rep.Valid {
+		t.Fatalf("the caller's fetcher replaced the archived documents: %v", err)
 	}
 }
