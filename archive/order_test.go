@@ -35,6 +35,9 @@ func TestVerifyAnyLineOrder(t *testing.T) {
 	for i, l := range ls {
 		rev[n-1-i] = l
 	}
+	// Lines read while seq 1 was still missing look far ahead to the
+	// workers; after the first 3,000 they are due at once.
+	head := append(append([][]byte(nil), rev[n-3000:]...), ls[3000:]...)
 	shuffled := append([][]byte(nil), ls...)
 	rand.New(rand.NewPCG(1, 2)).Shuffle(n, func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
 	for _, order := range []struct {
@@ -44,6 +47,7 @@ func TestVerifyAnyLineOrder(t *testing.T) {
 		{"seq 2 last", join(moved)},
 		{"reversed", join(rev)},
 		{"shuffled", join(shuffled)},
+		{"first 3,000 reversed", join(head)},
 	} {
 		for _, c := range []struct {
 			mem    int

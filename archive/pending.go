@@ -256,7 +256,7 @@ func (p *pending) nextBatch(next *int64) (*batch, error) {
 			return b, nil
 		}
 		if b == nil {
-			b = &batch{done: make(chan struct{}), due: true}
+			b = &batch{done: make(chan struct{}), due: true, data: make([]byte, 0, batchBytes+4<<10)}
 		} else if len(b.lines) == batchLines || len(b.data) >= batchBytes {
 			return b, nil
 		}

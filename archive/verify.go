@@ -144,10 +144,10 @@ type item struct {
 	line  int64
 	off   int64 // where the line starts in the log
 	raw   []byte
-	rec   *adp.Record
-	canon []byte // the record in canonical JSON; nil if not computed yet
-	err   error  // the line did not parse
-	seq   int64  // best-effort seq of a line that did not parse
+	rec   *adp.Record // nil for a line that did not parse, or that a worker found far ahead
+	canon []byte      // the record in canonical JSON; nil if not computed yet
+	err   error       // the line did not parse
+	seq   int64       // the record's seq; best effort for a line that did not parse
 }
 
 // lineRef locates one line of a batch.
@@ -264,6 +264,9 @@ type verifier struct {
 
 	pend *pending
 	jobs chan *batch
+	// free recycles batch buffers from the sequencer to the reader, so
+	// that reading costs no garbage per batch.
+	free chan []byte
 	// nextSeq mirrors next for the workers, which skip the signature of a
 	// record far ahead of it: that record will wait in pend and be parsed
 	// and checked again when its turn comes.
@@ -338,7 +341,8 @@ func (v *verifier) run(ctx context.Context, records io.Reader) error {
 	// A record this many seqs ahead of next cannot be replayed before it
 	// has waited: fewer lines than that are in flight before it.
 	v.horizon = int64(4*v.opts.Workers+4) * batchLines
-	go readBatches(records, base, v.opts.MaxLineBytes, v.jobs, order, quit)
+	v.free = make(chan []byte, cap(order)+cap(v.jobs)+v.opts.Workers+2)
+	go readBatches(records, base, v.opts.MaxLineBytes, v.jobs, order, v.free, quit)
 	var wg sync.WaitGroup
 	for range v.opts.Workers {
 		wg.Add(1)
@@ -366,9 +370,20 @@ func (v *verifier) run(ctx context.Context, records io.Reader) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+		recycle := b.data != nil
 		for i := range b.items {
 			if err := v.take(ctx, &b.items[i]); err != nil {
 				return err
+			}
+			// A parsed record may alias the line (its payload does), and
+			// the room may keep what it applied: recycle only batches
+			// whose records all wait, as in a log in reverse order.
+			recycle = recycle && b.items[i].rec == nil
+		}
+		if recycle {
+			select {
+			case v.free <- b.data[:0]:
+			default:
 			}
 		}
 		if b.readErr != nil {
@@ -387,7 +402,7 @@ func (v *verifier) take(ctx context.Context, it *item) error {
 	if it.err != nil {
 		return v.fail(it.err, it.seq, it.line)
 	}
-	seq := it.rec.Seq
+	seq := it.seq
 	switch {
 	case seq > v.m.LastSeq:
 		return v.fail(mismatch("record seq %d is beyond the manifest's last_seq %d", seq, v.m.LastSeq), seq, it.line)
@@ -409,6 +424,15 @@ func (v *verifier) take(ctx context.Context, it *item) error {
 				"the log has more records than event_count %d: a seq appears twice", v.m.EventCount), 0, it.line)
 		}
 		return nil
+	}
+	if it.rec == nil {
+		// A worker took the record for one that would wait, and kept
+		// only its seq: parse it again.
+		rec, err := adp.ParseRecord(it.raw)
+		if err != nil {
+			return v.fail(err, seq, it.line)
+		}
+		it.rec = rec
 	}
 	if err := v.apply(ctx, it); err != nil {
 		return err
@@ -569,11 +593,12 @@ func (v *verifier) finishReport() {
 }
 
 // readBatches cuts the log into batches of whole lines and hands each to
-// the workers (jobs) and, in order, to the sequencer (order). Blank lines
+// the workers (jobs) and, in order, to the sequencer (order), in buffers
+// from free when the sequencer has returned some. Blank lines
 // are skipped in bulk and never reach a batch. pos is the log's offset at
 // the reader's current position. It stops after the first line that is
 // too long or the first read error: either ends verification.
-func readBatches(r io.Reader, pos int64, maxLine int, jobs, order chan<- *batch, quit <-chan struct{}) {
+func readBatches(r io.Reader, pos int64, maxLine int, jobs, order chan<- *batch, free <-chan []byte, quit <-chan struct{}) {
 	defer close(order) // jobs stays open: the sequencer sends to it too
 	br := bufio.NewReaderSize(r, 64<<10)
 	nl := int64(0) // line feeds read so far
@@ -593,7 +618,12 @@ func readBatches(r io.Reader, pos int64, maxLine int, jobs, order chan<- *batch,
 				continue
 			}
 			if b == nil {
-				b = &batch{done: make(chan struct{}), data: make([]byte, 0, batchBytes+4<<10)}
+				b = &batch{done: make(chan struct{})}
+				select {
+				case b.data = <-free:
+				default:
+					b.data = make([]byte, 0, batchBytes+4<<10)
+				}
 			}
 			start := len(b.data)
 			b.data, err = readLine(br, b.data, maxLine)
@@ -690,17 +720,20 @@ func readLine(br *bufio.Reader, dst []byte, max int) ([]byte, error) {
 
 // work parses a batch: the strict record and envelope parse (canonical
 // event, event hash), the signature check, and the canonical re-encoding
-// the digest needs. A record far ahead of the replay (it will wait) is
-// only parsed: it is parsed and checked again when its turn comes. A
+// the digest needs. Of a record far ahead of the replay (it will wait)
+// only the seq is kept, and after one such record only the seq is read:
+// the record is parsed and checked when its turn comes. A line far ahead
+// that is not a valid record therefore fails at its seq's turn, not at
+// its line's. A
 // signature that fails is not reported here: the Room re-checks it in seq
 // order, after the chain checks, so errors come in the same order
 // whatever the number of workers.
 func (v *verifier) work(b *batch) {
 	defer close(b.done)
 	b.items = make([]item, len(b.lines))
-	b.canon = make([]byte, 0, len(b.data)+len(b.data)/16)
 	horizon := v.nextSeq.Load() + v.horizon
 	start := 0
+	far := false // the previous line was far ahead
 	for i, l := range b.lines {
 		it := &b.items[i]
 		it.line, it.off = l.line, l.off
@@ -711,16 +744,30 @@ func (v *verifier) work(b *batch) {
 		raw := b.data[start:l.end]
 		start = l.end
 		it.raw = raw
+		if far {
+			// Among lines far ahead (a log in reverse order, say), read
+			// only the seq: a line that will wait is parsed when its turn
+			// comes, so the first pass costs little time and garbage.
+			if seq := peekSeq(raw); seq > horizon {
+				it.seq = seq
+				continue
+			}
+		}
 		rec, err := adp.ParseRecord(raw)
 		if err != nil {
 			it.err, it.seq = err, peekSeq(raw)
 			continue
 		}
-		it.rec = rec
-		if !b.due && rec.Seq > horizon {
+		it.seq = rec.Seq
+		if far = !b.due && rec.Seq > horizon; far {
+			// It will wait: keep nothing of the parse.
 			continue
 		}
+		it.rec = rec
 		_ = rec.Envelope.Verify() // remembered on success
+		if b.canon == nil {
+			b.canon = make([]byte, 0, len(b.data)+len(b.data)/16)
+		}
 		n := len(b.canon)
 		b.canon = rec.AppendJSON(b.canon)
 		it.canon = b.canon[n:len(b.canon):len(b.canon)]
@@ -730,7 +777,9 @@ func (v *verifier) work(b *batch) {
 // peekSeq finds a top-level integer "seq" in a line that did not parse,
 // for error reports; 0 if there is none.
 func peekSeq(raw []byte) int64 {
-	d := strictjson.NewDecoder(raw)
+	dec := strictjson.GetDecoder(raw)
+	defer dec.Release()
+	d := dec.Decoder
 	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
 		return 0
 	}
