@@ -41,7 +41,9 @@ func TestBlankLinesCostNoAllocations(t *testing.T) {
 	plainAllocs, plainBytes := measure(log)
 	blankAllocs, blankBytes := measure(withBlanks(log, blanks))
 	t.Logf("plain: %.0f allocs %d B; with %d blank lines: %.0f allocs %d B", plainAllocs, plainBytes, blanks, blankAllocs, blankBytes)
-	if extra := blankAllocs - plainAllocs; extra > 100 {
+	// Blank lines may move batch boundaries (a few allocations each), but
+	// cost nothing per line: at most one allocation per 1,000 of them.
+	if extra := blankAllocs - plainAllocs; extra > blanks/1000 {
 		t.Errorf("%d blank lines cost %.0f allocations", blanks, extra)
 	}
 	if extra := int64(blankBytes) - int64(plainBytes); extra > 1<<20 {
