@@ -88,6 +88,9 @@ func TestTampering(t *testing.T) {
 		code  identity.Code
 		seq   int64
 		valid bool
+		// stream hides the io.ReaderAt of the log, so records out of
+		// order are spilled to a temporary file.
+		stream bool
 	}
 	cases := []tc{
 		{name: "envelope payload field", log: edit(msg, func(r map[string]any) {
@@ -130,9 +133,24 @@ func TestTampering(t *testing.T) {
 			c = append(c, first)
 			return join(c)
 		}(), valid: true},
-		{name: "lines reversed, unbounded window", log: reversed(log), opts: &archive.VerifyOptions{ReorderWindow: -1}, valid: true},
-		{name: "lines reversed beyond the window", log: reversed(log), opts: &archive.VerifyOptions{ReorderWindow: 4},
-			code: adp.CodeInvalidRecord, seq: 1},
+		{name: "lines reversed", log: reversed(log), valid: true},
+		{name: "lines reversed, as a plain stream", log: reversed(log), stream: true, valid: true},
+		{name: "line duplicated ahead of its turn", log: func() []byte {
+			c := lines(bytes.Clone(log))
+			return join(append(append(c[:3:3], c[k+5]), c[3:]...))
+		}(), code: adp.CodeInvalidRecord, seq: k + 6},
+		{name: "line duplicated, both out of order", log: func() []byte {
+			c := lines(reversed(log))
+			return join(append(c[:5:5], c[2:]...))
+		}(), code: adp.CodeInvalidRecord, seq: 22}, // the least seq that repeats
+		{name: "line duplicated, both out of order, as a plain stream", log: func() []byte {
+			c := lines(reversed(log))
+			return join(append(c[:5:5], c[2:]...))
+		}(), stream: true, code: adp.CodeInvalidRecord, seq: 22},
+		{name: "line dropped from a reversed log", log: func() []byte {
+			c := lines(reversed(log))
+			return join(append(c[:20:20], c[21:]...))
+		}(), code: adp.CodeInvalidRecord, seq: 6},
 		{name: "dropped line", log: func() []byte {
 			c := lines(bytes.Clone(log))
 			return join(append(c[:k-1], c[k:]...))
@@ -185,7 +203,11 @@ func TestTampering(t *testing.T) {
 					opts = *c.opts
 					opts.Workers = workers
 				}
-				rep, err := archive.Verify(context.Background(), &mm, bytes.NewReader(in), &opts)
+				var r io.Reader = bytes.NewReader(in)
+				if c.stream {
+					r = struct{ io.Reader }{r}
+				}
+				rep, err := archive.Verify(context.Background(), &mm, r, &opts)
 				if c.valid {
 					if err != nil || !rep.Valid {
 						t.Fatalf("workers=%d: %v", workers, err)

@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +16,8 @@ import (
 
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/archive"
+	"github.com/agentprotocols/go-sdk/envelope"
+	"github.com/agentprotocols/go-sdk/identity"
 )
 
 // mainRoom writes the "main" room of the SDK's ADP vectors as an archive
@@ -131,5 +136,65 @@ func TestEnvelope(t *testing.T) {
 	code, out, _ = runCmd("envelope", bad)
 	if code != 1 || !strings.Contains(out, "invalid_event_hash") {
 		t.Fatalf("exit %d\n%s", code, out)
+	}
+}
+
+// longRoom writes, through the SDK's host path, a public room of n
+// records: a room.create and n-1 messages.
+func longRoom(t *testing.T, n int) string {
+	t.Helper()
+	ctx := context.Background()
+	key, err := identity.NewKeyFromSeed(bytes.Repeat([]byte{0x21}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.UnixMilli(1779753600000)
+	a := &envelope.Author{Signer: key, Nonces: identity.NewNonceSource(nil), Now: func() time.Time { return now }}
+	room := adp.NewRoom("d8ftedhpqhsusbg004xx", nil)
+	var recs []*adp.Record
+	accept := func(env *envelope.Envelope, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(time.Millisecond)
+		rec, err := room.Accept(ctx, env, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, rec)
+	}
+	accept(adp.NewRoomCreate(ctx, a, adp.RoomCreate{Topic: "Long", Visibility: adp.VisibilityPublic,
+		StartTime: now.UnixMilli(), EndTime: now.Add(time.Hour).UnixMilli()}))
+	for i := 1; i < n; i++ {
+		base, err := room.BaseFor(adp.TypeMessageCreate)
+		if err != nil {
+			t.Fatal(err)
+		}
+		accept(adp.NewMessage(ctx, a, base, adp.Message{ContentType: "text/plain", Content: adp.TextContent(strconv.Itoa(i))}))
+	}
+	dir := t.TempDir()
+	if _, err := archive.WriteDir(dir, recs, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// Any line order is a legal archive (§19 step 1 sorts by seq), however
+// far a line is from its place: here the log of a 4,200-record room,
+// reversed.
+func TestArchiveReversedLog(t *testing.T) {
+	dir := longRoom(t, 4200)
+	path := filepath.Join(dir, "records.jsonl")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"))
+	slices.Reverse(ls)
+	os.WriteFile(path, append(bytes.Join(ls, []byte("\n")), '\n'), 0o644)
+	code, out, errOut := runCmd("archive", filepath.Join(dir, "manifest.json"), path)
+	if code != 0 || !strings.Contains(out, "records:  4200 verified") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
 }
