@@ -10,6 +10,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/adp/adptest"
 	"github.com/agentprotocols/go-sdk/archive"
 	"github.com/agentprotocols/go-sdk/envelope"
 )
@@ -252,13 +253,13 @@ func FuzzEscapers(f *testing.F) {
 // Payloads are read through adp's types: a notice's references are
 // rendered, and its extension data is shown raw.
 func TestTranscriptRendersNoticeReferences(t *testing.T) {
-	w := newWorld(t, "d8ftedhpqhsusbg005xx", nil)
-	w.must(adp.NewRoomCreate(w.ctx, w.a("creator"), adp.RoomCreate{Topic: "Notes", Visibility: adp.VisibilityPublic,
-		StartTime: w.now.UnixMilli(), EndTime: w.now.Add(time.Hour).UnixMilli()}))
-	m1 := w.say("creator", "the conclusion")
-	w.must(adp.NewClose(w.ctx, w.a("creator"), w.base(adp.TypeRoomClose),
+	w := adptest.NewWorld(t, "d8ftedhpqhsusbg005xx", nil)
+	w.Must(adp.NewRoomCreate(w.Ctx, w.Author("creator"), adp.RoomCreate{Topic: "Notes", Visibility: adp.VisibilityPublic,
+		StartTime: w.Now.UnixMilli(), EndTime: w.Now.Add(time.Hour).UnixMilli()}))
+	m1 := say(w, "creator", "the conclusion")
+	w.Must(adp.NewClose(w.Ctx, w.Author("creator"), w.Base(adp.TypeRoomClose),
 		adp.Notice{Reason: "settled", References: []envelope.Hash{m1.Envelope.Hash()}, Extra: jsontext.Value(`{"k":"v"}`)}))
-	_, _, md := build(t, w.records, fixedClock)
+	_, _, md := build(t, w.Records, fixedClock)
 	doc := string(md)
 	for _, want := range []string{"- Reason: settled\n", "- Refers to ` " + m1.Envelope.Hash().String() + " `\n", `"k": "v"`} {
 		if !strings.Contains(doc, want) {

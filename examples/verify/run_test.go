@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,41 +11,17 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/adp/adptest"
 	"github.com/agentprotocols/go-sdk/archive"
-	"github.com/agentprotocols/go-sdk/envelope"
-	"github.com/agentprotocols/go-sdk/identity"
 )
 
 // mainRoom writes the "main" room of the SDK's ADP vectors as an archive
 // directory.
 func mainRoom(t *testing.T) (string, []*adp.Record) {
 	t.Helper()
-	b, err := os.ReadFile("../../adp/testdata/vectors.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var vf struct {
-		Rooms []struct {
-			Name    string `json:"name"`
-			Records []struct {
-				Record jsontext.Value `json:"record"`
-			} `json:"records"`
-		} `json:"rooms"`
-	}
-	if err := json.Unmarshal(b, &vf); err != nil {
-		t.Fatal(err)
-	}
-	var recs []*adp.Record
-	for _, v := range vf.Rooms[0].Records {
-		r, err := adp.ParseRecord(v.Record)
-		if err != nil {
-			t.Fatal(err)
-		}
-		recs = append(recs, r)
-	}
+	recs := adptest.VectorRecords(t, "main")
 	dir := t.TempDir()
 	opts := &archive.Options{Host: "al.ink", Now: func() time.Time { return time.UnixMilli(1779770000000) }}
 	if _, err := archive.WriteDir(dir, recs, nil, opts); err != nil {
@@ -143,38 +118,13 @@ func TestEnvelope(t *testing.T) {
 // records: a room.create and n-1 messages.
 func longRoom(t *testing.T, n int) string {
 	t.Helper()
-	ctx := context.Background()
-	key, err := identity.NewKeyFromSeed(bytes.Repeat([]byte{0x21}, 32))
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.UnixMilli(1779753600000)
-	a := &envelope.Author{Signer: key, Nonces: identity.NewNonceSource(nil), Now: func() time.Time { return now }}
-	room := adp.NewRoom("d8ftedhpqhsusbg004xx", nil)
-	var recs []*adp.Record
-	accept := func(env *envelope.Envelope, err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		now = now.Add(time.Millisecond)
-		rec, err := room.Accept(ctx, env, now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		recs = append(recs, rec)
-	}
-	accept(adp.NewRoomCreate(ctx, a, adp.RoomCreate{Topic: "Long", Visibility: adp.VisibilityPublic,
-		StartTime: now.UnixMilli(), EndTime: now.Add(time.Hour).UnixMilli()}))
+	w := adptest.NewWorld(t, "d8ftedhpqhsusbg004xx", nil)
+	w.PublicRoom()
 	for i := 1; i < n; i++ {
-		base, err := room.BaseFor(adp.TypeMessageCreate)
-		if err != nil {
-			t.Fatal(err)
-		}
-		accept(adp.NewMessage(ctx, a, base, adp.Message{ContentType: "text/plain", Content: adp.TextContent(strconv.Itoa(i))}))
+		w.OK(w.Say("creator", strconv.Itoa(i)))
 	}
 	dir := t.TempDir()
-	if _, err := archive.WriteDir(dir, recs, nil, nil); err != nil {
+	if _, err := archive.WriteDir(dir, w.Records, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	return dir
