@@ -48,7 +48,7 @@ func TestHostilePatternInRoom(t *testing.T) {
 	if !errors.Is(err, adp.ErrPayloadSchemaViolation) {
 		t.Fatalf("got %v, want payload_schema_violation", err)
 	}
-	if d := time.Since(start); d > 10*time.Second {
+	if d := time.Since(start); d > 10*time.Second && !raceEnabled {
 		t.Fatalf("one write took %v", d)
 	}
 }
