@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/adp/adptest"
+	"github.com/agentprotocols/go-sdk/internal/raceflag"
 )
 
 // TestAcceptEmbeddedResourceRef is issue 9 item 1 on the host path: a
@@ -48,7 +49,7 @@ func TestHostilePatternInRoom(t *testing.T) {
 	if !errors.Is(err, adp.ErrPayloadSchemaViolation) {
 		t.Fatalf("got %v, want payload_schema_violation", err)
 	}
-	if d := time.Since(start); d > 10*time.Second && !raceEnabled {
+	if d := time.Since(start); d > 10*time.Second && !raceflag.Enabled {
 		t.Fatalf("one write took %v", d)
 	}
 }
