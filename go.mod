@@ -9,4 +9,7 @@ require (
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 )
 
-require golang.org/x/text v0.14.0 // indirect
+require (
+	github.com/tmaxmax/go-sse v0.12.0 // indirect
+	golang.org/x/text v0.14.0 // indirect
+)
