@@ -432,7 +432,7 @@ func TestFollowAcceptance(t *testing.T) {
 		defer close(writer)
 		for i := 0; i < 500; i++ {
 			h.say("bob", "message")
-			if i%10 == 0 {
+			if i%5 == 0 {
 				time.Sleep(time.Millisecond)
 			}
 		}
@@ -444,6 +444,9 @@ func TestFollowAcceptance(t *testing.T) {
 		h.dropAll()
 	}
 	<-writer
+	// The fifth drop may come after the last write: wait for the sixth
+	// connection, then for everything.
+	waitFor(t, func() bool { return h.subscribers() == 1 }, "a subscriber %v", func() any { return "" })
 	c.waitSeq(t, 1001)
 	c.stop(t)
 	c.checkExactly(t, h)
