@@ -11,5 +11,7 @@ require (
 
 require (
 	github.com/tmaxmax/go-sse v0.12.0 // indirect
+	go.etcd.io/bbolt v1.5.0 // indirect
+	golang.org/x/sys v0.45.0 // indirect
 	golang.org/x/text v0.14.0 // indirect
 )

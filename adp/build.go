@@ -86,16 +86,20 @@ func NewMessage(ctx context.Context, a *envelope.Author, base Base, p Message, m
 }
 
 // NewCustom signs an event of a room-defined type. The payload (any value
-// json v2 marshals, or a jsontext.Value) is validated against the
-// definition in force in reg, so a payload the host would refuse with
-// type_not_defined, type_disabled or payload_schema_violation is never
-// signed. Pass the room's registry (Room.Registry).
+// json v2 marshals to a JSON object, or a jsontext.Value holding one) is
+// validated against the definition in force in reg, so a payload the host
+// would refuse with invalid_event (not an object), type_not_defined,
+// type_disabled or payload_schema_violation is never signed. Pass the
+// room's registry (Room.Registry).
 func NewCustom(ctx context.Context, a *envelope.Author, base Base, reg *packs.Registry, typ string, payload any, mentions ...identity.AgentID) (*envelope.Envelope, error) {
 	if IsBuiltin(typ) {
 		return nil, identity.Errorf(identity.CodeInvalidEvent, "%s is a built-in type; use its builder", typ)
 	}
 	raw, err := marshalPayload(payload)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkCustomPayload(raw); err != nil {
 		return nil, err
 	}
 	if err := reg.Validate(typ, raw); err != nil {

@@ -16,7 +16,14 @@
 // A host accepts an envelope as a Record: seq (from 1, gapless), pre_hash
 // (null at seq 1), received_at and hash = SHA3-256(JCS({room_id, seq,
 // pre_hash, envelope_hash, received_at})). ParseRecord is strict;
-// Record.AppendJSON writes canonical JSON.
+// Record.AppendJSON writes canonical JSON. received_at never decreases
+// along the chain: Room.Apply refuses a record dated before its
+// predecessor (invalid_record), and Room.Accept never writes one.
+//
+// The record hash covers only those five members. A record may carry
+// more (the kernel schema leaves it open; Record.Extra keeps them), and
+// the archive digest events_sha3_256 (§19) covers them: it is computed
+// over the records as given, each canonicalized, extra members included.
 //
 // # The room replayer
 //
@@ -43,6 +50,13 @@
 // duration limits are host policy (§21) and stay with the host. Join
 // requests are HTTP resources, not events: a host passes its store as
 // RoomOptions.JoinRequests; a verifier trusts what the log's reviews say.
+// A public room approves valid requests automatically, with no
+// room.join.review (§9.2, §11): replay accepts, once, a room.join naming
+// a request_id that the log never reviewed, still enforcing bans, the
+// role policy (a moderator request only for policy.moderator_agent_ids)
+// and max_speakers; it cannot see that request's expiry or perspective,
+// which the host (with its store) checks and keeps. Restricted and private
+// rooms need the review in the log.
 //
 // # Vectors
 //
@@ -50,5 +64,38 @@
 // room built from every built-in type and several pack types, each
 // record's canonical event, hashes, signature and the head, and over forty
 // rejections with their expected codes. The tests regenerate the file
-// deterministically and replay it.
+// deterministically and replay it. A rejection marked code_choice "sdk"
+// is one the text requires without naming its code: another
+// implementation must refuse it, with any code.
+//
+// # Readings of the specification
+//
+// Where the seed text is open, the package chooses as follows.
+//
+//   - Error codes the text does not name: a write that is already
+//     accepted (duplicate envelope), names another room, joins while
+//     already an active member, updates the role of or removes (without
+//     ban) a non-member, removes oneself, references an event the room
+//     does not hold, changes a type's kind, or carries a contract change
+//     §9.4 forbids is invalid_event; removing the creator is
+//     permission_denied; a join request already consumed is
+//     join_request_expired; one reviewed twice or after its automatic
+//     approval, one used by another actor than its first, and an
+//     unreviewed one in a restricted or private room are
+//     join_request_not_found; room.cancel of an active room is
+//     room_not_active.
+//   - The creator's administrative authority (room.update, reviews, role
+//     updates, removals, type.define, room.close, room.cancel) is
+//     attached to its identity (§9, §10.1) and survives its own room.leave
+//     and role changes. Discussion writes — message.create and custom
+//     types — still need active membership, so a creator who left must
+//     rejoin to speak.
+//   - A review must find its request pending: expires_at, which the
+//     request object carries, after the review's acceptance time
+//     (else join_request_expired) and after the request's created_at
+//     (else invalid_event).
+//   - A host whose clock steps back keeps writing the latest received_at
+//     (Room.Accept clamps), rather than backdating a record.
+//   - RestoreRoom validates a snapshot as strictly as live input: roles,
+//     statuses, decisions, the contract and every seq.
 package adp

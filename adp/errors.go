@@ -70,16 +70,7 @@ var (
 	ErrPayloadTooLarge      = identity.ErrPayloadTooLarge
 )
 
-// DefaultStatus is the HTTP status a host sends with an ADP error code;
-// codes it does not know fall back to identity.DefaultStatus.
-func DefaultStatus(code identity.Code) int {
-	switch code {
-	case CodeRoomNotFound, CodeJoinRequestNotFound, CodeAgentStatusNotFound:
-		return 404
-	case CodeRoomHeadMismatch, CodeBaseRecordMismatch, CodeRoomNotActive, CodeRoomEnded:
-		return 409
-	case CodeMemberBanned, CodeMembershipRequired, CodeApprovalRequired:
-		return 403
-	}
-	return identity.DefaultStatus(code)
-}
+// DefaultStatus is the HTTP status a host sends with an ADP error code. It
+// is identity.DefaultStatus, the SDK's one mapping for every wire code, so
+// identity.WriteError and a host calling this agree.
+func DefaultStatus(code identity.Code) int { return identity.DefaultStatus(code) }

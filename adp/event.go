@@ -1,6 +1,8 @@
 package adp
 
 import (
+	"slices"
+
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agentprotocols/go-sdk/envelope"
@@ -26,7 +28,7 @@ type Event struct {
 // is agent-discourse/1.0; room.create carries none of room_id, base_seq,
 // base_hash and mentions; every other event carries the first three, with
 // base_seq a positive safe integer and base_hash a canonical hash; mentions
-// holds at most 32 valid Agent IDs. Failures are invalid_event.
+// holds at most 32 distinct valid Agent IDs. Failures are invalid_event.
 //
 // It does not verify the signature; see envelope.Verify.
 func ParseEvent(env *envelope.Envelope) (*Event, error) {
@@ -71,9 +73,10 @@ func ParseEvent(env *envelope.Envelope) (*Event, error) {
 	return e, nil
 }
 
-// parseMentions decodes mentions: an array of at most MaxMentions Agent
-// IDs. Repeats are tolerated on input (the seed text does not forbid them);
-// the builders never produce them.
+// parseMentions decodes mentions: an array of at most MaxMentions distinct
+// Agent IDs. The seed-era kernel schema's mentions carries uniqueItems, so
+// a repeat is invalid_event like any other structural fault; the builders
+// never produce one.
 func parseMentions(v jsontext.Value) ([]identity.AgentID, error) {
 	d := strictjson.NewDecoder(v)
 	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '[' {
@@ -95,6 +98,10 @@ func parseMentions(v jsontext.Value) ([]identity.AgentID, error) {
 		}
 		if len(out) == MaxMentions {
 			return nil, identity.Errorf(identity.CodeInvalidEvent, "more than %d mentions", MaxMentions)
+		}
+		// At most 32 items: a linear scan beats a map.
+		if slices.Contains(out, id) {
+			return nil, identity.Errorf(identity.CodeInvalidEvent, "mentions[%d] repeats %s", len(out), id)
 		}
 		out = append(out, id)
 	}

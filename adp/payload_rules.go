@@ -10,6 +10,33 @@ import (
 	"github.com/agentprotocols/go-sdk/packs"
 )
 
+// ParsePayload decodes the payload of a built-in event type into its typed
+// view, strictly, after checking it exactly as a host does without room
+// state: strict JSON, the kernel schema, unknown members refused, Agent
+// IDs and hashes parsed, and the payload rules of §9–§12. Renderers and
+// clients read built-in payloads through it rather than through structs of
+// their own. The result's dynamic type, per type:
+//
+//	room.create                           *RoomCreate
+//	room.update                           *RoomUpdate
+//	room.join                             *Join
+//	room.join.review                      *JoinReview
+//	room.leave, room.close, room.cancel   *Notice
+//	room.member.role.update               *RoleUpdate
+//	room.member.remove                    *MemberRemove
+//	type.define                           *packs.Declaration
+//	message.create                        *Message
+//
+// A type that is not built in, or a payload that fails, is invalid_event
+// with a nil result.
+func ParsePayload(typ string, payload []byte) (any, error) {
+	v, err := checkBuiltinPayload(typ, payload)
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
 // checkBuiltinPayload validates a built-in payload without room state: the
 // kernel schema, then the rules of §9–§12 that need only the payload. It
 // returns the decoded payload. Builders and the replayer share it, so an
@@ -54,8 +81,13 @@ func checkBuiltinPayload(typ string, raw jsontext.Value) (any, error) {
 		if err := decode(raw, p); err != nil {
 			return nil, err
 		}
-		if p.Decision == DecisionApprove && p.Role == "" {
+		switch {
+		case p.Decision == DecisionApprove && p.Role == "":
 			return nil, invalid("an approving room.join.review must name the role")
+		case p.Request.ExpiresAt <= p.Request.CreatedAt:
+			// A request that expires when it is made was never pending
+			// (§11): no review can see it so.
+			return nil, invalid("the reviewed join request's expires_at is not after its created_at")
 		}
 		return p, nil
 	case TypeRoomLeave, TypeRoomClose, TypeRoomCancel:
@@ -81,6 +113,19 @@ func checkBuiltinPayload(typ string, raw jsontext.Value) (any, error) {
 		return p, nil
 	}
 	return nil, identity.Errorf(identity.CodeInvalidEvent, "%q is not a built-in type", clip(typ))
+}
+
+// checkCustomPayload is the kernel schema's rule for every event of a
+// room-defined type (customEvent: payload is an object), which holds
+// whatever the type's own schema says. A violation is a fault of the
+// event's structure, so its code is invalid_event (§20), not
+// payload_schema_violation, which §13.6 step 4 reserves for the type's
+// schema — a schema that may well accept an array or a string.
+func checkCustomPayload(raw jsontext.Value) error {
+	if raw.Kind() != '{' {
+		return invalid("the payload of a room-defined type must be a JSON object")
+	}
+	return nil
 }
 
 // checkPolicy applies §9.3 beyond the schema (which already requires

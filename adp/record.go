@@ -28,7 +28,8 @@ type Record struct {
 	// Extra holds members beyond the six of §15, which the kernel schema
 	// leaves open; they are kept so a record re-marshals as received. Their
 	// names never repeat the six (ParseRecord guarantees it; code building
-	// records by hand must too).
+	// records by hand must too). The record hash does not cover them; the
+	// archive digest events_sha3_256 does, since AppendJSON includes them.
 	Extra envelope.Fields
 }
 

@@ -2,6 +2,7 @@ package adp
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"sync"
@@ -34,10 +35,19 @@ type RoomOptions struct {
 	// AcceptContentType is the host's message content_type policy (§12);
 	// nil accepts every non-empty content type.
 	AcceptContentType func(contentType string) bool
-	// MaxPayloadBytes limits the canonical payload size; 0 means
-	// MaxPayloadBytes (64 KiB). A type's max_payload_hint may raise it up to
-	// MaxHintedPayloadBytes.
+	// MaxPayloadBytes is the host's limit on the canonical payload of an
+	// event whose type carries no max_payload_hint (every built-in type
+	// included); 0 means MaxPayloadBytes (64 KiB, §21).
 	MaxPayloadBytes int
+	// MaxHintedPayloadBytes is the host's ceiling for types that carry a
+	// max_payload_hint (§21 "带类型提示的 payload 上限"): such a type's
+	// limit is its hint, clamped to this ceiling, so a hint moves the limit
+	// within the host's bounds and never past them. 0 means
+	// MaxHintedPayloadBytes (256 KiB) when MaxPayloadBytes is 0 too — the
+	// SDK host's defaults — and the effective MaxPayloadBytes otherwise, so
+	// a host that set its own limit and nothing for hints keeps that
+	// limit. A ceiling below the effective MaxPayloadBytes is raised to it.
+	MaxHintedPayloadBytes int
 	// URL is the room's canonical URL (§7.2). When set, room_head_mismatch
 	// errors carry an events_url for catching up.
 	URL string
@@ -56,7 +66,10 @@ const (
 
 // JoinRequestStore is a host's store of join requests (HTTP resources, not
 // room events). Lookup returns the stored immutable request and its status,
-// or an error with code join_request_not_found.
+// or an error with code join_request_not_found. A public room's automatic
+// approvals (§11) leave no room.join.review in the log, so the store is
+// where a join naming one finds it: Lookup reports it approved, and its
+// role is the approved role.
 type JoinRequestStore interface {
 	Lookup(ctx context.Context, roomID, requestID string) (JoinRequest, JoinRequestStatus, error)
 }
@@ -93,7 +106,9 @@ type RecordRef struct {
 	Hash envelope.Hash `json:"hash"`
 }
 
-// review is a room.join.review decision the log recorded, keyed by request.
+// review is a room.join.review decision the log recorded, keyed by request,
+// or (Auto) a public room's automatic approval (§11), which the log shows
+// only as the room.join that consumed it.
 type review struct {
 	Applicant   identity.AgentID `json:"applicant"`
 	Decision    Decision         `json:"decision"`
@@ -102,6 +117,7 @@ type review struct {
 	ExpiresAt   int64            `json:"expires_at"`
 	Seq         int64            `json:"seq"`
 	Consumed    bool             `json:"consumed,omitzero"`
+	Auto        bool             `json:"auto,omitzero"`
 }
 
 // Room replays one room's records into its state and judges new writes by
@@ -170,20 +186,35 @@ func (r *Room) ID() string { return r.id }
 func (r *Room) Check(ctx context.Context, env *envelope.Envelope, at time.Time) error {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	_, err := r.check(ctx, env, at.UnixMilli())
+	_, err := r.check(ctx, env, r.clock(at))
 	return err
+}
+
+// clock is the acceptance time of a write offered at at, in Unix ms: at,
+// but never before the latest record's received_at. received_at must not
+// decrease along the chain (Apply refuses it), so a host whose clock
+// steps back keeps writing the latest received_at until its clock catches
+// up, rather than backdating a record — which could, for instance, make
+// an expired join request count.
+func (r *Room) clock(at time.Time) int64 {
+	return max(at.UnixMilli(), r.st.Latest.ReceivedAt)
 }
 
 // Accept is the host path (§6.1, §15): it checks env at time at, assigns
 // the next seq with received_at = at, links the record into the chain and
 // commits the state change atomically. On error nothing changes.
 //
+// received_at never decreases: if at is before the latest record's
+// received_at (the host clock stepped back), Accept uses the latest
+// received_at instead, and judges the write at that time. Check does the
+// same, so the two agree.
+//
 // Run the envelope through an envelope.Verifier first: Accept enforces room
 // rules, not the live-write window or nonce replay protection.
 func (r *Room) Accept(ctx context.Context, env *envelope.Envelope, at time.Time) (*Record, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ms := at.UnixMilli()
+	ms := r.clock(at)
 	c, err := r.check(ctx, env, ms)
 	if err != nil {
 		return nil, err
@@ -198,10 +229,11 @@ func (r *Room) Accept(ctx context.Context, env *envelope.Envelope, at time.Time)
 }
 
 // Apply replays one record of a history (§19 step 3): the record must be
-// the next link of the chain with a correct record hash, and its envelope
-// must verify and be acceptable at its received_at. On error nothing
-// changes; the error carries the §20 code the host should have answered
-// (or invalid_record for a broken chain).
+// the next link of the chain, with a correct record hash and a received_at
+// not before the previous record's, and its envelope must verify and be
+// acceptable at its received_at. On error nothing changes; the error
+// carries the §20 code the host should have answered (or invalid_record
+// for a broken chain or a received_at that goes back).
 func (r *Room) Apply(ctx context.Context, rec *Record) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -226,6 +258,11 @@ func (r *Room) checkLink(rec *Record) error {
 		return identity.Errorf(CodeInvalidRecord, "record %d: pre_hash is not the hash of record %d", rec.Seq, r.st.Latest.Seq)
 	case rec.Envelope == nil:
 		return identity.Errorf(CodeInvalidRecord, "record %d has no envelope", rec.Seq)
+	case rec.ReceivedAt < r.st.Latest.ReceivedAt:
+		// Acceptance times follow acceptance order (§15); a record dated
+		// before its predecessor would be judged at a time the host had
+		// already passed.
+		return identity.Errorf(CodeInvalidRecord, "record %d: received_at %d is before the previous record's %d", rec.Seq, rec.ReceivedAt, r.st.Latest.ReceivedAt)
 	}
 	return rec.CheckHash()
 }
@@ -301,7 +338,7 @@ func (r *Room) check(ctx context.Context, env *envelope.Envelope, at int64) (*ch
 	case *Join:
 		err = r.checkJoin(ctx, c, p, at)
 	case *JoinReview:
-		err = r.checkReview(ctx, c, p)
+		err = r.checkReview(ctx, c, p, at)
 	case *RoleUpdate:
 		err = r.checkRoleUpdate(c, p)
 	case *MemberRemove:
@@ -458,13 +495,7 @@ func (r *Room) checkRole(role Role) error {
 
 // checkSize enforces the payload limit on the canonical payload (§21).
 func (r *Room) checkSize(ev *Event, def *packs.Definition) error {
-	limit := int64(r.opts.MaxPayloadBytes)
-	if limit <= 0 {
-		limit = MaxPayloadBytes
-	}
-	if def != nil && def.MaxPayloadHint > 0 {
-		limit = min(def.MaxPayloadHint, MaxHintedPayloadBytes)
-	}
+	limit := r.payloadLimit(def)
 	n := int64(len(ev.Payload))
 	// Canonical form is at most four times the raw form under the number
 	// policy (an exponent like 9e15 spelled out), so only payloads that
@@ -484,6 +515,9 @@ func (r *Room) checkSize(ev *Event, def *packs.Definition) error {
 
 // checkCustom is §13.6 for a room-defined type.
 func (r *Room) checkCustom(ev *Event, def *packs.Definition) error {
+	if err := checkCustomPayload(ev.Payload); err != nil {
+		return err
+	}
 	if def.Status == packs.StatusDisabled {
 		return identity.Errorf(CodeTypeDisabled, "type %q is disabled in this room", ev.Type)
 	}
@@ -618,7 +652,16 @@ func (r *Room) checkJoin(ctx context.Context, c *change, p *Join, at int64) erro
 		perspective = rv.Perspective
 	}
 	c.apply = func(s *state, seq int64) {
-		if rv != nil {
+		switch {
+		case rv == nil:
+		case rv.Auto:
+			if s.Reviews == nil {
+				s.Reviews = map[string]*review{}
+			}
+			auto := *rv
+			auto.Seq, auto.Consumed = seq, true
+			s.Reviews[p.RequestID] = &auto
+		default:
 			s.Reviews[p.RequestID].Consumed = true
 		}
 		s.Members[ev.Actor] = &Member{ID: ev.Actor, Role: p.Role, Status: MemberActive, Perspective: perspective, JoinedSeq: seq}
@@ -627,17 +670,15 @@ func (r *Room) checkJoin(ctx context.Context, c *change, p *Join, at int64) erro
 }
 
 // approvedRequest finds the approved, unexpired, unconsumed join request a
-// room.join names (§10.2).
+// room.join names (§10.2): reviewed in the log, or automatically approved
+// in a public room (autoApproved).
 func (r *Room) approvedRequest(ctx context.Context, ev *Event, p *Join, at int64) (*review, error) {
 	rv := r.st.Reviews[p.RequestID]
-	if rv == nil || rv.Applicant != ev.Actor {
-		if r.opts.JoinRequests != nil && rv == nil {
-			req, status, err := r.opts.JoinRequests.Lookup(ctx, r.id, p.RequestID)
-			if err == nil && req.Applicant == ev.Actor && status == JoinPending {
-				return nil, identity.NewError(CodeJoinRequestNotApproved, "the join request is still pending")
-			}
-		}
-		return nil, identity.Errorf(CodeJoinRequestNotFound, "no join request %q for this actor in this room", clip(p.RequestID))
+	if rv == nil {
+		return r.autoApproved(ctx, ev, p, at)
+	}
+	if rv.Applicant != ev.Actor {
+		return nil, requestNotFound(p.RequestID)
 	}
 	switch {
 	case rv.Decision != DecisionApprove:
@@ -652,8 +693,74 @@ func (r *Room) approvedRequest(ctx context.Context, ev *Event, p *Join, at int64
 	return rv, nil
 }
 
-// checkReview is §11.
-func (r *Room) checkReview(ctx context.Context, c *change, p *JoinReview) error {
+func requestNotFound(id string) error {
+	return identity.Errorf(CodeJoinRequestNotFound, "no join request %q for this actor in this room", clip(id))
+}
+
+// autoApproved judges a room.join naming a request the log never
+// reviewed. Public rooms approve valid requests automatically, with
+// reviewed_by null and no room.join.review (§9.2, §11), so the log alone
+// cannot show the approval: replay accepts the request_id in a public room
+// once, for the actor who first uses it, after the bans, role policy and
+// max_speakers checks of checkJoin — the request's expiry and its
+// perspective are not in the log, and replay cannot judge or keep them.
+// A request for moderator is approved only for an Agent ID in
+// policy.moderator_agent_ids (§11). Restricted and private rooms keep
+// requests pending until reviewed, so there an unreviewed request_id is
+// refused.
+//
+// A host passes its JoinRequestStore and is held to more: the stored
+// request must be approved, for this room and actor, unexpired at the
+// join, and for the joining role; the member keeps its perspective.
+func (r *Room) autoApproved(ctx context.Context, ev *Event, p *Join, at int64) (*review, error) {
+	s := &r.st
+	auto := &review{Applicant: ev.Actor, Decision: DecisionApprove, Role: p.Role, Auto: true}
+	if store := r.opts.JoinRequests; store != nil {
+		req, status, err := store.Lookup(ctx, r.id, p.RequestID)
+		if err != nil && !errors.Is(err, ErrJoinRequestNotFound) {
+			return nil, err // the store failed: no verdict on the write
+		}
+		if err != nil || req.RoomID != r.id || req.Applicant != ev.Actor {
+			return nil, requestNotFound(p.RequestID)
+		}
+		switch status {
+		case JoinApproved:
+		case JoinPending:
+			return nil, identity.NewError(CodeJoinRequestNotApproved, "the join request is still pending")
+		case JoinRejected:
+			return nil, identity.NewError(CodeJoinRequestNotApproved, "the join request was rejected")
+		case JoinExpired:
+			return nil, identity.NewError(CodeJoinRequestExpired, "the join request has expired")
+		default:
+			return nil, requestNotFound(p.RequestID)
+		}
+		if s.Contract.Visibility != VisibilityPublic {
+			return nil, identity.NewError(CodeJoinRequestNotApproved, "a restricted or private room approves join requests only by a room.join.review")
+		}
+		if req.ExpiresAt <= at {
+			return nil, identity.NewError(CodeJoinRequestExpired, "the join request has expired")
+		}
+		if req.Role != p.Role {
+			return nil, identity.Errorf(CodeJoinRequestRoleMismatch, "the approved role is %s", req.Role)
+		}
+		if req.Perspective != nil {
+			auto.Perspective = *req.Perspective
+		}
+		auto.ExpiresAt = req.ExpiresAt
+	}
+	if s.Contract.Visibility != VisibilityPublic {
+		return nil, requestNotFound(p.RequestID)
+	}
+	if p.Role == RoleModerator && !slices.Contains(s.Contract.Policy.ModeratorAgentIDs, ev.Actor) {
+		return nil, identity.NewError(CodeRoleNotAllowed, "a moderator join request is approved automatically only for policy.moderator_agent_ids")
+	}
+	return auto, nil
+}
+
+// checkReview is §11. The request must still be pending at the review:
+// not reviewed before, and not expired (its expires_at, which the request
+// object carries, after the review's acceptance time).
+func (r *Room) checkReview(ctx context.Context, c *change, p *JoinReview, at int64) error {
 	if err := r.requireAdmin(c.ev); err != nil {
 		return err
 	}
@@ -661,20 +768,31 @@ func (r *Room) checkReview(ctx context.Context, c *change, p *JoinReview) error 
 	if req.RoomID != r.id {
 		return invalid("the reviewed request belongs to another room")
 	}
-	if r.st.Reviews[req.ID] != nil {
-		return identity.Errorf(CodeJoinRequestNotFound, "join request %q was already reviewed", clip(req.ID))
+	if rv := r.st.Reviews[req.ID]; rv != nil {
+		how := "reviewed"
+		if rv.Auto {
+			how = "approved automatically and used"
+		}
+		return identity.Errorf(CodeJoinRequestNotFound, "join request %q was already %s", clip(req.ID), how)
 	}
 	if store := r.opts.JoinRequests; store != nil {
 		stored, status, err := store.Lookup(ctx, r.id, req.ID)
 		if err != nil {
 			return err
 		}
-		if status != JoinPending {
+		switch status {
+		case JoinPending:
+		case JoinExpired:
+			return identity.Errorf(CodeJoinRequestExpired, "join request %q has expired", clip(req.ID))
+		default:
 			return identity.Errorf(CodeJoinRequestNotFound, "join request %q is %s, not pending", clip(req.ID), status)
 		}
 		if !sameRequest(stored, *req) {
 			return invalid("the reviewed request differs from the stored join request")
 		}
+	}
+	if req.ExpiresAt <= at {
+		return identity.Errorf(CodeJoinRequestExpired, "join request %q expired before the review", clip(req.ID))
 	}
 	if p.Decision == DecisionApprove {
 		if err := r.checkRole(p.Role); err != nil {

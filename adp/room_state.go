@@ -89,13 +89,16 @@ func (r *Room) Latest() Latest {
 	return r.st.Latest
 }
 
-// Registry returns the type registry in force. The room never modifies a
-// registry it handed out — a type.define installs a new one — so the
-// result may be read concurrently with later writes.
+// Registry returns a copy of the type registry in force: the room's types
+// change only through its log (room.create, type.define), so a Declare on
+// the copy never reaches the room, and later writes to the room never
+// change the copy. The copy shares the definitions, which are immutable
+// by contract (see packs.Definition), so it costs two small map copies; it
+// may be read from any number of goroutines.
 func (r *Room) Registry() *packs.Registry {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return r.st.Registry
+	return r.st.Registry.Clone()
 }
 
 // BaseFor returns the Base a new event of type typ must carry (§6.1): the
@@ -161,6 +164,9 @@ func RestoreRoom(b []byte, opts *RoomOptions) (*Room, error) {
 	if s.Version != 1 {
 		return nil, identity.Errorf(identity.CodeInvalidRequest, "room snapshot version %d is not supported", s.Version)
 	}
+	if err := s.check(); err != nil {
+		return nil, err
+	}
 	r := NewRoom(s.ID, opts)
 	var popts *packs.Options
 	if opts != nil {
@@ -176,8 +182,8 @@ func RestoreRoom(b []byte, opts *RoomOptions) (*Room, error) {
 		r.st.Members = map[identity.AgentID]*Member{}
 	}
 	if m, ok := r.index.(*MemoryIndex); ok && (opts == nil || opts.Index == nil) {
-		if int64(len(s.Records)) != r.st.Latest.Seq {
-			return nil, identity.NewError(identity.CodeInvalidRequest, "room snapshot index does not match its latest seq")
+		if n := int64(len(s.Records)); n != r.st.Latest.Seq || n > 0 && (s.Records[n-1] != r.st.Latest.Hash || s.Records[r.st.Head.Seq-1] != r.st.Head.Hash) {
+			return nil, identity.NewError(identity.CodeInvalidRequest, "room snapshot index does not match its latest record and head")
 		}
 		m.records = s.Records
 		for _, h := range s.Events {

@@ -165,10 +165,14 @@ func TestRulesShape(t *testing.T) {
 				`{"content_type":"text/plain","content":"x"}`))
 		}, adp.ErrInvalidEvent},
 		{"§6 mentions over 32 are rejected", public, func(w *world) (*adp.Record, error) {
-			list := strings.Repeat(`"`+w.id("alice").String()+`",`, 33)
+			// Distinct IDs, so that the limit and not the repeat rule fails.
+			var ids []identity.AgentID
+			for i := range 33 {
+				k, _ := identity.NewKeyFromSeed([]byte(strings.Repeat(string(rune('A'+i)), 32)))
+				ids = append(ids, k.AgentID())
+			}
 			return w.submit(w.raw("creator", "message.create", ptr(w.base("message.create")),
-				`{"content_type":"text/plain","content":"x"}`,
-				envelope.Field{Name: "mentions", Value: jsontext.Value("[" + strings.TrimSuffix(list, ",") + "]")}))
+				`{"content_type":"text/plain","content":"x"}`, mentionsField(ids...)))
 		}, adp.ErrInvalidEvent},
 		{"§6 mentions must be valid Agent IDs", public, func(w *world) (*adp.Record, error) {
 			return w.submit(w.raw("creator", "message.create", ptr(w.base("message.create")),

@@ -1,6 +1,7 @@
 package adp_test
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/agentprotocols/go-sdk/adp"
@@ -13,8 +14,8 @@ func TestSmoke(t *testing.T) {
 	if _, err := w.say("alice", "hello"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.say("bob", "hello"); err == nil {
-		t.Fatal("non-member spoke")
+	if _, err := w.say("bob", "hello"); !errors.Is(err, adp.ErrPermissionDenied) {
+		t.Fatalf("non-member spoke: %v, want permission_denied", err)
 	}
 	if h := w.room.Head(); h.Seq != 3 {
 		t.Fatalf("head %d", h.Seq)

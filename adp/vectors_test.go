@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -67,6 +68,10 @@ type vectorReject struct {
 	ReceivedAt int64          `json:"received_at"`
 	Envelope   jsontext.Value `json:"envelope"`
 	Expected   identity.Code  `json:"expected"`
+	// CodeChoice is "sdk" where §20 names no code for the case: Expected
+	// is the SDK's choice, and another implementation may answer any
+	// error code as long as it refuses the envelope.
+	CodeChoice string `json:"code_choice,omitzero"`
 }
 
 // vectorBuilder drives a world and records what happened.
@@ -93,12 +98,24 @@ func (b *vectorBuilder) accept1(name string, env *envelope.Envelope, err error) 
 }
 
 // reject checks that env is refused with want at the next host tick and
-// records the case; the room is unchanged.
+// records the case; the room is unchanged. want must be the code §20 (or
+// the section's text) names for the case; see rejectSDK.
 func (b *vectorBuilder) reject(name string, want error) func(*envelope.Envelope, error) {
-	return func(env *envelope.Envelope, err error) { b.reject1(name, want, env, err) }
+	return func(env *envelope.Envelope, err error) { b.reject1(name, want, "", env, err) }
 }
 
-func (b *vectorBuilder) reject1(name string, want error, env *envelope.Envelope, err error) {
+// rejectSDK is reject for a case the seed text requires refusing without
+// naming a code: the vector carries code_choice "sdk", so other
+// implementations may refuse it with any code.
+func (b *vectorBuilder) rejectSDK(name string, want error) func(*envelope.Envelope, error) {
+	return func(env *envelope.Envelope, err error) { b.reject1(name, want, codeChoiceSDK, env, err) }
+}
+
+// codeChoiceSDK marks a rejection vector whose expected code is the SDK's
+// choice.
+const codeChoiceSDK = "sdk"
+
+func (b *vectorBuilder) reject1(name string, want error, choice string, env *envelope.Envelope, err error) {
 	b.t.Helper()
 	if err != nil {
 		b.t.Fatalf("%s: building: %v", name, err)
@@ -111,7 +128,7 @@ func (b *vectorBuilder) reject1(name string, want error, env *envelope.Envelope,
 	}
 	*b.rejects = append(*b.rejects, vectorReject{
 		Name: name, Room: b.name, AfterSeq: b.world.room.Latest().Seq, ReceivedAt: at.UnixMilli(),
-		Envelope: env.AppendJSON(nil), Expected: e.Code,
+		Envelope: env.AppendJSON(nil), Expected: e.Code, CodeChoice: choice,
 	})
 }
 
@@ -151,7 +168,12 @@ func buildVectors(t testing.TB) *vectorFile {
 			"Records carry received_at, which is inside the record hash. Implementations MUST reproduce each " +
 			"record's event_jcs, event_hash, signature (Ed25519 from the key seed) and record_hash, MUST accept " +
 			"every record in order, MUST report head after each record, and MUST refuse each rejection envelope " +
-			"with the expected code when it arrives at received_at after the room's records up to after_seq.",
+			"when it arrives at received_at after the room's records up to after_seq. Where the seed text names the " +
+			"error code for the case, an implementation MUST answer the expected code. Where it names none, the " +
+			"rejection carries code_choice \"sdk\": expected is the Go SDK's choice (its adp package documentation " +
+			"lists its readings), and a conformant implementation MAY refuse the envelope with any error code. " +
+			"Public rooms approve join requests automatically (§9.2, §11) without a room.join.review in the log, so " +
+			"the room \"auto-approval\" accepts a room.join naming a request_id its log never reviewed.",
 	}
 	names := []string{"creator", "mod", "alice", "bob", "carol", "dave"}
 	for _, n := range names {
@@ -159,7 +181,7 @@ func buildVectors(t testing.TB) *vectorFile {
 		k, _ := identity.NewKeyFromSeed(seed)
 		vf.Keys = append(vf.Keys, vectorKey{Name: n, Seed: hex.EncodeToString(seed), AgentID: k.AgentID()})
 	}
-	vf.Rooms = append(vf.Rooms, buildMainRoom(t, &vf.Rejections), buildCancelledRoom(t, &vf.Rejections))
+	vf.Rooms = append(vf.Rooms, buildMainRoom(t, &vf.Rejections), buildCancelledRoom(t, &vf.Rejections), buildAutoApprovalRoom(t, &vf.Rejections))
 	return vf
 }
 
@@ -212,7 +234,7 @@ func buildMainRoom(t testing.TB, rejects *[]vectorReject) vectorRoom {
 	b.accept("room.update before start: guidance")(adp.NewRoomUpdate(ctx, a("creator"), b.base("room.update"),
 		adp.RoomUpdate{Guidance: ptr("Cite a resource event for every factual claim. Summarize open branches before proposing.")}))
 	b.reject("§9.4 room.update by a speaker", adp.ErrPermissionDenied)(adp.NewRoomUpdate(ctx, a("alice"), b.base("room.update"), adp.RoomUpdate{Guidance: ptr("mine")}))
-	b.reject("§10.2 joining twice", adp.ErrInvalidEvent)(adp.NewJoin(ctx, a("alice"), b.base("room.join"), adp.Join{Role: adp.RoleObserver}))
+	b.rejectSDK("§10.2 joining twice", adp.ErrInvalidEvent)(adp.NewJoin(ctx, a("alice"), b.base("room.join"), adp.Join{Role: adp.RoleObserver}))
 
 	b.now = startsAt // the room activates
 	m1 := b.accept("message.create after start")(adp.NewMessage(ctx, a("alice"), b.base("message.create"), msg("## Proposal\n\nUse a two-stage review pipeline."), b.id("mod")))
@@ -227,7 +249,7 @@ func buildMainRoom(t testing.TB, rejects *[]vectorReject) vectorRoom {
 	b.reject("§6.1 message on a superseded head", adp.ErrRoomHeadMismatch)(adp.NewMessage(ctx, a("alice"), stale, msg("late")))
 	b.reject("§6.1 signal anchored on a wrong hash", adp.ErrBaseRecordMismatch)(b.raw("bob", "reaction.create", &adp.Base{RoomID: rc.RoomID, Seq: 1, Hash: m1.Hash},
 		`{"event_id":"`+m1.Envelope.Hash().String()+`","reaction":"agree"}`))
-	b.reject("§12 reference to a record hash", adp.ErrInvalidEvent)(adp.NewMessage(ctx, a("alice"), b.base("message.create"), adp.Message{ContentType: "text/plain", Content: adp.TextContent("x"), References: []envelope.Hash{r1.Hash}}))
+	b.rejectSDK("§12 reference to a record hash", adp.ErrInvalidEvent)(adp.NewMessage(ctx, a("alice"), b.base("message.create"), adp.Message{ContentType: "text/plain", Content: adp.TextContent("x"), References: []envelope.Hash{r1.Hash}}))
 	b.reject("§13.6 observer question (message kind)", adp.ErrPermissionDenied)(b.custom("bob", "question.create", `{"question":"Why two stages?"}`))
 	b.reject("§13.2 undefined custom type", adp.ErrTypeNotDefined)(b.raw("alice", "review.resolution", ptr(b.base("message.create")), `{"outcome":"accepted","summary":"s"}`))
 
@@ -251,38 +273,37 @@ func buildMainRoom(t testing.TB, rejects *[]vectorReject) vectorRoom {
 	b.accept("type.define redefinition keeping the kind")(adp.NewTypeDefine(ctx, a("mod"), b.base("type.define"),
 		mustDecl(strings.Replace(reviewFinding, `"low","medium","high"`, `"low","high"`, 1))))
 	b.reject("§13.4 payload valid only under the old definition", adp.ErrPayloadSchemaViolation)(b.custom("alice", "review.finding", `{"severity":"medium","summary":"s"}`))
-	b.reject("§13.4 redefinition changing the kind", adp.ErrInvalidEvent)(adp.NewTypeDefine(ctx, a("mod"), b.base("type.define"), mustDecl(strings.Replace(reviewFinding, `"kind":"message"`, `"kind":"signal"`, 1))))
+	b.rejectSDK("§13.4 redefinition changing the kind", adp.ErrInvalidEvent)(adp.NewTypeDefine(ctx, a("mod"), b.base("type.define"), mustDecl(strings.Replace(reviewFinding, `"kind":"message"`, `"kind":"signal"`, 1))))
 
 	// Join requests (§11) in a public room: a review, then the join.
 	req := adp.JoinRequest{ID: "jr_01J8ZM7A3G2T9B4Q6X8R0N1P2Q", RoomID: rc.RoomID, Applicant: b.id("carol"), Role: adp.RoleSpeaker,
 		Perspective: ptr("security reviewer"), Reason: ptr("I can cover threat models."),
 		CreatedAt: b.now.UnixMilli(), ExpiresAt: b.now.Add(time.Hour).UnixMilli(), Extra: jsontext.Value(`{}`)}
 	b.reject("§11 review by a speaker", adp.ErrPermissionDenied)(adp.NewJoinReview(ctx, a("alice"), b.base("room.join.review"), adp.JoinReview{Request: req, Decision: adp.DecisionApprove, Role: adp.RoleSpeaker}))
-	b.reject("§10.2 join naming an unreviewed request", adp.ErrJoinRequestNotFound)(adp.NewJoin(ctx, a("carol"), b.base("room.join"), adp.Join{Role: adp.RoleSpeaker, RequestID: req.ID}))
 	b.accept("room.join.review approve")(adp.NewJoinReview(ctx, a("mod"), b.base("room.join.review"),
 		adp.JoinReview{Request: req, Decision: adp.DecisionApprove, Role: adp.RoleSpeaker, Reason: "relevant expertise"}))
-	b.reject("§11 reviewing the same request twice", adp.ErrJoinRequestNotFound)(adp.NewJoinReview(ctx, a("mod"), b.base("room.join.review"), adp.JoinReview{Request: req, Decision: adp.DecisionReject}))
+	b.rejectSDK("§11 reviewing the same request twice", adp.ErrJoinRequestNotFound)(adp.NewJoinReview(ctx, a("mod"), b.base("room.join.review"), adp.JoinReview{Request: req, Decision: adp.DecisionReject}))
 	b.reject("§10.2 join role differs from the approved role", adp.ErrJoinRequestRoleMismatch)(adp.NewJoin(ctx, a("carol"), b.base("room.join"), adp.Join{Role: adp.RoleObserver, RequestID: req.ID}))
 	b.reject("§10.2 another actor using the request", adp.ErrJoinRequestNotFound)(adp.NewJoin(ctx, a("dave"), b.base("room.join"), adp.Join{Role: adp.RoleSpeaker, RequestID: req.ID}))
 	b.accept("room.join with request_id")(adp.NewJoin(ctx, a("carol"), b.base("room.join"), adp.Join{Role: adp.RoleSpeaker, RequestID: req.ID}))
 	b.reject("§10.2 max_speakers (4) reached", adp.ErrMaxSpeakersExceeded)(adp.NewJoin(ctx, a("dave"), b.base("room.join"), adp.Join{Role: adp.RoleSpeaker}))
 	b.accept("room.member.role.update demote to observer")(adp.NewRoleUpdate(ctx, a("creator"), b.base("room.member.role.update"),
 		adp.RoleUpdate{Member: b.id("carol"), Role: adp.RoleObserver, Reason: "rate limit escalation"}))
-	b.reject("§10.4 role update of a non-member", adp.ErrInvalidEvent)(adp.NewRoleUpdate(ctx, a("creator"), b.base("room.member.role.update"), adp.RoleUpdate{Member: b.id("dave"), Role: adp.RoleObserver}))
+	b.rejectSDK("§10.4 role update of a non-member", adp.ErrInvalidEvent)(adp.NewRoleUpdate(ctx, a("creator"), b.base("room.member.role.update"), adp.RoleUpdate{Member: b.id("dave"), Role: adp.RoleObserver}))
 	b.accept("room.join speaker after the demotion freed a seat")(adp.NewJoin(ctx, a("dave"), b.base("room.join"), adp.Join{Role: adp.RoleSpeaker}))
 	b.accept("room.leave")(adp.NewLeave(ctx, a("dave"), b.base("room.leave"), adp.Notice{Reason: "done for today"}))
 	b.accept("room.member.remove with ban")(adp.NewMemberRemove(ctx, a("mod"), b.base("room.member.remove"),
 		adp.MemberRemove{Member: b.id("carol"), Ban: true, Reason: "off-topic", References: []envelope.Hash{m1.Envelope.Hash()}}))
 	b.reject("§10.5 banned agent joining", adp.ErrMemberBanned)(adp.NewJoin(ctx, a("carol"), b.base("room.join"), adp.Join{Role: adp.RoleObserver}))
-	b.reject("§10.5 removing the creator", adp.ErrPermissionDenied)(adp.NewMemberRemove(ctx, a("mod"), b.base("room.member.remove"), adp.MemberRemove{Member: b.id("creator")}))
-	b.reject("§10.5 removing a non-member without ban", adp.ErrInvalidEvent)(adp.NewMemberRemove(ctx, a("mod"), b.base("room.member.remove"), adp.MemberRemove{Member: b.id("dave")}))
-	b.reject("§9.4 start_time of an active room", adp.ErrInvalidEvent)(adp.NewRoomUpdate(ctx, a("creator"), b.base("room.update"), adp.RoomUpdate{StartTime: ptr(b.now.UnixMilli())}))
-	b.reject("§9.4 end_time not after now in an active room", adp.ErrInvalidEvent)(adp.NewRoomUpdate(ctx, a("creator"), b.base("room.update"), adp.RoomUpdate{EndTime: ptr(b.now.UnixMilli())}))
+	b.rejectSDK("§10.5 removing the creator", adp.ErrPermissionDenied)(adp.NewMemberRemove(ctx, a("mod"), b.base("room.member.remove"), adp.MemberRemove{Member: b.id("creator")}))
+	b.rejectSDK("§10.5 removing a non-member without ban", adp.ErrInvalidEvent)(adp.NewMemberRemove(ctx, a("mod"), b.base("room.member.remove"), adp.MemberRemove{Member: b.id("dave")}))
+	b.rejectSDK("§9.4 start_time of an active room", adp.ErrInvalidEvent)(adp.NewRoomUpdate(ctx, a("creator"), b.base("room.update"), adp.RoomUpdate{StartTime: ptr(b.now.UnixMilli())}))
+	b.rejectSDK("§9.4 end_time not after now in an active room", adp.ErrInvalidEvent)(adp.NewRoomUpdate(ctx, a("creator"), b.base("room.update"), adp.RoomUpdate{EndTime: ptr(b.now.UnixMilli())}))
 	b.accept("room.update end_time and tags")(adp.NewRoomUpdate(ctx, a("mod"), b.base("room.update"),
 		adp.RoomUpdate{EndTime: ptr(startsAt.Add(3 * time.Hour).UnixMilli()), Tags: []string{}}))
-	b.reject("§13.2 room.cancel of an active room", adp.ErrRoomNotActive)(adp.NewCancel(ctx, a("creator"), b.base("room.cancel"), adp.Notice{}))
+	b.rejectSDK("§13.2 room.cancel of an active room", adp.ErrRoomNotActive)(adp.NewCancel(ctx, a("creator"), b.base("room.cancel"), adp.Notice{}))
 	b.reject("§21 payload over 64 KiB", adp.ErrPayloadTooLarge)(adp.NewMessage(ctx, a("alice"), b.base("message.create"), msg(strings.Repeat("x", 64<<10))))
-	b.reject("§6 room_id of another room", adp.ErrInvalidEvent)(adp.NewMessage(ctx, a("alice"), adp.Base{RoomID: "elsewhere", Seq: b.world.room.Head().Seq, Hash: b.world.room.Head().Hash}, msg("x")))
+	b.rejectSDK("§6 room_id of another room", adp.ErrInvalidEvent)(adp.NewMessage(ctx, a("alice"), adp.Base{RoomID: "elsewhere", Seq: b.world.room.Head().Seq, Hash: b.world.room.Head().Hash}, msg("x")))
 	b.reject("§13.6 a type the room disabled", adp.ErrTypeDisabled)(b.custom("mod", "artifact.create", `{"artifact_id":"a1","format":"markdown","title":"Summary"}`))
 	b.reject("§13.5 an unknown registered pack", adp.ErrPackUnavailable)(adp.NewTypeDefine(ctx, a("mod"), b.base("type.define"), mustDecl(`{"use":"adp:unknown/1.0"}`)))
 	good, _ := adp.NewMessage(ctx, a("alice"), b.base("message.create"), msg("original text"))
@@ -293,6 +314,7 @@ func buildMainRoom(t testing.TB, rejects *[]vectorReject) vectorRoom {
 		[]byte(strings.Replace(string(good.AppendJSON(nil)), sigText(good), sigText(other), 1)))
 	b.rejectWire("§6 malformed actor", adp.ErrInvalidActor,
 		[]byte(strings.Replace(string(good.AppendJSON(nil)), `"actor":"did:agent:`, `"actor":"did:agent:x`, 1)))
+	b.rejectSDK("§6 an envelope the room already accepted", adp.ErrInvalidEvent)(m1.Envelope, nil)
 	b.accept("room.close")(adp.NewClose(ctx, a("creator"), b.base("room.close"), adp.Notice{Reason: "Discussion complete."}))
 	b.reject("§8 message after room.close", adp.ErrRoomEnded)(adp.NewMessage(ctx, a("alice"), b.base("message.create"), msg("after the end")))
 	b.reject("§8 reaction after room.close", adp.ErrRoomEnded)(b.custom("bob", "reaction.create", `{"event_id":"`+m1.Envelope.Hash().String()+`","reaction":"important"}`))
@@ -312,6 +334,7 @@ func buildCancelledRoom(t testing.TB, rejects *[]vectorReject) vectorRoom {
 	}))
 	b.reject("§10.2 direct join to a restricted room", adp.ErrApprovalRequired)(adp.NewJoin(ctx, b.a("alice"), b.base("room.join"), adp.Join{Role: adp.RoleSpeaker}))
 	b.reject("§10.2 observer when observer_allowed is false", adp.ErrRoleNotAllowed)(adp.NewJoin(ctx, b.a("alice"), b.base("room.join"), adp.Join{Role: adp.RoleObserver}))
+	b.rejectSDK("§10.2 join naming a request no review approved (restricted room)", adp.ErrJoinRequestNotFound)(adp.NewJoin(ctx, b.a("alice"), b.base("room.join"), adp.Join{Role: adp.RoleSpeaker, RequestID: "jr_2"}))
 	req := adp.JoinRequest{ID: "jr_2", RoomID: "d8ftedhpqhsusbg002ug", Applicant: b.id("alice"), Role: adp.RoleSpeaker,
 		CreatedAt: b.now.UnixMilli(), ExpiresAt: b.now.Add(time.Hour).UnixMilli()}
 	b.accept("room.join.review reject")(adp.NewJoinReview(ctx, b.a("creator"), b.base("room.join.review"),
@@ -323,9 +346,47 @@ func buildCancelledRoom(t testing.TB, rejects *[]vectorReject) vectorRoom {
 		adp.JoinReview{Request: short, Decision: adp.DecisionApprove, Role: adp.RoleSpeaker}))
 	b.tick(2 * time.Minute)
 	b.reject("§10.2 join on an expired approval", adp.ErrJoinRequestExpired)(adp.NewJoin(ctx, b.a("bob"), b.base("room.join"), adp.Join{Role: adp.RoleSpeaker, RequestID: "jr_3"}))
-	b.reject("§9.4 room.update to start_time ≥ end_time", adp.ErrInvalidEvent)(adp.NewRoomUpdate(ctx, b.a("creator"), b.base("room.update"), adp.RoomUpdate{StartTime: ptr(start.Add(2 * time.Hour).UnixMilli())}))
+	stale := adp.JoinRequest{ID: "jr_4", RoomID: "d8ftedhpqhsusbg002ug", Applicant: b.id("carol"), Role: adp.RoleSpeaker,
+		CreatedAt: b.now.Add(-2 * time.Minute).UnixMilli(), ExpiresAt: b.now.Add(-time.Minute).UnixMilli()}
+	b.reject("§11 review of a request that has expired", adp.ErrJoinRequestExpired)(adp.NewJoinReview(ctx, b.a("creator"), b.base("room.join.review"),
+		adp.JoinReview{Request: stale, Decision: adp.DecisionApprove, Role: adp.RoleSpeaker}))
+	b.reject("§11 review of a request that expires when it is made", adp.ErrInvalidEvent)(b.raw("creator", "room.join.review", ptr(b.base("room.join.review")),
+		`{"request":{"id":"jr_5","room_id":"d8ftedhpqhsusbg002ug","applicant":"`+b.id("carol").String()+`","role":"speaker","created_at":`+
+			strconv.FormatInt(b.now.UnixMilli(), 10)+`,"expires_at":`+strconv.FormatInt(b.now.UnixMilli(), 10)+`},"decision":"reject"}`))
+	b.rejectSDK("§9.4 room.update to start_time ≥ end_time", adp.ErrInvalidEvent)(adp.NewRoomUpdate(ctx, b.a("creator"), b.base("room.update"), adp.RoomUpdate{StartTime: ptr(start.Add(2 * time.Hour).UnixMilli())}))
 	b.accept("room.cancel")(adp.NewCancel(ctx, b.a("creator"), b.base("room.cancel"), adp.Notice{Reason: "Postponed."}))
 	b.reject("§8 join after room.cancel", adp.ErrRoomNotActive)(adp.NewJoin(ctx, b.a("bob"), b.base("room.join"), adp.Join{Role: adp.RoleSpeaker}))
+	return b.finish()
+}
+
+// buildAutoApprovalRoom: a public room whose members join with request_ids
+// the host approved automatically (§9.2, §11): no room.join.review is in
+// the log, and replay still applies bans, the role policy and
+// max_speakers.
+func buildAutoApprovalRoom(t testing.TB, rejects *[]vectorReject) vectorRoom {
+	b := newVectorBuilder(t, "auto-approval", "d8ftedhpqhsusbg003vg", rejects)
+	ctx := b.ctx
+	joinReq := func(name, requestID string, role adp.Role) (*envelope.Envelope, error) {
+		return adp.NewJoin(ctx, b.a(name), b.base("room.join"), adp.Join{Role: role, RequestID: requestID})
+	}
+	b.accept("room.create (public, active)")(adp.NewRoomCreate(ctx, b.a("creator"), adp.RoomCreate{
+		Topic: "Open triage", Visibility: adp.VisibilityPublic,
+		StartTime: b.now.UnixMilli(), EndTime: b.now.Add(time.Hour).UnixMilli(),
+		Policy: &adp.Policy{ModeratorAgentIDs: []identity.AgentID{b.id("mod")}, MaxSpeakers: 3},
+	}))
+	b.accept("room.join naming an auto-approved request")(joinReq("alice", "jr_auto_alice", adp.RoleSpeaker))
+	b.reject("§11 a moderator request is auto-approved only for moderator_agent_ids", adp.ErrRoleNotAllowed)(joinReq("carol", "jr_auto_carol_mod", adp.RoleModerator))
+	b.accept("room.join as a listed moderator with an auto-approved request")(joinReq("mod", "jr_auto_mod", adp.RoleModerator))
+	b.reject("§10.2 max_speakers (3) applies to auto-approved requests", adp.ErrMaxSpeakersExceeded)(joinReq("carol", "jr_auto_carol", adp.RoleSpeaker))
+	b.accept("room.join observer with an auto-approved request")(joinReq("dave", "jr_auto_dave", adp.RoleObserver))
+	b.rejectSDK("§10.2 another actor naming a used auto-approved request", adp.ErrJoinRequestNotFound)(joinReq("carol", "jr_auto_alice", adp.RoleObserver))
+	b.rejectSDK("§11 reviewing a request already approved automatically", adp.ErrJoinRequestNotFound)(adp.NewJoinReview(ctx, b.a("creator"), b.base("room.join.review"),
+		adp.JoinReview{Request: adp.JoinRequest{ID: "jr_auto_alice", RoomID: "d8ftedhpqhsusbg003vg", Applicant: b.id("alice"), Role: adp.RoleSpeaker,
+			CreatedAt: b.now.UnixMilli(), ExpiresAt: b.now.Add(time.Hour).UnixMilli()}, Decision: adp.DecisionReject}))
+	b.accept("room.leave")(adp.NewLeave(ctx, b.a("alice"), b.base("room.leave"), adp.Notice{}))
+	b.rejectSDK("§10.2 a consumed auto-approved request", adp.ErrJoinRequestExpired)(joinReq("alice", "jr_auto_alice", adp.RoleSpeaker))
+	b.accept("room.member.remove with a preventive ban")(adp.NewMemberRemove(ctx, b.a("mod"), b.base("room.member.remove"), adp.MemberRemove{Member: b.id("bob"), Ban: true}))
+	b.reject("§10.5 a banned agent's request is never auto-approved", adp.ErrMemberBanned)(joinReq("bob", "jr_auto_bob", adp.RoleObserver))
 	return b.finish()
 }
 
@@ -477,6 +538,53 @@ func TestVectorsCoverReplayerCodes(t *testing.T) {
 	} {
 		if !seen[c] {
 			t.Errorf("no rejection vector produces %s", c)
+		}
+	}
+}
+
+// TestVectorsMarkOpenChoices: where the seed text requires a refusal but
+// §20 names no code, the vector says the code is the SDK's choice, and the
+// description says what a conformant peer may answer instead.
+func TestVectorsMarkOpenChoices(t *testing.T) {
+	raw, err := os.ReadFile(vectorsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vf vectorFile
+	if err := json.Unmarshal(raw, &vf, json.RejectUnknownMembers(true)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(vf.Description, `code_choice "sdk"`) || !strings.Contains(vf.Description, "MAY refuse the envelope with any error code") {
+		t.Errorf("the description does not explain code_choice: %s", vf.Description)
+	}
+	byName := map[string]vectorReject{}
+	for _, r := range vf.Rejections {
+		byName[r.Name] = r
+		if r.CodeChoice != "" && r.CodeChoice != codeChoiceSDK {
+			t.Errorf("%s: code_choice %q", r.Name, r.CodeChoice)
+		}
+	}
+	for _, name := range []string{
+		"§10.2 joining twice",
+		"§10.5 removing the creator",
+		"§10.4 role update of a non-member",
+		"§10.2 a consumed auto-approved request",
+		"§6 an envelope the room already accepted",
+		"§6 room_id of another room",
+		"§11 reviewing the same request twice",
+		"§10.5 removing a non-member without ban",
+	} {
+		r, ok := byName[name]
+		if !ok {
+			t.Errorf("no rejection vector %q", name)
+		} else if r.CodeChoice != codeChoiceSDK {
+			t.Errorf("%s: the code is the SDK's choice but the vector does not say so", name)
+		}
+	}
+	// Codes the text names stay mandatory.
+	for _, name := range []string{"§10.5 banned agent joining", "§12 observer message", "§10.2 max_speakers (4) reached", "§10.2 join on an expired approval"} {
+		if r := byName[name]; r.CodeChoice != "" {
+			t.Errorf("%s: §20 names the code, yet the vector marks it a choice", name)
 		}
 	}
 }

@@ -1,12 +1,15 @@
 package adp
 
 import (
+	"slices"
+
 	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/packs"
 )
 
-// Protocol is the event "protocol" value of ADP 1.0.
-const Protocol = "agent-discourse/1.0"
+// Protocol is the event "protocol" value of ADP 1.0. Its closed field set
+// is envelope.DiscourseProtocol, the one table envelope.Parse applies.
+const Protocol = envelope.DiscourseName
 
 // The top-level event fields ADP adds to the Identity event object (§6).
 const (
@@ -18,13 +21,6 @@ const (
 
 // MaxMentions is the most Agent IDs an event's mentions may list (§6, §21).
 const MaxMentions = 32
-
-func init() {
-	envelope.RegisterProtocol(envelope.Protocol{
-		Name:   Protocol,
-		Fields: []string{FieldRoomID, FieldBaseSeq, FieldBaseHash, FieldMentions},
-	})
-}
 
 // The eleven built-in event types (§13.2).
 const (
@@ -68,6 +64,17 @@ func BuiltinCategory(typ string) Category {
 	}
 	return ""
 }
+
+// builtinTypes lists the built-in types in §13.2 table order.
+var builtinTypes = [...]string{
+	TypeRoomCreate, TypeRoomUpdate, TypeRoomJoin, TypeRoomJoinReview, TypeRoomLeave,
+	TypeMemberRoleUpdate, TypeMemberRemove, TypeRoomClose, TypeRoomCancel,
+	TypeTypeDefine, TypeMessageCreate,
+}
+
+// BuiltinTypes returns the eleven built-in types in §13.2 table order.
+// Adding one is a checklist; see the package documentation.
+func BuiltinTypes() []string { return slices.Clone(builtinTypes[:]) }
 
 // IsBuiltin reports whether typ is one of the eleven built-in types.
 func IsBuiltin(typ string) bool { return BuiltinCategory(typ) != "" }
@@ -128,10 +135,12 @@ const (
 	MemberBanned  MemberStatus = "banned"
 )
 
-// Default limits of §21 that the replayer enforces.
+// Default limits of §21 that the replayer enforces. They are the SDK
+// host's defaults; RoomOptions sets a room's own.
 const (
 	// MaxPayloadBytes is the default payload limit (64 KiB).
 	MaxPayloadBytes = 64 << 10
-	// MaxHintedPayloadBytes caps a type's max_payload_hint (256 KiB).
+	// MaxHintedPayloadBytes is the default ceiling for types with a
+	// max_payload_hint (256 KiB): a hint adjusts the limit up to it.
 	MaxHintedPayloadBytes = 256 << 10
 )

@@ -5,12 +5,17 @@
 //
 // # Envelopes
 //
-// An Envelope is {hash, event, signature}. The event is a closed object:
+// An [Envelope] is {hash, event, signature}. The event is a closed object:
 // protocol, type, actor, created_at, nonce, payload, plus only the
-// top-level fields its protocol declares with RegisterProtocol (ADP
-// declares room_id, base_seq, base_hash and mentions; profile declares
-// none). The hash is SHA3-256 of the event's canonical JSON and the
-// signature covers those 32 raw bytes.
+// top-level fields its [Protocol] defines. The protocols this module
+// implements are a fixed table here: [DiscourseProtocol] adds room_id,
+// base_seq, base_hash and mentions, [ProfileProtocol] adds none. [Parse],
+// [Verify] and [Sign] use that table alone, so no result depends on which
+// packages are linked; an event of another protocol carries only the six
+// common fields unless the caller passes its Protocol ([ParseWith],
+// [VerifyWith], [SignWith], [VerifierOptions].Protocols). The hash is
+// SHA3-256 of the event's canonical JSON and the signature covers those 32
+// raw bytes.
 //
 // # Strict parsing
 //
@@ -23,10 +28,13 @@
 //
 // # Signing
 //
-// Sign signs a complete Event; Author fills actor, created_at and a nonce
-// from an identity.NonceSource first, which is how protocol builders sign.
-// Sign refuses what Parse would refuse, and re-verifies what a remote
-// Signer returned.
+// [Sign] signs a complete [Event]; [Author] fills actor, created_at and a
+// nonce from an identity.NonceSource first, which is how protocol builders
+// sign. Sign refuses what Parse would refuse, refuses events nested deeper
+// than [MaxSignDepth] (256 levels, the reference TypeScript parser's limit;
+// the event object is level 1), and re-verifies what a remote Signer
+// returned. Parsing keeps a higher depth bound, so deeper events signed
+// elsewhere still verify.
 //
 // # Verifying
 //

@@ -35,13 +35,25 @@ type Envelope struct {
 // Parse decodes an envelope with the strict rules of Agent Identity: one
 // JSON value, no duplicate member names at any depth, valid Unicode, every
 // number within ±(2^53−1), exactly the members hash, event and signature,
-// and a closed event object (see RegisterProtocol). It canonicalizes and
-// hashes the event once; it does not check the hash or the signature.
+// and a closed event object. The event may add only the fields its
+// protocol defines in the built-in table ([DiscourseProtocol],
+// [ProfileProtocol]); an event of any other protocol carries exactly the
+// six common fields (see [ParseWith]). It canonicalizes and hashes the
+// event once; it does not check the hash or the signature.
 //
 // Failures are *identity.Error values: invalid_event for shape, invalid_actor
 // for a malformed actor, invalid_event_hash and invalid_signature for
 // malformed encodings of those two members, payload_too_large past MaxSize.
-func Parse(b []byte) (*Envelope, error) {
+func Parse(b []byte) (*Envelope, error) { return parse(b, nil) }
+
+// ParseWith is [Parse] for events of protocols outside the built-in table:
+// an event whose protocol is named by one of protos may carry that
+// Protocol's fields. For other events the built-in table applies as in
+// Parse. A Protocol in protos with a built-in name replaces the built-in
+// declaration for this call.
+func ParseWith(b []byte, protos ...Protocol) (*Envelope, error) { return parse(b, protos) }
+
+func parse(b []byte, protos []Protocol) (*Envelope, error) {
 	if len(b) > MaxSize {
 		return nil, identity.NewError(identity.CodePayloadTooLarge, "envelope larger than 1 MiB")
 	}
@@ -69,7 +81,7 @@ func Parse(b []byte) (*Envelope, error) {
 			sig, err = readString(d)
 		case "event":
 			seen |= 4
-			if pe, err = decodeEvent(d, b); err != nil {
+			if pe, err = decodeEvent(d, b, protos); err != nil {
 				return nil, err
 			}
 		default:
@@ -100,9 +112,15 @@ func Parse(b []byte) (*Envelope, error) {
 
 // Verify parses b and checks its hash and signature: the stateless part of
 // the Identity verification order (steps 1–5). Services accepting live
-// writes use a Verifier, which adds replay protection.
-func Verify(b []byte) (*Envelope, error) {
-	env, err := Parse(b)
+// writes use a Verifier, which adds replay protection. Closedness is that
+// of [Parse].
+func Verify(b []byte) (*Envelope, error) { return verify(b, nil) }
+
+// VerifyWith is [Verify] with the closedness of [ParseWith].
+func VerifyWith(b []byte, protos ...Protocol) (*Envelope, error) { return verify(b, protos) }
+
+func verify(b []byte, protos []Protocol) (*Envelope, error) {
+	env, err := parse(b, protos)
 	if err != nil {
 		return nil, err
 	}
@@ -131,10 +149,32 @@ func (e *Envelope) Verify() error {
 	return nil
 }
 
+// MaxSignDepth is the deepest event Sign will sign: 256 levels, the limit of
+// the reference TypeScript parser, so that the SDK never emits an event a
+// peer cannot parse. The event object itself is level 1, a value directly
+// inside it (the payload object, an ADP mentions array) is level 2, and
+// every array or object nested in a level-n value is level n+1; strings,
+// numbers, booleans and null add no level. Parsing keeps its own, higher
+// bound (the 10,000 levels of the JSON decoder), so events from other
+// implementations nested deeper than 256 still verify.
+const MaxSignDepth = 256
+
 // Sign canonicalizes ev, hashes it and signs the 32-byte digest with s. The
 // event's actor must be the signer's Agent ID. Sign applies the same shape
-// rules as Parse, so what it returns always parses and verifies.
+// rules as Parse, so what it returns always parses and verifies, and
+// refuses (invalid_event) an event nested deeper than MaxSignDepth.
 func Sign(ctx context.Context, s identity.Signer, ev Event) (*Envelope, error) {
+	return sign(ctx, s, ev, nil)
+}
+
+// SignWith is [Sign] for an event of a protocol outside the built-in table:
+// ev may carry the fields its protocol's entry in protos defines, with the
+// closedness of [ParseWith].
+func SignWith(ctx context.Context, s identity.Signer, ev Event, protos ...Protocol) (*Envelope, error) {
+	return sign(ctx, s, ev, protos)
+}
+
+func sign(ctx context.Context, s identity.Signer, ev Event, protos []Protocol) (*Envelope, error) {
 	if ev.Actor != s.AgentID() {
 		return nil, identity.NewError(identity.CodeInvalidActor, "event actor is not the signer's agent id")
 	}
@@ -142,9 +182,12 @@ func Sign(ctx context.Context, s identity.Signer, ev Event) (*Envelope, error) {
 	if err != nil {
 		return nil, err
 	}
-	pe, err := parseEvent(raw)
+	pe, err := parseEvent(raw, protos)
 	if err != nil {
 		return nil, err
+	}
+	if d := strictjson.Depth(pe.canon); d > MaxSignDepth {
+		return nil, identity.Errorf(identity.CodeInvalidEvent, "event is nested %d levels deep; peers parse at most %d", d, MaxSignDepth)
 	}
 	env := &Envelope{event: pe.Event, canon: pe.canon, sum: Sum(pe.canon)}
 	env.hash = env.sum

@@ -77,6 +77,8 @@ func TestParseRejects(t *testing.T) {
 		{"§6.2 nonce as string", evRep(`"nonce":5`, `"nonce":"5"`), identity.ErrInvalidEvent},
 		{"§4 nonce above 2^53-1", evRep(`"nonce":5`, `"nonce":9007199254740992`), identity.ErrInvalidEvent},
 		{"§4 created_at negative", evRep(`"created_at":1779753600000`, `"created_at":-1`), identity.ErrInvalidEvent},
+		{"§4 created_at negative zero", evRep(`"created_at":1779753600000`, `"created_at":-0`), identity.ErrInvalidEvent},
+		{"§6.2 nonce negative zero", evRep(`"nonce":5`, `"nonce":-0`), identity.ErrInvalidEvent},
 		{"§4 unsafe integer in payload", evRep(`"name":"n"`, `"name":"n","x":-9007199254740992`), identity.ErrInvalidEvent},
 		{"§4 duplicate name in payload", evRep(`"name":"n"`, `"name":"n","name":"m"`), identity.ErrInvalidEvent},
 		{"§4 unpaired surrogate in payload", evRep(`"name":"n"`, `"name":"\ud800"`), identity.ErrInvalidEvent},
@@ -315,5 +317,21 @@ func TestValidType(t *testing.T) {
 		if envelope.ValidType(s) {
 			t.Errorf("%q accepted", s)
 		}
+	}
+}
+
+// "-0" is not a non-negative integer literal, even where its canonical form
+// (0) carries a valid hash and signature: a receiver that reads IEEE -0
+// would see another value than the one signed (issue 9 item 9).
+func TestNegativeZeroCreatedAt(t *testing.T) {
+	ev := testEvent(5, `{}`)
+	ev.CreatedAt = 0
+	env := mustSign(t, ev)
+	if _, err := envelope.Verify(env.AppendJSON(nil)); err != nil {
+		t.Fatal(err)
+	}
+	b := wire(env, func(s string) string { return strings.Replace(s, `"created_at":0`, `"created_at":-0`, 1) })
+	if _, err := envelope.Verify(b); !errors.Is(err, identity.ErrInvalidEvent) {
+		t.Fatalf("created_at -0 with the hash of 0: %v", err)
 	}
 }

@@ -53,14 +53,15 @@ func (f Fields) Get(name string) (jsontext.Value, bool) {
 var commonFields = []string{"actor", "created_at", "nonce", "payload", "protocol", "type"}
 
 // Canonical returns the RFC 8785 bytes of the event, whose SHA3-256 is the
-// event hash. It validates the event exactly as Parse would, so a locally
-// built event can never be signed in a shape receivers reject.
+// event hash. It validates the event exactly as Parse would (with the
+// built-in protocol table), so a locally built event can never be signed in
+// a shape receivers reject.
 func (e *Event) Canonical() ([]byte, error) {
 	raw, err := e.appendJSON(nil)
 	if err != nil {
 		return nil, err
 	}
-	pe, err := parseEvent(raw)
+	pe, err := parseEvent(raw, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -118,12 +119,12 @@ type parsedEvent struct {
 // parseEvent decodes one event object strictly (duplicates, Unicode, number
 // policy, required fields, closed shape) and canonicalizes it. Every failure
 // is an *identity.Error with code invalid_event (invalid_actor for a
-// malformed actor).
-func parseEvent(raw []byte) (*parsedEvent, error) {
+// malformed actor). Closedness follows the built-in table and protos.
+func parseEvent(raw []byte, protos []Protocol) (*parsedEvent, error) {
 	pd := strictjson.GetDecoder(raw)
 	defer pd.Release()
 	d := pd.Decoder
-	pe, err := decodeEvent(d, raw)
+	pe, err := decodeEvent(d, raw, protos)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +136,7 @@ func parseEvent(raw []byte) (*parsedEvent, error) {
 
 // decodeEvent reads the event object at the decoder's position in one pass;
 // buf is the decoder's whole input, which payload and Ext values slice.
-func decodeEvent(d *jsontext.Decoder, buf []byte) (*parsedEvent, error) {
+func decodeEvent(d *jsontext.Decoder, buf []byte, protos []Protocol) (*parsedEvent, error) {
 	begin := valueStart(buf, d.InputOffset())
 	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
 		return nil, identity.NewError(identity.CodeInvalidEvent, "event is not a JSON object")
@@ -189,7 +190,7 @@ func decodeEvent(d *jsontext.Decoder, buf []byte) (*parsedEvent, error) {
 			}
 		}
 	}
-	if err := checkShape(e); err != nil {
+	if err := checkShape(e, protos); err != nil {
 		return nil, err
 	}
 	id, err := identity.ParseAgentID(actor)
@@ -273,8 +274,9 @@ func valueStart(buf []byte, off int64) int64 {
 	return off
 }
 
-// checkShape applies the value rules of Identity §4–§5 and closedness.
-func checkShape(e *Event) error {
+// checkShape applies the value rules of Identity §4–§5 and closedness: an
+// extra field must be one the event's protocol defines (see closure).
+func checkShape(e *Event, protos []Protocol) error {
 	if e.Protocol == "" {
 		return identity.NewError(identity.CodeInvalidEvent, "event protocol is empty")
 	}
@@ -287,9 +289,9 @@ func checkShape(e *Event) error {
 	if e.Nonce < 1 {
 		return identity.NewError(identity.CodeInvalidEvent, "event nonce is not a positive safe integer")
 	}
-	p, _ := LookupProtocol(e.Protocol)
+	allowed := closure(e.Protocol, protos)
 	for _, f := range e.Ext {
-		if !p.allows(f.Name) {
+		if !slices.Contains(allowed, f.Name) {
 			return identity.Errorf(identity.CodeInvalidEvent, "event field %.64q is not defined by %s", f.Name, e.Protocol)
 		}
 	}

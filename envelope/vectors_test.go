@@ -16,15 +16,6 @@ import (
 	"github.com/agentprotocols/go-sdk/identity"
 )
 
-func init() {
-	// The adp package registers this in production; the envelope tests must
-	// not import it.
-	envelope.RegisterProtocol(envelope.Protocol{
-		Name:   "agent-discourse/1.0",
-		Fields: []string{"room_id", "base_seq", "base_hash", "mentions"},
-	})
-}
-
 type identityVectors struct {
 	Events []struct {
 		Name      string         `json:"name"`

@@ -2,6 +2,7 @@ package envelope
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -35,6 +36,9 @@ type VerifierOptions struct {
 	History History
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Protocols declares the event fields of protocols outside the
+	// built-in table, as for [VerifyWith]; nil means the table alone.
+	Protocols []Protocol
 }
 
 // Outcome says how a Verifier judged an envelope that passed.
@@ -61,6 +65,7 @@ type Verifier struct {
 	validity time.Duration
 	history  History
 	now      func() time.Time
+	protos   []Protocol
 
 	mu        sync.Mutex
 	actors    map[identity.AgentID]*actorState
@@ -86,6 +91,7 @@ func NewVerifier(opts *VerifierOptions) *Verifier {
 		if opts.Now != nil {
 			v.now = opts.Now
 		}
+		v.protos = cloneProtocols(opts.Protocols)
 	}
 	v.validity = max(v.validity, 2*v.window)
 	return v
@@ -100,7 +106,7 @@ func NewVerifier(opts *VerifierOptions) *Verifier {
 // Rejections are *identity.Error values with the Identity codes; a
 // nonce_not_greater error carries MaxSeenNonce.
 func (v *Verifier) Accept(ctx context.Context, b []byte, accept func(context.Context, *Envelope) error) (*Envelope, Outcome, error) {
-	env, err := Verify(b)
+	env, err := verify(b, v.protos)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -196,4 +202,17 @@ func (v *Verifier) release(_ identity.AgentID, st *actorState) {
 	v.mu.Lock()
 	st.users--
 	v.mu.Unlock()
+}
+
+// cloneProtocols copies ps deeply, so a caller changing its slices later
+// cannot change what a long-lived Verifier accepts.
+func cloneProtocols(ps []Protocol) []Protocol {
+	if ps == nil {
+		return nil
+	}
+	out := make([]Protocol, len(ps))
+	for i, p := range ps {
+		out[i] = Protocol{Name: p.Name, Fields: slices.Clone(p.Fields)}
+	}
+	return out
 }

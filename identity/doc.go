@@ -37,9 +37,14 @@
 // Each Agent ID has one nonce sequence across all protocols and services.
 // [NonceSource] issues nonces with the clock-derived rule
 // max(last + 1, now in ms), persisting each through a [NonceStore] before
-// handing it out so a restart never reuses one, and applies a service's
-// Max-Seen-Nonce header only within the 2^32 bound ([AdvanceNonce]), so a
-// hostile service cannot exhaust the sequence.
+// handing it out so a restart never reuses one. It applies a service's
+// Max-Seen-Nonce header only within two bounds ([AdvanceNonce]): one header
+// moves the sequence at most 2^32 beyond max(next, now in ms) (Identity
+// §6.2, [ErrNonceJump]), and no run of headers moves it more than 2^32 ms
+// ahead of the clock ([ErrNonceAhead]). Without the second bound, 2^21
+// hostile answers would exhaust the 2^53 sequence; with it, a hostile
+// service can hold the sequence at most about 50 days ahead of the clock,
+// and a refused header is an error the caller sees.
 //
 // # Request tokens
 //

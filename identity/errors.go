@@ -131,24 +131,14 @@ var (
 )
 
 // DefaultStatus is the HTTP status a service sends with code when it has no
-// more specific one. The specification only requires a non-2xx status; these
-// follow ordinary HTTP meaning. Unknown codes map to 400.
+// more specific one: the SDK's single mapping for every wire code, whichever
+// package defines it (Identity, Agent Profile, the ADP §20 codes and the
+// pack codes), so that a host sends one status per code. The specification
+// only requires a non-2xx status; these follow ordinary HTTP meaning (see
+// the table in status.go). Unknown codes map to 400.
 func DefaultStatus(code Code) int {
-	switch code {
-	case CodeInvalidToken:
-		return 401
-	case CodePermissionDenied:
-		return 403
-	case CodeNotFound:
-		return 404
-	case CodeNonceNotGreater:
-		return 409
-	case CodePayloadTooLarge:
-		return 413
-	case CodeRateLimited:
-		return 429
-	case CodeInternalError:
-		return 500
+	if s, ok := defaultStatus[code]; ok {
+		return s
 	}
 	return 400
 }

@@ -13,13 +13,24 @@ import (
 // MaxNonce is the largest nonce, 2^53−1.
 const MaxNonce = 1<<53 - 1
 
-// MaxNonceJump bounds how far one Max-Seen-Nonce header may move the local
-// sequence: 2^32 beyond max(next nonce, now in ms) (Identity §6.2).
+// MaxNonceJump bounds how far a Max-Seen-Nonce header may move the local
+// sequence. Identity §6.2 bounds one header: at most 2^32 beyond
+// max(next nonce, now in ms). This SDK also bounds the sum of all headers:
+// a header above now + 2^32 ms is refused however the sequence got where it
+// is, so the sequence never runs more than about 50 days ahead of the clock.
 const MaxNonceJump = 1 << 32
 
 // ErrNonceJump reports a Max-Seen-Nonce header beyond the 2^32 bound; the
-// header is ignored.
+// header is ignored and the sequence is unchanged.
 var ErrNonceJump = errors.New("identity: Max-Seen-Nonce jumps more than 2^32 ahead")
+
+// ErrNonceAhead reports a Max-Seen-Nonce header that is within the
+// one-header bound but would move the sequence more than 2^32 ms ahead of
+// the clock: repeated headers, each within 2^32 of the last, would
+// otherwise exhaust the 2^53 sequence after about 2^21 answers. The header
+// is ignored and the sequence is unchanged. It wraps ErrNonceJump, so
+// errors.Is(err, ErrNonceJump) holds for both refusals.
+var ErrNonceAhead = fmt.Errorf("%w: the sequence would run more than 2^32 ms ahead of the clock", ErrNonceJump)
 
 // ErrNonceExhausted reports that the nonce sequence reached 2^53−1.
 var ErrNonceExhausted = errors.New("identity: nonce sequence exhausted")
@@ -140,11 +151,12 @@ func (s *NonceSource) Peek(ctx context.Context) (int64, error) {
 	return s.next, nil
 }
 
-// ObserveMaxSeen applies a Max-Seen-Nonce response header (decimal text).
-// Within the bound — at most 2^32 beyond max(next nonce, now in ms) — a
-// header at or above the next nonce moves the sequence to header + 1. A
-// header beyond the bound returns ErrNonceJump and changes nothing; a
-// malformed header returns an error and changes nothing.
+// ObserveMaxSeen applies a Max-Seen-Nonce response header (decimal text)
+// by the rule of AdvanceNonce: a header at or above the next nonce and at
+// most now + 2^32 (in ms) moves the sequence to header + 1. A header beyond
+// max(next, now) + 2^32 returns ErrNonceJump; one within that but above
+// now + 2^32 returns ErrNonceAhead (which also matches ErrNonceJump). A
+// refused or malformed header returns an error and changes nothing.
 func (s *NonceSource) ObserveMaxSeen(ctx context.Context, header string) error {
 	seen, err := ParseMaxSeenNonce(header)
 	if err != nil {
@@ -177,15 +189,26 @@ func (s *NonceSource) ObserveMaxSeenNonce(ctx context.Context, seen int64) error
 
 // AdvanceNonce is the pure Max-Seen-Nonce rule: given the next nonce, the
 // current time in ms and a header value, it returns the new next nonce or
-// ErrNonceJump.
+// an error, leaving next unchanged:
+//
+//   - seen > max(next, nowMs) + 2^32, or seen ≥ 2^53−1: ErrNonceJump (the
+//     per-header bound of Identity §6.2);
+//   - seen < next: next (the header is behind the sequence);
+//   - seen > nowMs + 2^32: ErrNonceAhead (this SDK's bound on the
+//     cumulative advance: after any number of headers the last nonce seen
+//     or issued because of one is at most 2^32 ms ahead of the clock);
+//   - otherwise seen + 1.
 func AdvanceNonce(next, nowMs, seen int64) (int64, error) {
 	if seen > max(next, nowMs)+MaxNonceJump || seen >= MaxNonce {
 		return next, ErrNonceJump
 	}
-	if seen >= next {
-		return seen + 1, nil
+	if seen < next {
+		return next, nil
 	}
-	return next, nil
+	if seen > nowMs+MaxNonceJump {
+		return next, ErrNonceAhead
+	}
+	return seen + 1, nil
 }
 
 // ParseMaxSeenNonce parses a Max-Seen-Nonce header: a decimal positive

@@ -186,11 +186,15 @@ func TestNonceSourceObserveMaxSeen(t *testing.T) {
 		t.Errorf("restarted Peek = %d", n)
 	}
 
-	// The bound is 2^32 beyond max(next, now): exactly at it is accepted.
+	// The bound is 2^32 beyond now (which here is below 2^32 beyond
+	// max(next, now)): exactly at it is accepted.
 	next, _ := src.Peek(ctx)
-	limit := max(next, nowMs) + identity.MaxNonceJump
-	if err := src.ObserveMaxSeen(ctx, fmt.Sprint(limit+1)); !errors.Is(err, identity.ErrNonceJump) {
+	limit := nowMs + identity.MaxNonceJump
+	if err := src.ObserveMaxSeen(ctx, fmt.Sprint(limit+1)); !errors.Is(err, identity.ErrNonceJump) || !errors.Is(err, identity.ErrNonceAhead) {
 		t.Errorf("beyond bound: %v", err)
+	}
+	if err := src.ObserveMaxSeen(ctx, fmt.Sprint(max(next, nowMs)+identity.MaxNonceJump+1)); !errors.Is(err, identity.ErrNonceJump) {
+		t.Errorf("beyond the one-header bound: %v", err)
 	}
 	if n, _ := src.Peek(ctx); n != next {
 		t.Errorf("rejected header moved the sequence to %d", n)
@@ -225,5 +229,66 @@ func TestNonceSourceExhausted(t *testing.T) {
 	src := identity.NewNonceSource(&identity.NonceOptions{Store: store})
 	if n, err := src.Next(ctx, time.Now()); !errors.Is(err, identity.ErrNonceExhausted) {
 		t.Errorf("Next = %d, %v", n, err)
+	}
+}
+
+// A hostile service answering every write with a Max-Seen-Nonce just inside
+// the one-header bound cannot walk the sequence away from the clock: the
+// cumulative advance stops at now + 2^32 ms, and the refusal is an error the
+// caller sees (issue 9 item 3).
+func TestNonceSourceCumulativeMaxSeenBound(t *testing.T) {
+	ctx := context.Background()
+	clock := &fakeClock{}
+	nowMs := int64(1779753600000)
+	clock.ms.Store(nowMs)
+	store := &orderedStore{}
+	src := identity.NewNonceSource(&identity.NonceOptions{Store: store, Now: clock.Now})
+	if _, err := src.Next(ctx, clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	var refused error
+	for i := 0; i < 64 && refused == nil; i++ {
+		next, _ := src.Peek(ctx)
+		// Within the per-header rule of Identity §6.2.
+		refused = src.ObserveMaxSeenNonce(ctx, max(next, clock.ms.Load())+identity.MaxNonceJump-1)
+		clock.ms.Add(1000) // a second passes between answers
+	}
+	if !errors.Is(refused, identity.ErrNonceAhead) || !errors.Is(refused, identity.ErrNonceJump) {
+		t.Fatalf("repeated maximal headers: last error %v, want ErrNonceAhead", refused)
+	}
+	now := clock.ms.Load()
+	next, _ := src.Peek(ctx)
+	if next > now+identity.MaxNonceJump+1 {
+		t.Fatalf("sequence at %d, %d ms ahead of the clock", next, next-now)
+	}
+	// The refusal changed nothing, and the sequence still works.
+	if next < nowMs+identity.MaxNonceJump {
+		t.Fatalf("the first header was not applied: next %d", next)
+	}
+	if err := src.ObserveMaxSeenNonce(ctx, now+identity.MaxNonceJump+1); !errors.Is(err, identity.ErrNonceAhead) {
+		t.Errorf("header past the cumulative bound: %v", err)
+	}
+	if n, _ := src.Peek(ctx); n != next {
+		t.Errorf("refused header moved the sequence from %d to %d", next, n)
+	}
+	if n, err := src.Next(ctx, clock.Now()); err != nil || n != next {
+		t.Errorf("Next = %d, %v; want %d", n, err, next)
+	}
+	// As the clock catches up, headers are honoured again.
+	clock.ms.Add(10_000)
+	if err := src.ObserveMaxSeenNonce(ctx, clock.ms.Load()+identity.MaxNonceJump); err != nil {
+		t.Errorf("after the clock moved: %v", err)
+	}
+	if len(store.bad) > 0 {
+		t.Error(store.bad)
+	}
+	// The pure rule agrees: from a sequence already 2^32 ahead, no header
+	// moves it further.
+	ahead := nowMs + identity.MaxNonceJump
+	if _, err := identity.AdvanceNonce(ahead, nowMs, ahead+1); !errors.Is(err, identity.ErrNonceAhead) {
+		t.Errorf("AdvanceNonce from the bound: %v", err)
+	}
+	if n, err := identity.AdvanceNonce(ahead, nowMs, ahead-1); err != nil || n != ahead {
+		t.Errorf("AdvanceNonce with a header behind the sequence = %d, %v", n, err)
 	}
 }

@@ -12,8 +12,9 @@ import (
 
 // Protocol identifiers of Agent Profile 1.0.
 const (
-	// Protocol is the event "protocol" value of every profile event.
-	Protocol = "agent-profile/1.0"
+	// Protocol is the event "protocol" value of every profile event. Its
+	// closed field set (the six Identity fields) is envelope.ProfileProtocol.
+	Protocol = envelope.ProfileName
 	// TypeUpdate is the only event type of the protocol.
 	TypeUpdate = "profile.update"
 )
@@ -56,12 +57,6 @@ var ErrInvalidResponse = identity.NewError(CodeInvalidResponse, "invalid profile
 // event history a profile cannot be verified, so Client.Get fails with it
 // rather than returning unverified data.
 var ErrUnsupported = errors.New("profile: service does not support the feature")
-
-func init() {
-	// Profile events carry exactly the six Identity fields; registering
-	// makes that explicit instead of relying on the unregistered default.
-	envelope.RegisterProtocol(envelope.Protocol{Name: Protocol})
-}
 
 // FieldError locates a rule violation inside a payload or document.
 // Rejections of a payload are *identity.Error values with code

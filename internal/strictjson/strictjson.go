@@ -38,6 +38,7 @@ var (
 	ErrEmpty          = errors.New("no JSON value")
 	ErrWrongKind      = errors.New("wrong JSON kind")
 	ErrNegativeOrZero = errors.New("integer must be positive")
+	ErrNegativeZero   = fmt.Errorf("%w: -0", ErrNotInteger)
 )
 
 // Error locates a policy violation inside a JSON text.
@@ -167,12 +168,21 @@ func CheckNumber(raw []byte) error {
 }
 
 // ParseInt parses a raw JSON number that must be a plain integer literal
-// (no fraction or exponent, no leading zero) within ±(2^53−1). It checks
-// the literal's grammar itself, so raw need not be validated first.
+// (no fraction or exponent, no leading zero, not "-0") within ±(2^53−1).
+// It checks the literal's grammar itself, so raw need not be validated
+// first.
+//
+// "-0" is refused (ErrNegativeZero): the protocols' integer fields
+// (created_at, nonce, seq, …) are non-negative, canonicalization writes -0
+// as 0, and some parsers read it as IEEE negative zero, so a signed "-0"
+// would mean different things to different receivers.
 func ParseInt(raw []byte) (int64, error) {
 	digits := bytes.TrimPrefix(raw, []byte("-"))
 	if !isIntLiteral(raw) || len(digits) > 1 && digits[0] == '0' {
 		return 0, ErrNotInteger
+	}
+	if string(raw) == "-0" {
+		return 0, ErrNegativeZero
 	}
 	n, ok := parseSafeInt(raw)
 	if !ok {
@@ -268,4 +278,34 @@ func Int(v []byte) (int64, error) {
 		return 0, ErrWrongKind
 	}
 	return ParseInt(v)
+}
+
+// Depth returns the nesting depth of v, which must be valid JSON text: 0
+// for a scalar, 1 for an array or object holding only scalars, and one more
+// for each level of arrays or objects inside. It scans the bytes once and
+// allocates nothing.
+func Depth(v []byte) int {
+	depth, deepest, inString := 0, 0, false
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++ // the escaped byte cannot end the string
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '{', '[':
+			depth++
+			deepest = max(deepest, depth)
+		case '}', ']':
+			depth--
+		}
+	}
+	return deepest
 }

@@ -3,6 +3,8 @@ package strictjson
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"math"
 	"testing"
 
 	"github.com/go-json-experiment/json"
@@ -66,10 +68,13 @@ func TestParseInt(t *testing.T) {
 			t.Errorf("ParseInt(%s) = %d, %v", s, n, err)
 		}
 	}
-	for _, s := range []string{"1.0", "1e2", "9007199254740992", "-9007199254740992"} {
+	for _, s := range []string{"1.0", "1e2", "9007199254740992", "-9007199254740992", "-0"} {
 		if _, err := ParseInt([]byte(s)); err == nil {
 			t.Errorf("ParseInt(%s) accepted", s)
 		}
+	}
+	if _, err := Int([]byte("-0")); !errors.Is(err, ErrNegativeZero) || !errors.Is(err, ErrNotInteger) {
+		t.Errorf("Int(-0) = %v", err)
 	}
 }
 
@@ -117,7 +122,7 @@ func TestIsCanonical(t *testing.T) {
 			t.Errorf("%s: want canonical", s)
 		}
 	}
-	for _, s := range []string{`{"b":1,"a":2}`, `{"a":1,"a":2}`, `{ "a":1}`, `[1, 2]`, `1.0`, `-0`, `1E2`, `"\/"`, `"\u0041"`, `"\u001F"`, `"\u000a"`, `0.10`} {
+	for _, s := range []string{`{"b":1,"a":2}`, `{"a":1,"a":2}`, `{ "a":1}`, `[1, 2]`, `1.0`, `-0`, `-0.0`, `-0e0`, `0.0`, `[-0]`, `1E2`, `"\/"`, `"\u0041"`, `"\u001F"`, `"\u000a"`, `0.10`} {
 		if IsCanonical([]byte(s)) {
 			t.Errorf("%s: want not canonical", s)
 		}
@@ -194,6 +199,46 @@ func TestParseIntGrammar(t *testing.T) {
 	for _, s := range []string{"01", "-01", "00", "1-2", "-", "", "+1", "1 "} {
 		if _, err := ParseInt([]byte(s)); err == nil {
 			t.Errorf("ParseInt(%q) accepted", s)
+		}
+	}
+}
+
+// Negative zero written as JSON text (a Go constant -0.0 is +0, so it must
+// come from the text or math.Copysign): RFC 8785 serializes it as 0, as
+// gowebpki/jcs does, and the integer decoder refuses it.
+func TestNegativeZero(t *testing.T) {
+	for _, s := range []string{`-0`, `-0.0`, `-0e0`, `-0.000e-5`, `[-0.0,{"a":-0}]`} {
+		got, err := Canonicalize([]byte(s))
+		if err != nil {
+			t.Fatalf("Canonicalize(%s): %v", s, err)
+		}
+		want, err := jcs.Transform([]byte(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) || bytes.Contains(got, []byte("-")) {
+			t.Errorf("Canonicalize(%s) = %s, jcs %s", s, got, want)
+		}
+	}
+	if nz := math.Copysign(0, -1); !math.Signbit(nz) {
+		t.Fatal("math.Copysign(0, -1) is not negative zero")
+	} else if got := jsontext.Value(fmt.Appendf(nil, "%g", nz)); string(got) != "-0" {
+		t.Fatalf("%%g of negative zero = %s", got)
+	} else if c, err := Canonicalize(got); err != nil || string(c) != "0" {
+		t.Errorf("Canonicalize(%s) = %s, %v", got, c, err)
+	}
+	if _, err := ParseInt([]byte("-0")); !errors.Is(err, ErrNegativeZero) {
+		t.Errorf("ParseInt(-0) = %v", err)
+	}
+}
+
+func TestDepth(t *testing.T) {
+	for s, want := range map[string]int{
+		`1`: 0, `"[{"`: 0, `[]`: 1, `{"a":1}`: 1, `{"a":[]}`: 2, `[[],[[]],{}]`: 3,
+		`{"a":"\"[","b":{"c":["\\",{}]}}`: 4, ` [ { } ] `: 2,
+	} {
+		if got := Depth([]byte(s)); got != want {
+			t.Errorf("Depth(%s) = %d, want %d", s, got, want)
 		}
 	}
 }

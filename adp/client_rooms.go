@@ -1,0 +1,645 @@
+package adp
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/agentprotocols/go-sdk/envelope"
+	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/internal/strictjson"
+	"github.com/agentprotocols/go-sdk/packs"
+)
+
+// replicaOf returns the client's replica of a room, creating it empty.
+func (c *Client) replicaOf(roomID string) *replica {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	rep := c.rooms[roomID]
+	if rep == nil {
+		idx := NewMemoryIndex()
+		rep = &replica{id: roomID, index: idx, room: NewRoom(roomID, &RoomOptions{Packs: c.packs, Index: idx})}
+		c.rooms[roomID] = rep
+	}
+	return rep
+}
+
+// Verified returns the client's verified replica of a room (nil if the
+// client never read it): its state, head and type registry are exactly
+// what the verified history says. Treat it as read-only; Sync updates it.
+func (c *Client) Verified(roomID string) *Room {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if rep := c.rooms[roomID]; rep != nil {
+		return rep.room
+	}
+	return nil
+}
+
+// errGap is admit's answer to a record beyond the next one.
+var errGap = errors.New("adp: record beyond the verified history")
+
+// admit verifies one host record against the replica (rep.mu held): a
+// record the replica already holds must be identical; the next one must
+// link and pass every rule (Room.Apply); anything later is errGap.
+func admit(ctx context.Context, rep *replica, rec *Record) error {
+	if rec.RoomID != rep.id {
+		return identity.Errorf(CodeInvalidRecord, "host returned a record of room %q for room %q", clip(rec.RoomID), clip(rep.id))
+	}
+	if err := rec.CheckHash(); err != nil {
+		return err
+	}
+	latest := rep.room.Latest().Seq
+	switch {
+	case rec.Seq <= latest:
+		if err := rec.Envelope.Verify(); err != nil {
+			return identity.Wrap(CodeInvalidRecord, "host record "+strconv.FormatInt(rec.Seq, 10), err)
+		}
+		if !rep.index.HasRecord(rec.Seq, rec.Hash) {
+			return identity.Errorf(CodeInvalidRecord, "host record %d differs from the verified record at that seq", rec.Seq)
+		}
+		return nil
+	case rec.Seq == latest+1:
+		if err := rep.room.Apply(ctx, rec); err != nil {
+			var e *identity.Error
+			if errors.As(err, &e) && e.Code == CodeInvalidRecord {
+				return err
+			}
+			return identity.Wrap(CodeInvalidRecord, "host record "+strconv.FormatInt(rec.Seq, 10)+" breaks the room rules", err)
+		}
+		return nil
+	}
+	return errGap
+}
+
+// page fetches one page of history after seq, parsing every record
+// strictly; it does not verify them.
+func (c *Client) page(ctx context.Context, roomID string, after int64) ([]*Record, bool, error) {
+	b, _, err := c.do(ctx, request{method: http.MethodGet, auth: true,
+		path: roomPath(roomID) + "/events?after_seq=" + strconv.FormatInt(after, 10) + "&limit=" + strconv.Itoa(c.pageSize)})
+	if err != nil {
+		return nil, false, err
+	}
+	return parseRecordList(b)
+}
+
+// parseRecordList parses {"result":[records…],"next_cursor"?}.
+func parseRecordList(b []byte) ([]*Record, bool, error) {
+	members, err := strictjson.SplitObject(b)
+	if err != nil {
+		return nil, false, identity.Wrap(CodeInvalidRecord, "history page", err)
+	}
+	var recs []*Record
+	more, seen := false, false
+	for _, m := range members {
+		switch m.Name {
+		case "result":
+			seen = true
+			d := strictjson.NewDecoder(m.Value)
+			if tok, err := d.ReadToken(); err != nil || tok.Kind() != '[' {
+				return nil, false, identity.NewError(CodeInvalidRecord, "history page result is not an array")
+			}
+			for d.PeekKind() != ']' {
+				v, err := d.ReadValue()
+				if err != nil {
+					return nil, false, identity.Wrap(CodeInvalidRecord, "history page", err)
+				}
+				rec, err := ParseRecord(v)
+				if err != nil {
+					return nil, false, err
+				}
+				recs = append(recs, rec)
+			}
+		case "next_cursor":
+			s, err := strictjson.String(m.Value)
+			if err != nil || s == "" {
+				return nil, false, identity.NewError(CodeInvalidRecord, "history page next_cursor is not a non-empty string")
+			}
+			more = true
+		default:
+			return nil, false, identity.Errorf(CodeInvalidRecord, "history page has an unknown member %q", clip(m.Name))
+		}
+	}
+	if !seen {
+		return nil, false, identity.NewError(CodeInvalidRecord, "history page has no result")
+	}
+	return recs, more, nil
+}
+
+// syncTo verifies history until the replica holds seq upto (0: until the
+// host has no more). rep.mu is held.
+func (c *Client) syncTo(ctx context.Context, rep *replica, upto int64) error {
+	for {
+		latest := rep.room.Latest().Seq
+		if upto > 0 && latest >= upto {
+			return nil
+		}
+		recs, more, err := c.page(ctx, rep.id, latest)
+		if err != nil {
+			return err
+		}
+		for _, rec := range recs {
+			if rec.Seq <= latest {
+				return identity.Errorf(CodeInvalidRecord, "host returned record %d for after_seq %d", rec.Seq, latest)
+			}
+			if err := admit(ctx, rep, rec); err != nil {
+				if errors.Is(err, errGap) {
+					return identity.Errorf(CodeInvalidRecord, "host history skips from seq %d to %d", rep.room.Latest().Seq, rec.Seq)
+				}
+				return err
+			}
+		}
+		if len(recs) == 0 {
+			if upto > 0 {
+				return identity.Errorf(CodeInvalidRecord, "host history ends at seq %d before seq %d", rep.room.Latest().Seq, upto)
+			}
+			return nil
+		}
+		if !more && upto == 0 {
+			return nil
+		}
+	}
+}
+
+// Sync brings the client's replica of a room up to the host's latest
+// record, verifying every record, and returns the replica's latest
+// acceptance fields.
+func (c *Client) Sync(ctx context.Context, roomID string) (Latest, error) {
+	rep := c.replicaOf(roomID)
+	rep.mu.Lock()
+	defer rep.mu.Unlock()
+	err := c.syncTo(ctx, rep, 0)
+	return rep.room.Latest(), err
+}
+
+// Events returns the room's records with seq > afterSeq, in order, paging
+// until the host has no more. Each record is verified before it is
+// yielded; the first failure ends the sequence with its error.
+func (c *Client) Events(ctx context.Context, roomID string, afterSeq int64) iter.Seq2[*Record, error] {
+	return func(yield func(*Record, error) bool) {
+		rep := c.replicaOf(roomID)
+		after := afterSeq
+		for {
+			recs, more, err := c.page(ctx, roomID, after)
+			if err == nil {
+				err = c.admitAll(ctx, rep, recs, after)
+			}
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for _, rec := range recs {
+				if !yield(rec, nil) {
+					return
+				}
+				after = rec.Seq
+			}
+			if !more || len(recs) == 0 {
+				return
+			}
+		}
+	}
+}
+
+// admitAll verifies one page fetched after seq after: records in strictly
+// consecutive order from after+1, each admitted (the gap up to after is
+// filled from history first).
+func (c *Client) admitAll(ctx context.Context, rep *replica, recs []*Record, after int64) error {
+	rep.mu.Lock()
+	defer rep.mu.Unlock()
+	for i, rec := range recs {
+		if rec.Seq != after+int64(i)+1 {
+			return identity.Errorf(CodeInvalidRecord, "host history page is out of order: seq %d where %d belongs", rec.Seq, after+int64(i)+1)
+		}
+		err := admit(ctx, rep, rec)
+		if errors.Is(err, errGap) {
+			if err = c.syncTo(ctx, rep, rec.Seq-1); err == nil {
+				err = admit(ctx, rep, rec)
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// verifyOwn checks a write's answer: the host's record must carry exactly
+// the envelope sent, in this room, with a correct hash, and must verify
+// against the replica (filling any gap from history first).
+func (c *Client) verifyOwn(ctx context.Context, roomID string, env *envelope.Envelope, rec *Record) error {
+	if rec.Envelope.Hash() != env.Hash() {
+		return identity.NewError(CodeInvalidRecord, "host answered with a record of another envelope")
+	}
+	rep := c.replicaOf(roomID)
+	rep.mu.Lock()
+	defer rep.mu.Unlock()
+	err := admit(ctx, rep, rec)
+	if errors.Is(err, errGap) {
+		if err = c.syncTo(ctx, rep, rec.Seq-1); err == nil {
+			err = admit(ctx, rep, rec)
+		}
+	}
+	return err
+}
+
+// BuildFunc signs one event on base through author; the Client calls it
+// again (with a fresh base and after applying Max-Seen-Nonce) when the
+// host answers nonce_not_greater.
+type BuildFunc func(ctx context.Context, author *envelope.Author, base Base) (*envelope.Envelope, error)
+
+// Post writes one event of type typ to a room: it syncs the replica,
+// takes the base the type needs (Room.BaseFor: the head for non-signal
+// writes), signs through build and submits. On nonce_not_greater it
+// applies the host's Max-Seen-Nonce (within the identity bounds), re-signs
+// once and retries. The returned record is verified.
+func (c *Client) Post(ctx context.Context, roomID, typ string, build BuildFunc) (*Record, error) {
+	for attempt := 0; ; attempt++ {
+		base, err := c.baseFor(ctx, roomID, typ)
+		if err != nil {
+			return nil, err
+		}
+		env, err := build(ctx, c.author, base)
+		if err != nil {
+			return nil, err
+		}
+		rec, err := c.Submit(ctx, roomID, env)
+		var e *identity.Error
+		if attempt == 0 && errors.As(err, &e) && e.Code == identity.CodeNonceNotGreater && e.MaxSeenNonce > 0 {
+			if oerr := c.author.Nonces.ObserveMaxSeenNonce(ctx, e.MaxSeenNonce); oerr != nil {
+				return nil, errors.Join(err, oerr)
+			}
+			continue
+		}
+		return rec, err
+	}
+}
+
+// baseFor syncs the replica and returns the base for typ. An agent that
+// may not read the history yet (an applicant joining a restricted room)
+// bases its signal-kind write on the room resource's latest record.
+func (c *Client) baseFor(ctx context.Context, roomID, typ string) (Base, error) {
+	rep := c.replicaOf(roomID)
+	rep.mu.Lock()
+	err := c.syncTo(ctx, rep, 0)
+	var base Base
+	if err == nil {
+		base, err = rep.room.BaseFor(typ)
+	}
+	rep.mu.Unlock()
+	if err != nil && BuiltinCategory(typ) == CategorySignal && isAccessError(err) {
+		res, rerr := c.GetRoom(ctx, roomID)
+		if rerr != nil {
+			return Base{}, rerr
+		}
+		return Base{RoomID: roomID, Seq: res.Seq, Hash: res.Hash}, nil
+	}
+	return base, err
+}
+
+func isAccessError(err error) bool {
+	return errors.Is(err, ErrMembershipRequired) || errors.Is(err, ErrInvalidToken) ||
+		errors.Is(err, ErrRoomNotFound) || errors.Is(err, ErrPermissionDenied)
+}
+
+// Submit sends a signed envelope to its room (POST /v1/rooms/{room_id})
+// and returns the verified record. Transport errors, 429 and 503 are
+// retried with the same envelope. It does not re-sign: Post does.
+func (c *Client) Submit(ctx context.Context, roomID string, env *envelope.Envelope) (*Record, error) {
+	b, _, err := c.do(ctx, request{method: http.MethodPost, path: roomPath(roomID), body: env.AppendJSON(nil)})
+	if err != nil {
+		return nil, err
+	}
+	rec, err := ParseRecord(b)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.verifyOwn(ctx, roomID, env, rec); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// CreateRoom signs a room.create and posts it (POST /v1/rooms). The
+// answer's acceptance fields are checked against the envelope (the record
+// hash must be the one of seq 1 with a null pre_hash) and the record
+// starts the client's replica.
+func (c *Client) CreateRoom(ctx context.Context, p RoomCreate) (*Record, error) {
+	for attempt := 0; ; attempt++ {
+		env, err := NewRoomCreate(ctx, c.author, p)
+		if err != nil {
+			return nil, err
+		}
+		rec, err := c.SubmitCreate(ctx, env)
+		var e *identity.Error
+		if attempt == 0 && errors.As(err, &e) && e.Code == identity.CodeNonceNotGreater && e.MaxSeenNonce > 0 {
+			if oerr := c.author.Nonces.ObserveMaxSeenNonce(ctx, e.MaxSeenNonce); oerr != nil {
+				return nil, errors.Join(err, oerr)
+			}
+			continue
+		}
+		return rec, err
+	}
+}
+
+// SubmitCreate posts a signed room.create and returns its verified record.
+func (c *Client) SubmitCreate(ctx context.Context, env *envelope.Envelope) (*Record, error) {
+	b, _, err := c.do(ctx, request{method: http.MethodPost, path: "/v1/rooms", body: env.AppendJSON(nil)})
+	if err != nil {
+		return nil, err
+	}
+	var cr CreateResponse
+	if err := decodeAnswer(b, &cr); err != nil {
+		return nil, err
+	}
+	switch {
+	case cr.ID == "":
+		return nil, identity.NewError(CodeInvalidRecord, "create answer has no room id")
+	case cr.Seq != 1 || cr.PreHash != nil:
+		return nil, identity.NewError(CodeInvalidRecord, "create answer is not seq 1 with a null pre_hash")
+	}
+	rec := &Record{RoomID: cr.ID, Seq: 1, ReceivedAt: cr.ReceivedAt, Envelope: env, Hash: cr.Hash}
+	if err := c.verifyOwn(ctx, cr.ID, env, rec); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// SendMessage posts a message.create on the current head.
+func (c *Client) SendMessage(ctx context.Context, roomID string, p Message, mentions ...identity.AgentID) (*Record, error) {
+	return c.Post(ctx, roomID, TypeMessageCreate, func(ctx context.Context, a *envelope.Author, b Base) (*envelope.Envelope, error) {
+		return NewMessage(ctx, a, b, p, mentions...)
+	})
+}
+
+// SendCustom posts an event of a room-defined type, validated against the
+// verified replica's registry before it is signed.
+func (c *Client) SendCustom(ctx context.Context, roomID, typ string, payload any, mentions ...identity.AgentID) (*Record, error) {
+	return c.Post(ctx, roomID, typ, func(ctx context.Context, a *envelope.Author, b Base) (*envelope.Envelope, error) {
+		return NewCustom(ctx, a, b, c.replicaOf(roomID).registry(), typ, payload, mentions...)
+	})
+}
+
+// registry returns the replica's type registry.
+func (rep *replica) registry() *packs.Registry {
+	rep.mu.Lock()
+	defer rep.mu.Unlock()
+	return rep.room.Registry()
+}
+
+// Join posts a room.join: a direct join to a public room (RequestID
+// empty), or the join an approved request allows.
+func (c *Client) Join(ctx context.Context, roomID string, p Join) (*Record, error) {
+	return c.Post(ctx, roomID, TypeRoomJoin, func(ctx context.Context, a *envelope.Author, b Base) (*envelope.Envelope, error) {
+		return NewJoin(ctx, a, b, p)
+	})
+}
+
+// ReviewJoin posts a room.join.review deciding a pending request; req must
+// be the request object exactly as the host stores it.
+func (c *Client) ReviewJoin(ctx context.Context, roomID string, p JoinReview) (*Record, error) {
+	return c.Post(ctx, roomID, TypeRoomJoinReview, func(ctx context.Context, a *envelope.Author, b Base) (*envelope.Envelope, error) {
+		return NewJoinReview(ctx, a, b, p)
+	})
+}
+
+// Leave posts a room.leave.
+func (c *Client) Leave(ctx context.Context, roomID string, p Notice) (*Record, error) {
+	return c.Post(ctx, roomID, TypeRoomLeave, func(ctx context.Context, a *envelope.Author, b Base) (*envelope.Envelope, error) {
+		return NewLeave(ctx, a, b, p)
+	})
+}
+
+// UpdateRole posts a room.member.role.update.
+func (c *Client) UpdateRole(ctx context.Context, roomID string, p RoleUpdate) (*Record, error) {
+	return c.Post(ctx, roomID, TypeMemberRoleUpdate, func(ctx context.Context, a *envelope.Author, b Base) (*envelope.Envelope, error) {
+		return NewRoleUpdate(ctx, a, b, p)
+	})
+}
+
+// RemoveMember posts a room.member.remove.
+func (c *Client) RemoveMember(ctx context.Context, roomID string, p MemberRemove) (*Record, error) {
+	return c.Post(ctx, roomID, TypeMemberRemove, func(ctx context.Context, a *envelope.Author, b Base) (*envelope.Envelope, error) {
+		return NewMemberRemove(ctx, a, b, p)
+	})
+}
+
+// UpdateRoom posts a room.update on the current head.
+func (c *Client) UpdateRoom(ctx context.Context, roomID string, p RoomUpdate) (*Record, error) {
+	return c.Post(ctx, roomID, TypeRoomUpdate, func(ctx context.Context, a *envelope.Author, b Base) (*envelope.Envelope, error) {
+		return NewRoomUpdate(ctx, a, b, p)
+	})
+}
+
+// DefineType posts a type.define carrying one declaration.
+func (c *Client) DefineType(ctx context.Context, roomID string, d packs.Declaration) (*Record, error) {
+	return c.Post(ctx, roomID, TypeTypeDefine, func(ctx context.Context, a *envelope.Author, b Base) (*envelope.Envelope, error) {
+		return NewTypeDefine(ctx, a, b, d)
+	})
+}
+
+// CloseRoom posts a room.close; the room ends and its archive appears.
+func (c *Client) CloseRoom(ctx context.Context, roomID string, p Notice) (*Record, error) {
+	return c.Post(ctx, roomID, TypeRoomClose, func(ctx context.Context, a *envelope.Author, b Base) (*envelope.Envelope, error) {
+		return NewClose(ctx, a, b, p)
+	})
+}
+
+// CancelRoom posts a room.cancel (before the room starts).
+func (c *Client) CancelRoom(ctx context.Context, roomID string, p Notice) (*Record, error) {
+	return c.Post(ctx, roomID, TypeRoomCancel, func(ctx context.Context, a *envelope.Author, b Base) (*envelope.Envelope, error) {
+		return NewCancel(ctx, a, b, p)
+	})
+}
+
+// RequestJoin creates a join request (POST …/join-requests) as the
+// client's agent. In a public room it is usually approved at once.
+func (c *Client) RequestJoin(ctx context.Context, roomID string, in JoinRequestInput) (*JoinRequestResource, error) {
+	body, err := marshal(in)
+	if err != nil {
+		return nil, err
+	}
+	b, _, err := c.do(ctx, request{method: http.MethodPost, path: roomPath(roomID) + "/join-requests", body: body, auth: true})
+	if err != nil {
+		return nil, err
+	}
+	var jr JoinRequestResource
+	if err := decodeAnswer(b, &jr); err != nil {
+		return nil, err
+	}
+	if jr.Request.RoomID != roomID || jr.Request.Applicant != c.AgentID() {
+		return nil, identity.NewError(identity.CodeInvalidRequest, "host answered with another room's or agent's join request")
+	}
+	return &jr, nil
+}
+
+// JoinRequests lists a room's join requests (creator and moderators only).
+func (c *Client) JoinRequests(ctx context.Context, roomID string) ([]JoinRequestResource, error) {
+	var l identity.List[JoinRequestResource]
+	if err := c.getJSON(ctx, roomPath(roomID)+"/join-requests", true, &l); err != nil {
+		return nil, err
+	}
+	return l.Result, nil
+}
+
+// JoinRequest fetches one join request.
+func (c *Client) JoinRequest(ctx context.Context, roomID, requestID string) (*JoinRequestResource, error) {
+	var jr JoinRequestResource
+	if err := c.getJSON(ctx, roomPath(roomID)+"/join-requests/"+url.PathEscape(requestID), true, &jr); err != nil {
+		return nil, err
+	}
+	if jr.Request.ID != requestID || jr.Request.RoomID != roomID {
+		return nil, identity.NewError(identity.CodeInvalidRequest, "host answered with another join request")
+	}
+	return &jr, nil
+}
+
+// AgentStatuses lists a room's current agent statuses.
+func (c *Client) AgentStatuses(ctx context.Context, roomID string) ([]AgentStatus, error) {
+	var l AgentStatusList
+	if err := c.getJSON(ctx, roomPath(roomID)+"/agent-status", true, &l); err != nil {
+		return nil, err
+	}
+	return l.Statuses, nil
+}
+
+// AgentStatus fetches one agent's current status.
+func (c *Client) AgentStatus(ctx context.Context, roomID string, agent identity.AgentID) (*AgentStatus, error) {
+	var r AgentStatusResponse
+	if err := c.getJSON(ctx, roomPath(roomID)+"/agent-status/"+agent.String(), true, &r); err != nil {
+		return nil, err
+	}
+	return &r.Status, nil
+}
+
+// PutAgentStatus replaces the client's own status in a room; the host
+// clamps expires_at to its TTL.
+func (c *Client) PutAgentStatus(ctx context.Context, roomID string, in AgentStatusInput) (*AgentStatus, error) {
+	body, err := marshal(in)
+	if err != nil {
+		return nil, err
+	}
+	b, _, err := c.do(ctx, request{method: http.MethodPut, path: roomPath(roomID) + "/agent-status", body: body, auth: true})
+	if err != nil {
+		return nil, err
+	}
+	var r AgentStatusResponse
+	if err := decodeAnswer(b, &r); err != nil {
+		return nil, err
+	}
+	return &r.Status, nil
+}
+
+// RoomQuery filters GET /v1/rooms/public (§18) and GET /v1/me/rooms.
+// Zero fields are not sent.
+type RoomQuery struct {
+	Status      Status
+	Tag         string
+	Keyword     string
+	Creator     identity.AgentID
+	StartsAfter int64
+	EndsBefore  int64
+	Language    string
+	// Membership filters /v1/me/rooms: a member status, "pending" or
+	// "creator".
+	Membership string
+	// Limit is the page size; 0 means the host's default.
+	Limit int
+}
+
+func (q RoomQuery) values() url.Values {
+	v := url.Values{}
+	set := func(k, s string) {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	set("status", string(q.Status))
+	set("tag", q.Tag)
+	set("keyword", q.Keyword)
+	if !q.Creator.IsZero() {
+		v.Set("creator", q.Creator.String())
+	}
+	if q.StartsAfter > 0 {
+		v.Set("starts_after", strconv.FormatInt(q.StartsAfter, 10))
+	}
+	if q.EndsBefore > 0 {
+		v.Set("ends_before", strconv.FormatInt(q.EndsBefore, 10))
+	}
+	set("language", q.Language)
+	set("membership", q.Membership)
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	return v
+}
+
+// PublicRooms lists discoverable rooms, paging until done.
+func (c *Client) PublicRooms(ctx context.Context, q RoomQuery) iter.Seq2[RoomSummary, error] {
+	return c.rooms_(ctx, "/v1/rooms/public", q, false)
+}
+
+// MyRooms lists the rooms the client's agent created, is or was a member
+// of, or has a pending join request for, paging until done.
+func (c *Client) MyRooms(ctx context.Context, q RoomQuery) iter.Seq2[RoomSummary, error] {
+	return c.rooms_(ctx, "/v1/me/rooms", q, true)
+}
+
+func (c *Client) rooms_(ctx context.Context, path string, q RoomQuery, auth bool) iter.Seq2[RoomSummary, error] {
+	return func(yield func(RoomSummary, error) bool) {
+		v := q.values()
+		for pages := 0; ; pages++ {
+			var l identity.List[RoomSummary]
+			u := path
+			if len(v) > 0 {
+				u += "?" + v.Encode()
+			}
+			if err := c.getJSON(ctx, u, auth, &l); err != nil {
+				yield(RoomSummary{}, err)
+				return
+			}
+			for _, s := range l.Result {
+				if !yield(s, nil) {
+					return
+				}
+			}
+			if l.NextCursor == "" || len(l.Result) == 0 {
+				return
+			}
+			v.Set("cursor", l.NextCursor)
+		}
+	}
+}
+
+// Archive fetches an ended room's archive: the manifest (§19) and the
+// JSONL records it names in formats.jsonl (which must be on the host's
+// origin). Verify them with archive.Verify; the client does not, since
+// package archive sits above this one.
+func (c *Client) Archive(ctx context.Context, roomID string) (manifest, records []byte, err error) {
+	manifest, _, err = c.do(ctx, request{method: http.MethodGet, path: roomPath(roomID) + "/archive", auth: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	var m struct {
+		Formats map[string]string `json:"formats"`
+	}
+	if err := strictjson.UnmarshalOpen(manifest, &m); err != nil {
+		return nil, nil, identity.Wrap(identity.CodeInvalidRequest, "archive manifest", err)
+	}
+	u := m.Formats["jsonl"]
+	if u == "" {
+		u = roomPath(roomID) + "/archive.jsonl"
+	}
+	records, _, err = c.do(ctx, request{method: http.MethodGet, path: u, auth: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	return manifest, records, nil
+}
+
+var _ jsontext.Value
