@@ -314,6 +314,12 @@ func (f *follower) onRecord(ctx context.Context, data string) (resync, ok bool) 
 func (f *follower) sync(ctx context.Context) (gap bool, err error) {
 	for rec, err := range f.o.History.Records(ctx, f.o.RoomID, f.lastSeq.Load()) {
 		if err != nil {
+			var e *identity.Error
+			if errors.As(err, &e) && e.Status == 0 && ctx.Err() == nil {
+				// A protocol error that did not come over the wire: the
+				// History verified a record itself and refused it.
+				return false, &verifyError{err}
+			}
 			return false, err
 		}
 		last := f.lastSeq.Load()
@@ -418,17 +424,13 @@ func (f *follower) deliverItem(it Item) bool {
 }
 
 // permanent reports whether a history error ends the subscription: the
-// host refused with a 4xx other than 429.
+// host answered with a 4xx other than 429.
 func permanent(err error) bool {
 	var e *identity.Error
 	if !errors.As(err, &e) {
 		return false
 	}
-	st := e.Status
-	if st == 0 {
-		st = adp.DefaultStatus(e.Code)
-	}
-	return st >= 400 && st < 500 && st != http.StatusTooManyRequests
+	return e.Status >= 400 && e.Status < 500 && e.Status != http.StatusTooManyRequests
 }
 
 // connectError is the final error of a connection loop that gave up.

@@ -264,6 +264,16 @@ func TestFollowPermanentRefusals(t *testing.T) {
 			t.Fatalf("final error %v", err)
 		}
 	})
+	t.Run("history refused", func(t *testing.T) {
+		h.mu.Lock()
+		h.historyRefuse = &identity.Error{Code: adp.CodeMembershipRequired, Message: "no", Status: http.StatusForbidden}
+		h.mu.Unlock()
+		defer func() { h.mu.Lock(); h.historyRefuse = nil; h.mu.Unlock() }()
+		c := follow(t, h.options("alice"), nil)
+		if err := c.wait(t); !errors.Is(err, adp.ErrMembershipRequired) {
+			t.Fatalf("final error %v", err)
+		}
+	})
 	t.Run("token refused", func(t *testing.T) {
 		opts := h.options("alice")
 		opts.Mint = &identity.MintOptions{Now: func() time.Time { return time.Now().Add(-time.Hour) }}

@@ -55,6 +55,7 @@ type testHost struct {
 	connects atomic.Int32
 	// history faults: fail the next n history calls; serve forged records.
 	historyFail   int
+	historyRefuse error
 	historyForge  func(seq int64, data []byte) []byte
 	historyCalls  atomic.Int32
 	historyPageSz int
@@ -350,9 +351,15 @@ func (h *testHost) history() sse.History {
 				yield(nil, &identity.Error{Code: identity.CodeInternalError, Message: "injected", Status: 503})
 				return
 			}
+			if h.historyRefuse != nil {
+				err := h.historyRefuse
+				h.mu.Unlock()
+				yield(nil, err)
+				return
+			}
 			h.mu.Unlock()
 			if roomID != h.roomID {
-				yield(nil, adp.ErrRoomNotFound)
+				yield(nil, &identity.Error{Code: adp.CodeRoomNotFound, Message: "no such room", Status: http.StatusNotFound})
 				return
 			}
 			for {
