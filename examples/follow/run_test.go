@@ -131,7 +131,9 @@ func TestFollowUntilEnded(t *testing.T) {
 	var stdout, stderr syncBuffer
 	done := make(chan int, 1)
 	o := &options{host: srv.URL, room: room, keyFile: keyFile(t, "alice"), after: 3, json: true, untilEnded: true,
-		tune: func(so *sse.Options) { so.Backoff = sse.Backoff{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond} }}
+		tune: func(so *sse.Options) {
+			so.Backoff = sse.Backoff{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond}
+		}}
 	go func() { done <- follow(ctx, o, &stdout, &stderr) }()
 	for i := 0; i < 3; i++ {
 		say(5)
