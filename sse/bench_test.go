@@ -252,4 +252,3 @@ func TestFollowMemoryFlat(t *testing.T) {
 		t.Fatalf("heap grew by %d bytes over 20,000 records", growth)
 	}
 }
-
