@@ -3,6 +3,7 @@ package sse_test
 import (
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -465,4 +466,49 @@ func TestFollowAcceptance(t *testing.T) {
 	}
 	h.close()
 	checkNoLeak(t, base)
+}
+
+// An event larger than MaxEventSize ends that connection, not the
+// subscription, and costs no more than the bound: the client reconnects and
+// backfills.
+func TestFollowOversizedEvent(t *testing.T) {
+	h := newTestHost(t)
+	opts := h.options("alice")
+	opts.MaxEventSize = 64 << 10
+	c := follow(t, opts, nil)
+	c.waitSeq(t, h.seq())
+	h.notify(sse.EventAgentStatus, strings.Repeat("x", 1<<20))
+	h.sayN("bob", 5)
+	c.waitSeq(t, h.seq())
+	c.stop(t)
+	c.checkExactly(t, h)
+	if n := h.connects.Load(); n < 2 {
+		t.Fatalf("%d connections, want a reconnect", n)
+	}
+}
+
+// A 200 answer that is not an event stream is a permanent refusal; so is a
+// redirect (the stream must come from the host asked).
+func TestFollowNotAStream(t *testing.T) {
+	for name, handler := range map[string]http.HandlerFunc{
+		"json": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte("{}"))
+		},
+		"redirect": func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, "https://elsewhere.example/", http.StatusFound)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(handler)
+			defer srv.Close()
+			h := newTestHost(t)
+			opts := h.options("alice")
+			opts.API = srv.URL + "/v1"
+			c := follow(t, opts, nil)
+			if err := c.wait(t); err == nil || c.count() != 0 {
+				t.Fatalf("final error %v, %d records", err, c.count())
+			}
+		})
+	}
 }

@@ -86,7 +86,7 @@ func (b Backoff) withDefaults() Backoff {
 	return b
 }
 
-// Options configures Follow. Stream, RoomID, Signer and History are
+// Options configures Follow. API, RoomID, Signer and History are
 // required.
 type Options struct {
 	// API is the host API base URL, for example "https://api.al.ink/v1"
@@ -110,6 +110,14 @@ type Options struct {
 	// it is delivered: the record is then judged by every room rule (§6–§15)
 	// and the room always holds the verified state of what was delivered.
 	// The client must be the only writer to Room while following.
+	//
+	// Without Room the client checks what needs no room state — the
+	// envelope's hash and signature, the record hash, the pre_hash link,
+	// that the event was signed for this room and that room.create comes
+	// first — and holds only the last record, so its memory stays flat.
+	// What only the rules catch (a validly signed event from a non-member,
+	// an envelope accepted twice) then goes unnoticed unless History
+	// checks it (the adp.Client's history does).
 	Room *adp.Room
 
 	// HTTPClient performs the requests; its Transport is used (nil means

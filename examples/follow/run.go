@@ -143,6 +143,9 @@ func follow(ctx context.Context, o *options, stdout, stderr io.Writer) int {
 		RoomID:  o.room,
 		Signer:  key,
 		History: sse.HistoryFunc(client.Events),
+		// Live records are judged by every room rule too, not only the
+		// history the client verifies.
+		Room:    adp.NewRoom(o.room, nil),
 		Origins: &identity.OriginOptions{AllowLoopbackHTTP: true},
 	}
 	if o.tune != nil {
