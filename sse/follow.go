@@ -124,6 +124,28 @@ type raw struct {
 	typ  string
 	data string
 	err  error
+	// rec is a room.event's record, parsed on the reading goroutine (or
+	// the parse error in err).
+	rec *adp.Record
+}
+
+// prepare turns an SSE event into a raw item on the reading goroutine.
+// A record is parsed there and, when it is ahead of the last delivered
+// one, its signature is checked there too (Envelope remembers a success):
+// the expensive work happens next to the read, with its bytes still in
+// cache, and the ordered stage only links and delivers. A failed check is
+// repeated, and reported, by the ordered stage.
+func (f *follower) prepare(typ, data string) raw {
+	r := raw{kind: rawEvent, typ: typ, data: data}
+	if typ != EventRecord {
+		return r
+	}
+	r.data = ""
+	r.rec, r.err = adp.ParseRecord([]byte(data))
+	if r.err == nil && r.rec.Seq > f.lastSeq.Load() {
+		_ = r.rec.Envelope.Verify()
+	}
+	return r
 }
 
 // errStopped ends a sync because the consumer left the loop.
@@ -137,7 +159,7 @@ func (e *verifyError) Unwrap() error { return e.err }
 
 func (f *follower) run(parent context.Context) {
 	ctx, cancel := context.WithCancel(parent)
-	events := make(chan raw, 16)
+	events := make(chan raw, 64)
 	done := make(chan error, 1)
 	go func() { done <- f.connect(ctx, events) }()
 	finished := false
@@ -245,7 +267,7 @@ func (f *follower) run(parent context.Context) {
 				ok = f.emit(fmt.Errorf("sse: reconnecting: %w", ev.err))
 			case rawEvent:
 				var resync bool
-				resync, ok = f.onEvent(ctx, ev.typ, ev.data)
+				resync, ok = f.onEvent(ctx, ev)
 				if ok && resync {
 					ok = requestSync()
 				}
@@ -259,10 +281,11 @@ func (f *follower) run(parent context.Context) {
 
 // onEvent handles one SSE event. It reports whether a backfill is needed
 // and whether to go on.
-func (f *follower) onEvent(ctx context.Context, typ, data string) (resync, ok bool) {
+func (f *follower) onEvent(ctx context.Context, ev raw) (resync, ok bool) {
+	typ, data := ev.typ, ev.data
 	switch typ {
 	case EventRecord:
-		return f.onRecord(ctx, data)
+		return f.onRecord(ctx, ev.rec, ev.err)
 	case EventAgentStatus:
 		st, err := parseAgentStatus(f.o.RoomID, []byte(data))
 		if err != nil {
@@ -280,8 +303,7 @@ func (f *follower) onEvent(ctx context.Context, typ, data string) (resync, ok bo
 }
 
 // onRecord handles a live room.event.
-func (f *follower) onRecord(ctx context.Context, data string) (resync, ok bool) {
-	rec, err := adp.ParseRecord([]byte(data))
+func (f *follower) onRecord(ctx context.Context, rec *adp.Record, err error) (resync, ok bool) {
 	if err == nil && rec.RoomID != f.o.RoomID {
 		err = identity.Errorf(adp.CodeInvalidRecord, "record %d: room_id is not the followed room", rec.Seq)
 	}
@@ -492,7 +514,7 @@ func (f *follower) connect(ctx context.Context, events chan<- raw) error {
 	}
 	conn := c.NewConnection(req)
 	conn.Buffer(nil, f.o.MaxEventSize)
-	conn.SubscribeToAll(func(e gosse.Event) { send(raw{kind: rawEvent, typ: e.Type, data: e.Data}) })
+	conn.SubscribeToAll(func(e gosse.Event) { send(f.prepare(e.Type, e.Data)) })
 	return conn.Connect()
 }
 

@@ -141,7 +141,7 @@ func FuzzStream(f *testing.F) {
 			if events++; err != nil || events > maxEvents {
 				break
 			}
-			resync, ok := fl.onEvent(ctx, ev.Type, ev.Data)
+			resync, ok := fl.onEvent(ctx, fl.prepare(ev.Type, ev.Data))
 			if !ok {
 				t.Fatal("stopped")
 			}
