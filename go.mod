@@ -1,17 +1,18 @@
 module github.com/agentprotocols/go-sdk
 
-go 1.26
+go 1.26.0
 
 require (
 	filippo.io/edwards25519 v1.2.0
 	github.com/go-json-experiment/json v1.27.2
 	github.com/gowebpki/jcs v1.0.2
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+	github.com/tmaxmax/go-sse v0.12.0
+	go.etcd.io/bbolt v1.5.0
+	golang.org/x/net v0.62.0
 )
 
 require (
-	github.com/tmaxmax/go-sse v0.12.0 // indirect
-	go.etcd.io/bbolt v1.5.0 // indirect
-	golang.org/x/sys v0.45.0 // indirect
-	golang.org/x/text v0.14.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/text v0.43.0 // indirect
 )

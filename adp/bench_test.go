@@ -7,32 +7,33 @@ import (
 	"time"
 
 	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/adp/adptest"
 )
 
 // benchRoom is a 10,000-record room: joins, messages, and custom payloads
 // of message, signal and control kinds that all need schema validation.
 var benchRoom = sync.OnceValue(func() []*adp.Record {
-	w := newWorld(&testing.T{}, nil)
-	w.publicRoom(func(p *adp.RoomCreate) { p.EndTime = w.now.Add(48 * time.Hour).UnixMilli() },
+	w := adptest.NewWorld(&testing.T{}, "d8ftedhpqhsusbg001tg", nil)
+	w.PublicRoom(func(p *adp.RoomCreate) { p.EndTime = w.Now.Add(48 * time.Hour).UnixMilli() },
 		withTypes(`{"use":"adp:reactions/1.0"}`, `{"use":"adp:deliberation/1.0"}`, reviewFinding))
 	for _, n := range []string{"alice", "bob", "carol"} {
-		w.join(n, adp.RoleSpeaker)
+		w.Join(n, adp.RoleSpeaker)
 	}
 	speakers := []string{"alice", "bob", "carol", "creator"}
 	var last *adp.Record
-	for i := 0; len(w.records) < 10_000; i++ {
+	for i := 0; len(w.Records) < 10_000; i++ {
 		who := speakers[i%len(speakers)]
 		var rec *adp.Record
 		var err error
 		switch i % 4 {
 		case 0:
-			rec, err = w.say(who, "Point "+strconv.Itoa(i)+": the retry loop can starve the writer queue under sustained load.")
+			rec, err = w.Say(who, "Point "+strconv.Itoa(i)+": the retry loop can starve the writer queue under sustained load.")
 		case 1:
-			rec, err = w.reaction(who, last)
+			rec, err = reaction(w, who, last)
 		case 2:
-			rec, err = w.submit(w.custom(who, "review.finding", `{"severity":"medium","summary":"Finding `+strconv.Itoa(i)+`"}`))
+			rec, err = w.Submit(custom(w, who, "review.finding", `{"severity":"medium","summary":"Finding `+strconv.Itoa(i)+`"}`))
 		case 3:
-			rec, err = w.submit(w.custom(who, "poll.create", `{"poll_id":"p`+strconv.Itoa(i)+`","question":"Ship it?","options":[{"id":"y","label":"Yes"},{"id":"n","label":"No"}]}`))
+			rec, err = w.Submit(custom(w, who, "poll.create", `{"poll_id":"p`+strconv.Itoa(i)+`","question":"Ship it?","options":[{"id":"y","label":"Yes"},{"id":"n","label":"No"}]}`))
 		}
 		if err != nil {
 			panic(err)
@@ -41,7 +42,7 @@ var benchRoom = sync.OnceValue(func() []*adp.Record {
 			last = rec
 		}
 	}
-	return w.records
+	return w.Records
 })
 
 // BenchmarkReplay10k replays a 10,000-record room with schema validation;

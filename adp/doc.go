@@ -58,6 +58,52 @@
 // which the host (with its store) checks and keeps. Restricted and private
 // rooms need the review in the log.
 //
+// # Payloads, limits and discovery
+//
+// [ParsePayload] decodes a built-in payload into its typed view ([RoomCreate],
+// [Join], [Message], …) exactly as strictly as a host checks it; renderers
+// and clients read payloads through it. Custom payloads are JSON objects
+// (the kernel's customEvent), validated against the room's definition.
+//
+// The §21 payload limit applies to the canonical payload: the host's
+// limit ([RoomOptions.MaxPayloadBytes], 64 KiB by default) for every type
+// without a max_payload_hint, and for a type with one the hint clamped to
+// the host's hinted ceiling ([RoomOptions.MaxHintedPayloadBytes], 256 KiB by
+// default). A hint moves the limit within the host's bounds, never past
+// them. [Room.Registry] hands out a copy: a room's types change only
+// through its log.
+//
+// [ParseDiscovery] reads the seed draft's discovery document (§16.1), which
+// names the host and its api and sse endpoints; [identity.ParseDiscovery] is
+// for the later Identity-style document with a service origin.
+//
+// # Adding a built-in event type
+//
+// The seed text fixes eleven built-in types (§13.2). A revision adding one
+// touches every place below; TestBuiltinChecklist (here) and
+// TestBuiltinChecklistTranscript (in archive, which may import adp) fail
+// until each is done:
+//
+//  1. vocab.go: the Type constant, its place in builtinTypes ([BuiltinTypes])
+//     and its §13.2 category in [BuiltinCategory].
+//  2. packs/kernel.schema.json and packs/kernel.go: the payload's kernel
+//     schema and its row in the builtins table; [packs.BuiltinTypes] must
+//     equal BuiltinTypes, in order.
+//  3. payloads.go: the payload struct, the type's typed view.
+//  4. payload_rules.go: its case in checkBuiltinPayload (strict decoding
+//     plus the rules that need no room state) and its line in the
+//     [ParsePayload] table.
+//  5. build.go: its New… builder; then its entry in checklistBuilders
+//     (checklist_test.go).
+//  6. room.go: its rule-table row — the §14 status rules in checkState,
+//     its case in Room.check's dispatch and the check… function holding
+//     its permission rule and its state change.
+//  7. vectors_test.go: at least one accepted record of it (and its
+//     rejections) in testdata/vectors.json; regenerate with
+//     go test ./adp -run TestVectorsReproducible -update.
+//  8. archive/transcript.go: a rendering of its own.
+//  9. rules_test.go: a rule for each MUST of its section.
+//
 // # Vectors
 //
 // testdata/vectors.json holds the SDK's seed-draft conformance vectors: a

@@ -10,16 +10,17 @@ import (
 	"github.com/go-json-experiment/json"
 
 	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/adp/adptest"
 	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/identity"
 )
 
 // replayAll replays w's accepted records into a fresh room the way a
 // verifier does: no join-request store, only the log.
-func (w *world) replayAll() error {
-	r := adp.NewRoom(w.room.ID(), nil)
-	for _, rec := range w.records {
-		if err := r.Apply(w.ctx, rec); err != nil {
+func replayAll(w *adptest.World) error {
+	r := adp.NewRoom(w.Room.ID(), nil)
+	for _, rec := range w.Records {
+		if err := r.Apply(w.Ctx, rec); err != nil {
 			return err
 		}
 	}
@@ -32,48 +33,48 @@ func (w *world) replayAll() error {
 // replay, which still applies bans, the role policy and max_speakers.
 // Restricted and private rooms keep requiring a review in the log.
 func TestRulesAutoApprovedJoin(t *testing.T) {
-	joinReq := func(name, id string, role adp.Role) func(w *world) (*adp.Record, error) {
-		return func(w *world) (*adp.Record, error) { return w.joinWith(name, id, role) }
+	joinReq := func(name, id string, role adp.Role) func(w *adptest.World) (*adp.Record, error) {
+		return func(w *adptest.World) (*adp.Record, error) { return joinWith(w, name, id, role) }
 	}
 	runRules(t, []rule{
 		{"§11 a public room admits an auto-approved request", public, joinReq("alice", "jr_auto", adp.RoleSpeaker), nil},
 		{"§11 a restricted room needs a review in the log", publicWith(visibility(adp.VisibilityRestricted)), joinReq("alice", "jr_auto", adp.RoleSpeaker), adp.ErrJoinRequestNotFound},
 		{"§11 a private room needs a review in the log", publicWith(visibility(adp.VisibilityPrivate)), joinReq("alice", "jr_auto", adp.RoleSpeaker), adp.ErrJoinRequestNotFound},
-		{"§10.5 a banned agent's request is never auto-approved", func(w *world) {
-			w.publicRoom()
-			w.must(adp.NewMemberRemove(w.ctx, w.a("creator"), w.base("room.member.remove"), adp.MemberRemove{Member: w.id("alice"), Ban: true}))
+		{"§10.5 a banned agent's request is never auto-approved", func(w *adptest.World) {
+			w.PublicRoom()
+			w.Must(adp.NewMemberRemove(w.Ctx, w.Author("creator"), w.Base("room.member.remove"), adp.MemberRemove{Member: w.ID("alice"), Ban: true}))
 		}, joinReq("alice", "jr_auto", adp.RoleSpeaker), adp.ErrMemberBanned},
 		{"§11 observer_allowed false", publicWith(policy(adp.Policy{ObserverAllowed: ptr(false)})), joinReq("alice", "jr_auto", adp.RoleObserver), adp.ErrRoleNotAllowed},
 		{"§11 a moderator request needs moderator_agent_ids", public, joinReq("mod", "jr_auto", adp.RoleModerator), adp.ErrRoleNotAllowed},
-		{"§11 a listed moderator's request", func(w *world) {
-			w.publicRoom(policy(adp.Policy{ModeratorAgentIDs: []identity.AgentID{w.id("mod")}}))
+		{"§11 a listed moderator's request", func(w *adptest.World) {
+			w.PublicRoom(policy(adp.Policy{ModeratorAgentIDs: []identity.AgentID{w.ID("mod")}}))
 		}, joinReq("mod", "jr_auto", adp.RoleModerator), nil},
 		{"§10.2 max_speakers", publicWith(policy(adp.Policy{MaxSpeakers: 1})), joinReq("alice", "jr_auto", adp.RoleSpeaker), adp.ErrMaxSpeakersExceeded},
-		{"§10.2 an auto-approved request is consumed once", public, func(w *world) (*adp.Record, error) {
-			w.ok(w.joinWith("alice", "jr_auto", adp.RoleSpeaker))
-			w.must(adp.NewLeave(w.ctx, w.a("alice"), w.base("room.leave"), adp.Notice{}))
-			return w.joinWith("alice", "jr_auto", adp.RoleSpeaker)
+		{"§10.2 an auto-approved request is consumed once", public, func(w *adptest.World) (*adp.Record, error) {
+			w.OK(joinWith(w, "alice", "jr_auto", adp.RoleSpeaker))
+			w.Must(adp.NewLeave(w.Ctx, w.Author("alice"), w.Base("room.leave"), adp.Notice{}))
+			return joinWith(w, "alice", "jr_auto", adp.RoleSpeaker)
 		}, adp.ErrJoinRequestExpired},
-		{"§10.2 a used request belongs to its first actor", public, func(w *world) (*adp.Record, error) {
-			w.ok(w.joinWith("alice", "jr_auto", adp.RoleSpeaker))
-			return w.joinWith("bob", "jr_auto", adp.RoleSpeaker)
+		{"§10.2 a used request belongs to its first actor", public, func(w *adptest.World) (*adp.Record, error) {
+			w.OK(joinWith(w, "alice", "jr_auto", adp.RoleSpeaker))
+			return joinWith(w, "bob", "jr_auto", adp.RoleSpeaker)
 		}, adp.ErrJoinRequestNotFound},
-		{"§11 an auto-approved request is no longer pending", public, func(w *world) (*adp.Record, error) {
-			w.ok(w.joinWith("alice", "jr_auto", adp.RoleSpeaker))
-			return w.review("creator", w.request("jr_auto", "alice", adp.RoleSpeaker), adp.DecisionReject, "")
+		{"§11 an auto-approved request is no longer pending", public, func(w *adptest.World) (*adp.Record, error) {
+			w.OK(joinWith(w, "alice", "jr_auto", adp.RoleSpeaker))
+			return review(w, "creator", request(w, "jr_auto", "alice", adp.RoleSpeaker), adp.DecisionReject, "")
 		}, adp.ErrJoinRequestNotFound},
 	})
 
 	// The history a conformant host writes replays, and the auto-approved
 	// member is there.
-	w := newWorld(t, nil)
-	w.publicRoom()
-	w.ok(w.joinWith("alice", "jr_auto", adp.RoleSpeaker))
-	w.ok(w.say("alice", "hello"))
-	if err := w.replayAll(); err != nil {
+	w := adptest.NewWorld(t, "d8ftedhpqhsusbg001tg", nil)
+	w.PublicRoom()
+	w.OK(joinWith(w, "alice", "jr_auto", adp.RoleSpeaker))
+	w.OK(w.Say("alice", "hello"))
+	if err := replayAll(w); err != nil {
 		t.Fatalf("replay of an auto-approved join: %v", err)
 	}
-	if m, ok := w.room.Member(w.id("alice")); !ok || m.Status != adp.MemberActive || m.Role != adp.RoleSpeaker {
+	if m, ok := w.Room.Member(w.ID("alice")); !ok || m.Status != adp.MemberActive || m.Role != adp.RoleSpeaker {
 		t.Fatalf("member %+v", m)
 	}
 }
@@ -86,12 +87,12 @@ func TestRulesAutoApprovedJoinHostStore(t *testing.T) {
 		req    adp.JoinRequest
 		status adp.JoinRequestStatus
 	}
-	setup := func(t *testing.T, vis adp.Visibility) (*world, joinStore) {
+	setup := func(t *testing.T, vis adp.Visibility) (*adptest.World, joinStore) {
 		store := joinStore{}
-		w := newWorld(t, &adp.RoomOptions{JoinRequests: store})
-		w.track = true
-		w.publicRoom(visibility(vis))
-		req := w.request("jr_1", "alice", adp.RoleSpeaker)
+		w := adptest.NewWorld(t, "d8ftedhpqhsusbg001tg", &adp.RoomOptions{JoinRequests: store})
+		w.Track = true
+		w.PublicRoom(visibility(vis))
+		req := request(w, "jr_1", "alice", adp.RoleSpeaker)
 		req.Perspective = ptr("security reviewer")
 		store["jr_1"] = entry{req, adp.JoinApproved}
 		return w, store
@@ -99,32 +100,32 @@ func TestRulesAutoApprovedJoinHostStore(t *testing.T) {
 	cases := []struct {
 		name   string
 		vis    adp.Visibility
-		mutate func(w *world, s joinStore)
+		mutate func(w *adptest.World, s joinStore)
 		joiner string
 		role   adp.Role
 		want   error
 	}{
 		{"§11 an approved request admits", adp.VisibilityPublic, nil, "alice", adp.RoleSpeaker, nil},
 		{"§10.2 another actor", adp.VisibilityPublic, nil, "bob", adp.RoleSpeaker, adp.ErrJoinRequestNotFound},
-		{"§10.2 another room's request", adp.VisibilityPublic, func(w *world, s joinStore) {
+		{"§10.2 another room's request", adp.VisibilityPublic, func(w *adptest.World, s joinStore) {
 			e := s["jr_1"]
 			e.req.RoomID = "elsewhere"
 			s["jr_1"] = e
 		}, "alice", adp.RoleSpeaker, adp.ErrJoinRequestNotFound},
-		{"§10.2 an unknown request", adp.VisibilityPublic, func(w *world, s joinStore) { delete(s, "jr_1") }, "alice", adp.RoleSpeaker, adp.ErrJoinRequestNotFound},
+		{"§10.2 an unknown request", adp.VisibilityPublic, func(w *adptest.World, s joinStore) { delete(s, "jr_1") }, "alice", adp.RoleSpeaker, adp.ErrJoinRequestNotFound},
 		{"§10.2 the approved role", adp.VisibilityPublic, nil, "alice", adp.RoleObserver, adp.ErrJoinRequestRoleMismatch},
-		{"§10.2 an expired approval", adp.VisibilityPublic, func(w *world, s joinStore) {
+		{"§10.2 an expired approval", adp.VisibilityPublic, func(w *adptest.World, s joinStore) {
 			e := s["jr_1"]
-			e.req.ExpiresAt = w.now.Add(time.Minute).UnixMilli()
+			e.req.ExpiresAt = w.Now.Add(time.Minute).UnixMilli()
 			s["jr_1"] = e
-			w.tick(2 * time.Minute)
+			w.Tick(2 * time.Minute)
 		}, "alice", adp.RoleSpeaker, adp.ErrJoinRequestExpired},
-		{"§10.2 a pending request", adp.VisibilityPublic, func(w *world, s joinStore) {
+		{"§10.2 a pending request", adp.VisibilityPublic, func(w *adptest.World, s joinStore) {
 			e := s["jr_1"]
 			e.status = adp.JoinPending
 			s["jr_1"] = e
 		}, "alice", adp.RoleSpeaker, adp.ErrJoinRequestNotApproved},
-		{"§10.2 a request the store expired", adp.VisibilityPublic, func(w *world, s joinStore) {
+		{"§10.2 a request the store expired", adp.VisibilityPublic, func(w *adptest.World, s joinStore) {
 			e := s["jr_1"]
 			e.status = adp.JoinExpired
 			s["jr_1"] = e
@@ -137,12 +138,12 @@ func TestRulesAutoApprovedJoinHostStore(t *testing.T) {
 			if c.mutate != nil {
 				c.mutate(w, store)
 			}
-			_, err := w.joinWith(c.joiner, "jr_1", c.role)
+			_, err := joinWith(w, c.joiner, "jr_1", c.role)
 			if c.want != nil {
 				if !errors.Is(err, c.want) {
 					t.Fatalf("got %v, want %v", err, c.want)
 				}
-				if after, _ := w.room.Snapshot(); string(after) != string(w.before) {
+				if after, _ := w.Room.Snapshot(); string(after) != string(w.Before) {
 					t.Fatal("a rejected write changed the room state")
 				}
 				return
@@ -150,15 +151,15 @@ func TestRulesAutoApprovedJoinHostStore(t *testing.T) {
 			if err != nil {
 				t.Fatalf("rejected: %v", err)
 			}
-			if m, _ := w.room.Member(w.id("alice")); m.Perspective != "security reviewer" || m.Role != adp.RoleSpeaker {
+			if m, _ := w.Room.Member(w.ID("alice")); m.Perspective != "security reviewer" || m.Role != adp.RoleSpeaker {
 				t.Fatalf("member %+v does not keep the request's perspective", m)
 			}
-			if err := w.replayAll(); err != nil {
+			if err := replayAll(w); err != nil {
 				t.Fatalf("replay without the store: %v", err)
 			}
 			// Consumed once: leaving and naming it again fails.
-			w.must(adp.NewLeave(w.ctx, w.a("alice"), w.base("room.leave"), adp.Notice{}))
-			if _, err := w.joinWith("alice", "jr_1", adp.RoleSpeaker); !errors.Is(err, adp.ErrJoinRequestExpired) {
+			w.Must(adp.NewLeave(w.Ctx, w.Author("alice"), w.Base("room.leave"), adp.Notice{}))
+			if _, err := joinWith(w, "alice", "jr_1", adp.RoleSpeaker); !errors.Is(err, adp.ErrJoinRequestExpired) {
 				t.Fatalf("a consumed approval readmitted: %v", err)
 			}
 		})
@@ -171,48 +172,48 @@ func TestRulesAutoApprovedJoinHostStore(t *testing.T) {
 func TestRulesReviewPending(t *testing.T) {
 	restricted := publicWith(visibility(adp.VisibilityRestricted))
 	runRules(t, []rule{
-		{"§11 the request expired before the review", restricted, func(w *world) (*adp.Record, error) {
-			req := w.request("jr_1", "alice", adp.RoleSpeaker)
-			req.ExpiresAt = w.now.Add(time.Minute).UnixMilli()
-			w.tick(2 * time.Minute)
-			return w.review("creator", req, adp.DecisionApprove, adp.RoleSpeaker)
+		{"§11 the request expired before the review", restricted, func(w *adptest.World) (*adp.Record, error) {
+			req := request(w, "jr_1", "alice", adp.RoleSpeaker)
+			req.ExpiresAt = w.Now.Add(time.Minute).UnixMilli()
+			w.Tick(2 * time.Minute)
+			return review(w, "creator", req, adp.DecisionApprove, adp.RoleSpeaker)
 		}, adp.ErrJoinRequestExpired},
-		{"§11 a rejection also needs a pending request", restricted, func(w *world) (*adp.Record, error) {
-			req := w.request("jr_1", "alice", adp.RoleSpeaker)
-			req.CreatedAt, req.ExpiresAt = w.now.Add(-time.Minute).UnixMilli(), w.now.UnixMilli()
-			return w.review("creator", req, adp.DecisionReject, "")
+		{"§11 a rejection also needs a pending request", restricted, func(w *adptest.World) (*adp.Record, error) {
+			req := request(w, "jr_1", "alice", adp.RoleSpeaker)
+			req.CreatedAt, req.ExpiresAt = w.Now.Add(-time.Minute).UnixMilli(), w.Now.UnixMilli()
+			return review(w, "creator", req, adp.DecisionReject, "")
 		}, adp.ErrJoinRequestExpired},
-		{"§11 expires_at not after created_at", restricted, func(w *world) (*adp.Record, error) {
-			now := strconv.FormatInt(w.now.UnixMilli(), 10)
-			later := strconv.FormatInt(w.now.Add(time.Hour).UnixMilli(), 10)
-			return w.submit(w.raw("creator", "room.join.review", ptr(w.base("room.join.review")),
-				`{"request":{"id":"jr_1","room_id":"`+w.room.ID()+`","applicant":"`+w.id("alice").String()+
+		{"§11 expires_at not after created_at", restricted, func(w *adptest.World) (*adp.Record, error) {
+			now := strconv.FormatInt(w.Now.UnixMilli(), 10)
+			later := strconv.FormatInt(w.Now.Add(time.Hour).UnixMilli(), 10)
+			return w.Submit(raw(w, "creator", "room.join.review", ptr(w.Base("room.join.review")),
+				`{"request":{"id":"jr_1","room_id":"`+w.Room.ID()+`","applicant":"`+w.ID("alice").String()+
 					`","role":"speaker","created_at":`+later+`,"expires_at":`+now+`},"decision":"approve","role":"speaker"}`))
 		}, adp.ErrInvalidEvent},
-		{"§11 a request still pending", restricted, func(w *world) (*adp.Record, error) {
-			req := w.request("jr_1", "alice", adp.RoleSpeaker)
-			req.ExpiresAt = w.now.Add(time.Minute).UnixMilli()
-			return w.review("creator", req, adp.DecisionApprove, adp.RoleSpeaker)
+		{"§11 a request still pending", restricted, func(w *adptest.World) (*adp.Record, error) {
+			req := request(w, "jr_1", "alice", adp.RoleSpeaker)
+			req.ExpiresAt = w.Now.Add(time.Minute).UnixMilli()
+			return review(w, "creator", req, adp.DecisionApprove, adp.RoleSpeaker)
 		}, nil},
 	})
 	// The builder refuses to sign what every host refuses.
-	w := newWorld(t, nil)
-	w.publicRoom(visibility(adp.VisibilityRestricted))
-	req := w.request("jr_1", "alice", adp.RoleSpeaker)
+	w := adptest.NewWorld(t, "d8ftedhpqhsusbg001tg", nil)
+	w.PublicRoom(visibility(adp.VisibilityRestricted))
+	req := request(w, "jr_1", "alice", adp.RoleSpeaker)
 	req.ExpiresAt = req.CreatedAt
-	if _, err := adp.NewJoinReview(w.ctx, w.a("creator"), w.base("room.join.review"), adp.JoinReview{Request: req, Decision: adp.DecisionReject}); !errors.Is(err, adp.ErrInvalidEvent) {
+	if _, err := adp.NewJoinReview(w.Ctx, w.Author("creator"), w.Base("room.join.review"), adp.JoinReview{Request: req, Decision: adp.DecisionReject}); !errors.Is(err, adp.ErrInvalidEvent) {
 		t.Fatalf("builder signed an already expired request's review: %v", err)
 	}
 	// A host's store that says expired.
 	store := joinStore{}
-	w = newWorld(t, &adp.RoomOptions{JoinRequests: store})
-	w.publicRoom(visibility(adp.VisibilityRestricted))
-	req = w.request("jr_1", "alice", adp.RoleSpeaker)
+	w = adptest.NewWorld(t, "d8ftedhpqhsusbg001tg", &adp.RoomOptions{JoinRequests: store})
+	w.PublicRoom(visibility(adp.VisibilityRestricted))
+	req = request(w, "jr_1", "alice", adp.RoleSpeaker)
 	store["jr_1"] = struct {
 		req    adp.JoinRequest
 		status adp.JoinRequestStatus
 	}{req, adp.JoinExpired}
-	if _, err := w.review("creator", req, adp.DecisionApprove, adp.RoleSpeaker); !errors.Is(err, adp.ErrJoinRequestExpired) {
+	if _, err := review(w, "creator", req, adp.DecisionApprove, adp.RoleSpeaker); !errors.Is(err, adp.ErrJoinRequestExpired) {
 		t.Fatalf("review of a request the store expired: %v", err)
 	}
 }
@@ -222,43 +223,43 @@ func TestRulesReviewPending(t *testing.T) {
 // clock steps back — so a host cannot backdate a join to make an expired
 // request count.
 func TestReceivedAtNeverDecreases(t *testing.T) {
-	w := newWorld(t, nil)
-	w.publicRoom(visibility(adp.VisibilityRestricted))
-	req := w.request("jr_1", "alice", adp.RoleSpeaker)
-	req.ExpiresAt = w.now.Add(time.Minute).UnixMilli()
-	w.ok(w.review("creator", req, adp.DecisionApprove, adp.RoleSpeaker))
-	w.tick(2 * time.Minute)
-	w.ok(w.say("creator", "the request has expired by now"))
-	last := w.room.Latest().ReceivedAt
+	w := adptest.NewWorld(t, "d8ftedhpqhsusbg001tg", nil)
+	w.PublicRoom(visibility(adp.VisibilityRestricted))
+	req := request(w, "jr_1", "alice", adp.RoleSpeaker)
+	req.ExpiresAt = w.Now.Add(time.Minute).UnixMilli()
+	w.OK(review(w, "creator", req, adp.DecisionApprove, adp.RoleSpeaker))
+	w.Tick(2 * time.Minute)
+	w.OK(w.Say("creator", "the request has expired by now"))
+	last := w.Room.Latest().ReceivedAt
 
 	// The host clock steps back an hour: writes are judged, and dated, at
 	// the latest received_at.
-	w.tick(-time.Hour)
-	if err := w.room.Check(w.ctx, mustEnv(adp.NewJoin(w.ctx, w.a("alice"), w.base("room.join"), adp.Join{Role: adp.RoleSpeaker, RequestID: "jr_1"})), w.now); !errors.Is(err, adp.ErrJoinRequestExpired) {
+	w.Tick(-time.Hour)
+	if err := w.Room.Check(w.Ctx, mustEnv(adp.NewJoin(w.Ctx, w.Author("alice"), w.Base("room.join"), adp.Join{Role: adp.RoleSpeaker, RequestID: "jr_1"})), w.Now); !errors.Is(err, adp.ErrJoinRequestExpired) {
 		t.Fatalf("Check at a stepped-back clock: %v", err)
 	}
-	if _, err := w.joinWith("alice", "jr_1", adp.RoleSpeaker); !errors.Is(err, adp.ErrJoinRequestExpired) {
+	if _, err := joinWith(w, "alice", "jr_1", adp.RoleSpeaker); !errors.Is(err, adp.ErrJoinRequestExpired) {
 		t.Fatalf("Accept backdated a join to an unexpired time: %v", err)
 	}
-	rec := w.ok(w.say("creator", "written while the clock was behind"))
+	rec := w.OK(w.Say("creator", "written while the clock was behind"))
 	if rec.ReceivedAt != last {
 		t.Fatalf("received_at %d after %d", rec.ReceivedAt, last)
 	}
-	if err := w.replayAll(); err != nil {
+	if err := replayAll(w); err != nil {
 		t.Fatal(err)
 	}
 
 	// Replay refuses a decreasing received_at, also before room.create's.
-	good := w.records
+	good := w.Records
 	backdate := func(i int, at int64) error {
 		recs := append([]*adp.Record(nil), good[:i+1]...)
 		c := *recs[i]
 		c.ReceivedAt = at
 		c.Hash = c.ComputeHash()
 		recs[i] = &c
-		r := adp.NewRoom(w.room.ID(), nil)
+		r := adp.NewRoom(w.Room.ID(), nil)
 		for _, rec := range recs {
-			if err := r.Apply(w.ctx, rec); err != nil {
+			if err := r.Apply(w.Ctx, rec); err != nil {
 				return err
 			}
 		}
@@ -277,21 +278,21 @@ func TestReceivedAtNeverDecreases(t *testing.T) {
 // TestRestoreRoomValidates: a snapshot is checked as strictly as live
 // input; RestoreRoom refuses state no history could produce.
 func TestRestoreRoomValidates(t *testing.T) {
-	w := newWorld(t, nil)
-	w.publicRoom()
-	w.join("alice", adp.RoleSpeaker)
-	w.ok(w.review("creator", w.request("jr_1", "bob", adp.RoleObserver), adp.DecisionApprove, adp.RoleObserver))
-	w.must(adp.NewMemberRemove(w.ctx, w.a("creator"), w.base("room.member.remove"), adp.MemberRemove{Member: w.id("carol"), Ban: true}))
-	w.must(adp.NewMemberRemove(w.ctx, w.a("creator"), w.base("room.member.remove"), adp.MemberRemove{Member: w.id("alice"), Ban: true}))
-	snap, err := w.room.Snapshot()
+	w := adptest.NewWorld(t, "d8ftedhpqhsusbg001tg", nil)
+	w.PublicRoom()
+	w.Join("alice", adp.RoleSpeaker)
+	w.OK(review(w, "creator", request(w, "jr_1", "bob", adp.RoleObserver), adp.DecisionApprove, adp.RoleObserver))
+	w.Must(adp.NewMemberRemove(w.Ctx, w.Author("creator"), w.Base("room.member.remove"), adp.MemberRemove{Member: w.ID("carol"), Ban: true}))
+	w.Must(adp.NewMemberRemove(w.Ctx, w.Author("creator"), w.Base("room.member.remove"), adp.MemberRemove{Member: w.ID("alice"), Ban: true}))
+	snap, err := w.Room.Snapshot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := adp.RestoreRoom(snap, nil); err != nil {
 		t.Fatalf("a valid snapshot: %v", err)
 	}
-	alice, carol := w.id("alice").String(), w.id("carol").String()
-	creator := w.id("creator").String()
+	alice, carol := w.ID("alice").String(), w.ID("carol").String()
+	creator := w.ID("creator").String()
 	type obj = map[string]any
 	cases := []struct {
 		name string
@@ -374,29 +375,29 @@ func snapReview(s map[string]any, id string) map[string]any {
 // is attached to its identity (§9, §10.1) and survives its room.leave,
 // while discussion writes still need active membership.
 func TestRulesCreatorAfterLeaving(t *testing.T) {
-	left := func(w *world) {
-		w.publicRoom()
-		w.join("alice", adp.RoleSpeaker)
-		w.must(adp.NewLeave(w.ctx, w.a("creator"), w.base("room.leave"), adp.Notice{}))
+	left := func(w *adptest.World) {
+		w.PublicRoom()
+		w.Join("alice", adp.RoleSpeaker)
+		w.Must(adp.NewLeave(w.Ctx, w.Author("creator"), w.Base("room.leave"), adp.Notice{}))
 	}
 	runRules(t, []rule{
-		{"creator choice: room.update after leaving", left, func(w *world) (*adp.Record, error) {
-			return w.update("creator", adp.RoomUpdate{Guidance: ptr("still in charge")})
+		{"creator choice: room.update after leaving", left, func(w *adptest.World) (*adp.Record, error) {
+			return update(w, "creator", adp.RoomUpdate{Guidance: ptr("still in charge")})
 		}, nil},
-		{"creator choice: role update after leaving", left, func(w *world) (*adp.Record, error) {
-			return w.submit(adp.NewRoleUpdate(w.ctx, w.a("creator"), w.base("room.member.role.update"), adp.RoleUpdate{Member: w.id("alice"), Role: adp.RoleObserver}))
+		{"creator choice: role update after leaving", left, func(w *adptest.World) (*adp.Record, error) {
+			return w.Submit(adp.NewRoleUpdate(w.Ctx, w.Author("creator"), w.Base("room.member.role.update"), adp.RoleUpdate{Member: w.ID("alice"), Role: adp.RoleObserver}))
 		}, nil},
-		{"creator choice: room.close after leaving", left, func(w *world) (*adp.Record, error) {
-			return w.submit(adp.NewClose(w.ctx, w.a("creator"), w.base("room.close"), adp.Notice{}))
+		{"creator choice: room.close after leaving", left, func(w *adptest.World) (*adp.Record, error) {
+			return w.Submit(adp.NewClose(w.Ctx, w.Author("creator"), w.Base("room.close"), adp.Notice{}))
 		}, nil},
-		{"creator choice: no message after leaving", left, func(w *world) (*adp.Record, error) {
-			return w.say("creator", "I left")
+		{"creator choice: no message after leaving", left, func(w *adptest.World) (*adp.Record, error) {
+			return w.Say("creator", "I left")
 		}, adp.ErrPermissionDenied},
-		{"creator choice: no custom event after leaving", func(w *world) {
-			w.publicRoom(withTypes(`{"use":"adp:reactions/1.0"}`))
-			w.must(adp.NewLeave(w.ctx, w.a("creator"), w.base("room.leave"), adp.Notice{}))
-		}, func(w *world) (*adp.Record, error) {
-			return w.submit(w.custom("creator", "reaction.create", `{"event_id":"`+w.records[0].Envelope.Hash().String()+`","reaction":"agree"}`))
+		{"creator choice: no custom event after leaving", func(w *adptest.World) {
+			w.PublicRoom(withTypes(`{"use":"adp:reactions/1.0"}`))
+			w.Must(adp.NewLeave(w.Ctx, w.Author("creator"), w.Base("room.leave"), adp.Notice{}))
+		}, func(w *adptest.World) (*adp.Record, error) {
+			return w.Submit(custom(w, "creator", "reaction.create", `{"event_id":"`+w.Records[0].Envelope.Hash().String()+`","reaction":"agree"}`))
 		}, adp.ErrPermissionDenied},
 	})
 }
@@ -413,9 +414,9 @@ func (s failingStore) Lookup(context.Context, string, string) (adp.JoinRequest, 
 // send the agent.
 func TestAutoApprovedJoinStoreFailure(t *testing.T) {
 	outage := errors.New("join-request store unavailable")
-	w := newWorld(t, &adp.RoomOptions{JoinRequests: failingStore{outage}})
-	w.publicRoom()
-	_, err := w.joinWith("alice", "jr_1", adp.RoleSpeaker)
+	w := adptest.NewWorld(t, "d8ftedhpqhsusbg001tg", &adp.RoomOptions{JoinRequests: failingStore{outage}})
+	w.PublicRoom()
+	_, err := joinWith(w, "alice", "jr_1", adp.RoleSpeaker)
 	if !errors.Is(err, outage) || errors.Is(err, adp.ErrJoinRequestNotFound) {
 		t.Fatalf("got %v, want the store's error", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/adp/adptest"
 	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/identity"
 	"github.com/agentprotocols/go-sdk/packs"
@@ -24,9 +25,9 @@ func blobType(hint int) func(*adp.RoomCreate) {
 func jsonInt(n int) string { b, _ := json.Marshal(n); return string(b) }
 
 // blob writes a blob.put whose canonical payload is exactly n bytes.
-func (w *world) blob(n int) (*adp.Record, error) {
+func blob(w *adptest.World, n int) (*adp.Record, error) {
 	const frame = len(`{"data":""}`)
-	return w.submit(w.custom("creator", "blob.put", `{"data":"`+strings.Repeat("x", n-frame)+`"}`))
+	return w.Submit(custom(w, "creator", "blob.put", `{"data":"`+strings.Repeat("x", n-frame)+`"}`))
 }
 
 // TestPayloadHintWithinHostLimits pins §21: a type's max_payload_hint
@@ -67,13 +68,13 @@ func TestPayloadHintWithinHostLimits(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			w := newWorld(t, c.opts)
+			w := adptest.NewWorld(t, "d8ftedhpqhsusbg001tg", c.opts)
 			if c.hint > 0 {
-				w.publicRoom(blobType(c.hint))
+				w.PublicRoom(blobType(c.hint))
 			} else {
-				w.publicRoom(withTypes(`{"type":"blob.put","kind":"message","title":"Blob","schema":{"type":"object"}}`))
+				w.PublicRoom(withTypes(`{"type":"blob.put","kind":"message","title":"Blob","schema":{"type":"object"}}`))
 			}
-			_, err := w.blob(c.size)
+			_, err := blob(w, c.size)
 			switch {
 			case c.ok && err != nil:
 				t.Fatalf("%d bytes rejected: %v", c.size, err)
@@ -87,10 +88,10 @@ func TestPayloadHintWithinHostLimits(t *testing.T) {
 // TestPayloadLimitBuiltins: built-in types have no hint and answer to the
 // host's own limit.
 func TestPayloadLimitBuiltins(t *testing.T) {
-	w := newWorld(t, &adp.RoomOptions{MaxPayloadBytes: 1000, MaxHintedPayloadBytes: 1 << 20})
-	w.publicRoom()
+	w := adptest.NewWorld(t, "d8ftedhpqhsusbg001tg", &adp.RoomOptions{MaxPayloadBytes: 1000, MaxHintedPayloadBytes: 1 << 20})
+	w.PublicRoom()
 	msg := func(n int) (*adp.Record, error) {
-		return w.submit(adp.NewMessage(w.ctx, w.a("creator"), w.base(adp.TypeMessageCreate),
+		return w.Submit(adp.NewMessage(w.Ctx, w.Author("creator"), w.Base(adp.TypeMessageCreate),
 			adp.Message{ContentType: "text/plain", Content: adp.TextContent(strings.Repeat("y", n))}))
 	}
 	if _, err := msg(900); err != nil {
@@ -117,21 +118,21 @@ func mentionsField(ids ...identity.AgentID) envelope.Field {
 // a repeat is invalid_event on the host path and in replay, and the
 // builders refuse to sign one. On main repeats were tolerated.
 func TestMentionsUnique(t *testing.T) {
-	w := newWorld(t, nil)
-	w.track = true
-	w.publicRoom()
+	w := adptest.NewWorld(t, "d8ftedhpqhsusbg001tg", nil)
+	w.Track = true
+	w.PublicRoom()
 	msg := `{"content_type":"text/plain","content":"x"}`
-	_, err := w.submit(w.raw("creator", "message.create", ptr(w.base("message.create")), msg,
-		mentionsField(w.id("alice"), w.id("bob"), w.id("alice"))))
+	_, err := w.Submit(raw(w, "creator", "message.create", ptr(w.Base("message.create")), msg,
+		mentionsField(w.ID("alice"), w.ID("bob"), w.ID("alice"))))
 	if !errors.Is(err, adp.ErrInvalidEvent) {
 		t.Fatalf("repeated mention: got %v, want invalid_event", err)
 	}
-	if after, _ := w.room.Snapshot(); string(after) != string(w.before) {
+	if after, _ := w.Room.Snapshot(); string(after) != string(w.Before) {
 		t.Fatal("a rejected write changed the room")
 	}
 	// The same event is refused by ParseEvent, which replay runs too.
-	env, err := w.raw("creator", "message.create", ptr(w.base("message.create")), msg,
-		mentionsField(w.id("bob"), w.id("bob")))
+	env, err := raw(w, "creator", "message.create", ptr(w.Base("message.create")), msg,
+		mentionsField(w.ID("bob"), w.ID("bob")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,13 +140,13 @@ func TestMentionsUnique(t *testing.T) {
 		t.Fatalf("ParseEvent: got %v, want invalid_event", err)
 	}
 	// Distinct mentions are fine.
-	if _, err := w.submit(w.raw("creator", "message.create", ptr(w.base("message.create")), msg,
-		mentionsField(w.id("alice"), w.id("bob")))); err != nil {
+	if _, err := w.Submit(raw(w, "creator", "message.create", ptr(w.Base("message.create")), msg,
+		mentionsField(w.ID("alice"), w.ID("bob")))); err != nil {
 		t.Fatal(err)
 	}
 	// The builders never sign a repeat.
-	if _, err := adp.NewMessage(w.ctx, w.a("creator"), w.base("message.create"),
-		adp.Message{ContentType: "text/plain", Content: adp.TextContent("x")}, w.id("alice"), w.id("alice")); !errors.Is(err, adp.ErrInvalidEvent) {
+	if _, err := adp.NewMessage(w.Ctx, w.Author("creator"), w.Base("message.create"),
+		adp.Message{ContentType: "text/plain", Content: adp.TextContent("x")}, w.ID("alice"), w.ID("alice")); !errors.Is(err, adp.ErrInvalidEvent) {
 		t.Fatalf("builder: got %v, want invalid_event", err)
 	}
 }
@@ -163,26 +164,26 @@ func TestCustomPayloadMustBeObject(t *testing.T) {
 		{"any.value", `true`}, {"list.value", `[]`},
 	} {
 		t.Run(c.typ+" "+c.payload, func(t *testing.T) {
-			w := newWorld(t, nil)
-			w.track = true
-			w.publicRoom(anything)
-			_, err := w.submit(w.custom("creator", c.typ, c.payload))
+			w := adptest.NewWorld(t, "d8ftedhpqhsusbg001tg", nil)
+			w.Track = true
+			w.PublicRoom(anything)
+			_, err := w.Submit(custom(w, "creator", c.typ, c.payload))
 			if !errors.Is(err, adp.ErrInvalidEvent) {
 				t.Fatalf("got %v, want invalid_event", err)
 			}
-			if after, _ := w.room.Snapshot(); string(after) != string(w.before) {
+			if after, _ := w.Room.Snapshot(); string(after) != string(w.Before) {
 				t.Fatal("a rejected write changed the room")
 			}
 			// The builder refuses to sign it.
-			_, err = adp.NewCustom(w.ctx, w.a("creator"), w.base(c.typ), w.room.Registry(), c.typ, jsontext.Value(c.payload))
+			_, err = adp.NewCustom(w.Ctx, w.Author("creator"), w.Base(c.typ), w.Room.Registry(), c.typ, jsontext.Value(c.payload))
 			if !errors.Is(err, adp.ErrInvalidEvent) {
 				t.Fatalf("NewCustom: got %v, want invalid_event", err)
 			}
 		})
 	}
-	w := newWorld(t, nil)
-	w.publicRoom(anything)
-	if _, err := w.submit(w.custom("creator", "any.value", `{"k":[1]}`)); err != nil {
+	w := adptest.NewWorld(t, "d8ftedhpqhsusbg001tg", nil)
+	w.PublicRoom(anything)
+	if _, err := w.Submit(custom(w, "creator", "any.value", `{"k":[1]}`)); err != nil {
 		t.Fatalf("an object: %v", err)
 	}
 }
@@ -190,9 +191,9 @@ func TestCustomPayloadMustBeObject(t *testing.T) {
 // TestLatestPreHashNull pins §15/§16: the latest record's pre_hash is JSON
 // null at seq 1. On main adp.Latest marshalled a zero hash there.
 func TestLatestPreHashNull(t *testing.T) {
-	w := newWorld(t, nil)
-	first := w.publicRoom()
-	b, err := json.Marshal(w.room.Latest())
+	w := adptest.NewWorld(t, "d8ftedhpqhsusbg001tg", nil)
+	first := w.PublicRoom()
+	b, err := json.Marshal(w.Room.Latest())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,13 +201,13 @@ func TestLatestPreHashNull(t *testing.T) {
 	if string(b) != want {
 		t.Fatalf("seq 1:\n got %s\nwant %s", b, want)
 	}
-	second := w.ok(w.say("creator", "x"))
-	b, _ = json.Marshal(w.room.Latest())
+	second := w.OK(w.Say("creator", "x"))
+	b, _ = json.Marshal(w.Room.Latest())
 	if !strings.Contains(string(b), `"pre_hash":"`+first.Hash.String()+`"`) || !strings.Contains(string(b), `"seq":2`) {
 		t.Fatalf("seq 2: %s", b)
 	}
 	var l adp.Latest
-	if err := json.Unmarshal(b, &l); err != nil || l != w.room.Latest() || l.Hash != second.Hash {
+	if err := json.Unmarshal(b, &l); err != nil || l != w.Room.Latest() || l.Hash != second.Hash {
 		t.Fatalf("round trip: %+v, %v", l, err)
 	}
 	for _, bad := range []string{
@@ -221,12 +222,12 @@ func TestLatestPreHashNull(t *testing.T) {
 		}
 	}
 	// Snapshots carry the same form and restore.
-	snap, err := w.room.Snapshot()
+	snap, err := w.Room.Snapshot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	r, err := adp.RestoreRoom(snap, nil)
-	if err != nil || r.Latest() != w.room.Latest() {
+	if err != nil || r.Latest() != w.Room.Latest() {
 		t.Fatalf("restore: %v", err)
 	}
 }
@@ -235,9 +236,9 @@ func TestLatestPreHashNull(t *testing.T) {
 // out the live registry. On main a Declare on the returned registry
 // defined a type in the room outside its log.
 func TestRegistryIsACopy(t *testing.T) {
-	w := newWorld(t, nil)
-	w.publicRoom()
-	reg := w.room.Registry()
+	w := adptest.NewWorld(t, "d8ftedhpqhsusbg001tg", nil)
+	w.PublicRoom()
+	reg := w.Room.Registry()
 	d, err := packs.ParseDeclaration([]byte(`{"use":"adp:reactions/1.0"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -248,20 +249,20 @@ func TestRegistryIsACopy(t *testing.T) {
 	if reg.Lookup("reaction.create") == nil {
 		t.Fatal("the copy did not take the declaration")
 	}
-	if w.room.Registry().Lookup("reaction.create") != nil {
+	if w.Room.Registry().Lookup("reaction.create") != nil {
 		t.Fatal("a Declare on the returned registry changed the room's types")
 	}
-	if _, err := w.room.BaseFor("reaction.create"); !errors.Is(err, adp.ErrTypeNotDefined) {
+	if _, err := w.Room.BaseFor("reaction.create"); !errors.Is(err, adp.ErrTypeNotDefined) {
 		t.Fatalf("BaseFor sees the outside declaration: %v", err)
 	}
-	if _, err := w.submit(w.raw("creator", "reaction.create", ptr(w.base("message.create")),
-		`{"event_id":"`+w.records[0].Envelope.Hash().String()+`","reaction":"agree"}`)); !errors.Is(err, adp.ErrTypeNotDefined) {
+	if _, err := w.Submit(raw(w, "creator", "reaction.create", ptr(w.Base("message.create")),
+		`{"event_id":"`+w.Records[0].Envelope.Hash().String()+`","reaction":"agree"}`)); !errors.Is(err, adp.ErrTypeNotDefined) {
 		t.Fatalf("the room accepted a type defined outside its log: %v", err)
 	}
 	// And the copy does not follow later writes to the room.
-	old := w.room.Registry()
-	w.ok(w.define("creator", `{"use":"adp:reactions/1.0"}`))
-	if old.Lookup("reaction.create") != nil || w.room.Registry().Lookup("reaction.create") == nil {
+	old := w.Room.Registry()
+	w.OK(define(w, "creator", `{"use":"adp:reactions/1.0"}`))
+	if old.Lookup("reaction.create") != nil || w.Room.Registry().Lookup("reaction.create") == nil {
 		t.Fatal("the copy followed the room, or the room lost its own declaration")
 	}
 }

@@ -9,19 +9,20 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/adp/adptest"
 	"github.com/agentprotocols/go-sdk/internal/strictjson"
 )
 
 func TestRecordJSON(t *testing.T) {
-	w := newWorld(t, nil)
-	w.publicRoom()
-	rec, _ := w.say("creator", "hello")
+	w := adptest.NewWorld(t, "d8ftedhpqhsusbg001tg", nil)
+	w.PublicRoom()
+	rec, _ := w.Say("creator", "hello")
 	b := rec.AppendJSON(nil)
 	if v := jsontext.Value(bytes.Clone(b)); v.Canonicalize() != nil || !bytes.Equal(v, b) {
 		t.Fatal("AppendJSON is not canonical")
 	}
 	back, err := adp.ParseRecord(b)
-	if err != nil || back.Hash != rec.Hash || back.CheckHash() != nil || back.Seq != 2 || back.PreHash != w.records[0].Hash {
+	if err != nil || back.Hash != rec.Hash || back.CheckHash() != nil || back.Seq != 2 || back.PreHash != w.Records[0].Hash {
 		t.Fatalf("round trip: %v", err)
 	}
 	// Unknown members are kept and merged in canonical order.
@@ -37,18 +38,18 @@ func TestRecordJSON(t *testing.T) {
 }
 
 func TestParseRecordRejects(t *testing.T) {
-	w := newWorld(t, nil)
-	w.publicRoom()
-	first := string(w.records[0].AppendJSON(nil))
-	rec, _ := w.say("creator", "hello")
+	w := adptest.NewWorld(t, "d8ftedhpqhsusbg001tg", nil)
+	w.PublicRoom()
+	first := string(w.Records[0].AppendJSON(nil))
+	rec, _ := w.Say("creator", "hello")
 	second := string(rec.AppendJSON(nil))
 	cases := map[string]string{
 		"§15 pre_hash must be null at seq 1":      strings.Replace(first, `"pre_hash":null`, `"pre_hash":"`+rec.Hash.String()+`"`, 1),
-		"§15 pre_hash must not be null after 1":   strings.Replace(second, `"pre_hash":"`+w.records[0].Hash.String()+`"`, `"pre_hash":null`, 1),
+		"§15 pre_hash must not be null after 1":   strings.Replace(second, `"pre_hash":"`+w.Records[0].Hash.String()+`"`, `"pre_hash":null`, 1),
 		"§15 seq starts at 1":                     strings.Replace(first, `"seq":1}`, `"seq":0}`, 1),
 		"§15 received_at is a timestamp":          strings.Replace(first, `"received_at":`, `"received_at":-`, 1),
-		"§15 every member is required":            strings.Replace(first, `,"hash":"`+w.records[0].Hash.String()+`"`, ``, 1),
-		"§15 hash must be canonical base64url":    strings.Replace(first, `"hash":"`+w.records[0].Hash.String(), `"hash":"`+w.records[0].Hash.String()[:42]+"=", 1),
+		"§15 every member is required":            strings.Replace(first, `,"hash":"`+w.Records[0].Hash.String()+`"`, ``, 1),
+		"§15 hash must be canonical base64url":    strings.Replace(first, `"hash":"`+w.Records[0].Hash.String(), `"hash":"`+w.Records[0].Hash.String()[:42]+"=", 1),
 		"strict JSON: duplicate member":           strings.Replace(first, `{"envelope"`, `{"seq":1,"envelope"`, 1),
 		"strict JSON: trailing data":              first + `{}`,
 		"strict JSON: unsafe integer in an extra": strings.Replace(first, `{"envelope"`, `{"x":9007199254740992,"envelope"`, 1),
@@ -70,10 +71,10 @@ func TestParseRecordRejects(t *testing.T) {
 // FuzzParseRecord: ParseRecord never panics, and whatever it accepts
 // re-marshals to a record that parses to the same fields and canonical form.
 func FuzzParseRecord(f *testing.F) {
-	w := newWorld(f, nil)
-	w.publicRoom()
-	w.say("creator", "hello")
-	for _, rec := range w.records {
+	w := adptest.NewWorld(f, "d8ftedhpqhsusbg001tg", nil)
+	w.PublicRoom()
+	w.Say("creator", "hello")
+	for _, rec := range w.Records {
 		f.Add(rec.AppendJSON(nil))
 	}
 	f.Add([]byte(`{"room_id":"r","seq":1,"pre_hash":null,"hash":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA","received_at":0,"envelope":{},"x":[1]}`))

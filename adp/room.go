@@ -153,7 +153,8 @@ type state struct {
 	Registry  *packs.Registry              `json:"-"`
 }
 
-// Latest holds the latest accepted record's acceptance fields (§16).
+// Latest holds the latest accepted record's acceptance fields (§16). Its
+// JSON form has pre_hash null at seq 1 (see Latest.MarshalJSON).
 type Latest struct {
 	Seq        int64         `json:"seq"`
 	PreHash    envelope.Hash `json:"pre_hash"`

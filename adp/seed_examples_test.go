@@ -15,198 +15,27 @@ import (
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/internal/fixtures"
 	"github.com/agentprotocols/go-sdk/internal/strictjson"
 )
 
-// The seed text's JSON examples, copied verbatim (event objects only; the
-// hashes and signatures in the text are placeholders). Placeholder Agent
-// IDs such as did:agent:Moderator-000… are syntactically valid but have no
-// key, so the test maps each to a real key and re-signs; base_seq and
-// base_hash are rebased onto the records actually accepted, as a client
-// would do.
+// The seed text's JSON examples: event objects, verbatim, kept once in
+// internal/fixtures (the hashes and signatures in the text are
+// placeholders). Placeholder Agent IDs such as did:agent:Moderator-000…
+// are syntactically valid but have no key, so the test maps each to a real
+// key and re-signs; base_seq and base_hash are rebased onto the records
+// actually accepted, as a client would do.
 
-const seedRoomCreate = `{
-    "protocol": "agent-discourse/1.0",
-    "type": "room.create",
-    "actor": "did:agent:6kpsY-KcUgq-9VB7Ey7F-ZVHdq6-vnuSQh7qaRRG0iw",
-    "created_at": 1779753600000,
-    "nonce": 1,
-    "payload": {
-      "topic": "Multi-agent code review strategy",
-      "agenda": "Compare proactive review, test-driven review and security review workflows.",
-      "guidance": "Cite a resource event for every factual claim. Keep replies under 300 words.",
-      "visibility": "public",
-      "start_time": 1779757200000,
-      "end_time": 1779760800000,
-      "tags": ["code-review", "multi-agent"],
-      "language": "en",
-      "policy": {
-        "moderator_agent_ids": ["did:agent:Moderator-000000000000000000000000000000000"],
-        "max_speakers": 20,
-        "observer_allowed": true
-      },
-      "types": [
-        { "use": "adp:reactions/1.0" },
-        {
-          "use": "adp:deliberation/1.0",
-          "overrides": {
-            "poll.vote": { "roles": ["moderator", "speaker", "observer"] }
-          }
-        },
-        {
-          "type": "review.finding",
-          "kind": "message",
-          "title": "Review finding",
-          "description": "One structured code review finding.",
-          "schema": {
-            "type": "object",
-            "required": ["severity", "summary"],
-            "properties": {
-              "severity": { "type": "string", "enum": ["low", "medium", "high"] },
-              "summary": { "type": "string", "minLength": 1 },
-              "suggested_fix": { "type": "string" }
-            },
-            "additionalProperties": false
-          },
-          "instructions": "Report one finding per event. Reference the message that introduced the code under review."
-        }
-      ],
-      "extra": {}
-    }
-  }`
-
-const seedRoomUpdate = `{
-    "protocol": "agent-discourse/1.0",
-    "type": "room.update",
-    "actor": "did:agent:Moderator-000000000000000000000000000000000",
-    "created_at": 1779758000000,
-    "nonce": 2,
-    "room_id": "d8ftedhpqhsusbg001tg",
-    "base_seq": 24,
-    "base_hash": "QmFzZTY0dXJsLXByZXZpb3VzLXJlY29yZC1oYXNoMDQ",
-    "payload": {
-      "end_time": 1779764400000,
-      "guidance": "Cite a resource event for every factual claim. Summarize open branches before proposing."
-    }
-  }`
-
-const seedRoomJoin = `{
-    "protocol": "agent-discourse/1.0",
-    "type": "room.join",
-    "actor": "did:agent:Applicant-000000000000000000000000000000000",
-    "created_at": 1779757210000,
-    "nonce": 1,
-    "room_id": "d8ftedhpqhsusbg001tg",
-    "base_seq": 1,
-    "base_hash": "cm9vbS1jcmVhdGUtcmVjb3JkLWhhc2gtMDAwMDAwMDA",
-    "payload": {
-      "role": "speaker",
-      "perspective": "distributed-systems reviewer"
-    }
-  }`
-
-const seedRoleUpdate = `{
-    "protocol": "agent-discourse/1.0",
-    "type": "room.member.role.update",
-    "actor": "did:agent:Creator-00000000000000000000000000000000000",
-    "created_at": 1779759300000,
-    "nonce": 1,
-    "room_id": "d8ftedhpqhsusbg001tg",
-    "base_seq": 17,
-    "base_hash": "QmFzZTY0dXJsLXByZXZpb3VzLXJlY29yZC1oYXNoMDA",
-    "payload": {
-      "member": "did:agent:Member-000000000000000000000000000000000000",
-      "role": "observer",
-      "reason": "rate limit escalation"
-    }
-  }`
-
-const seedJoinReview = `{
-    "protocol": "agent-discourse/1.0",
-    "type": "room.join.review",
-    "actor": "did:agent:Moderator-000000000000000000000000000000000",
-    "created_at": 1779757250000,
-    "nonce": 1,
-    "room_id": "d8ftedhpqhsusbg001tg",
-    "base_seq": 1,
-    "base_hash": "cm9vbS1jcmVhdGUtcmVjb3JkLWhhc2gtMDAwMDAwMDA",
-    "payload": {
-      "request": {
-        "id": "jr_01J8ZM7A3G2T9B4Q6X8R0N1P2Q",
-        "room_id": "d8ftedhpqhsusbg001tg",
-        "applicant": "did:agent:Applicant-000000000000000000000000000000000",
-        "role": "speaker",
-        "perspective": "distributed-systems reviewer",
-        "reason": "I can cover replication and failure-mode tradeoffs.",
-        "created_at": 1779757210000,
-        "expires_at": 1779760810000,
-        "extra": {}
-      },
-      "decision": "approve",
-      "role": "speaker",
-      "reason": "relevant expertise"
-    }
-  }`
-
-const seedMessage = `{
-    "protocol": "agent-discourse/1.0",
-    "type": "message.create",
-    "actor": "did:agent:Agent-0000000000000000000000000000000000000",
-    "created_at": 1779757300000,
-    "nonce": 1,
-    "room_id": "d8ftedhpqhsusbg001tg",
-    "base_seq": 18,
-    "base_hash": "QmFzZTY0dXJsLXByZXZpb3VzLXJlY29yZC1oYXNoMDE",
-    "mentions": ["did:agent:Reviewer-0000000000000000000000000000000000"],
-    "payload": {
-      "content_type": "text/markdown",
-      "content": "## Proposal\n\nUse a two-stage review pipeline.",
-      "references": ["GDt8oHZQfQ3jl5ZUfyNxKZu07yAJdDYuaw_jf_JjLYs"]
-    }
-  }`
-
-const seedTypeDefine = `{
-    "protocol": "agent-discourse/1.0",
-    "type": "type.define",
-    "actor": "did:agent:Moderator-000000000000000000000000000000000",
-    "created_at": 1779757760000,
-    "nonce": 1,
-    "room_id": "d8ftedhpqhsusbg001tg",
-    "base_seq": 19,
-    "base_hash": "QmFzZTY0dXJsLXByZXZpb3VzLXJlY29yZC1oYXNoMDI",
-    "payload": {
-      "type": "review.resolution",
-      "kind": "control",
-      "title": "Review resolution",
-      "description": "Records the final outcome of a review branch.",
-      "schema": {
-        "type": "object",
-        "required": ["outcome", "summary"],
-        "properties": {
-          "outcome": { "type": "string", "enum": ["accepted", "rejected", "deferred"] },
-          "summary": { "type": "string", "minLength": 1 },
-          "references": { "type": "array", "items": { "type": "string" } }
-        },
-        "additionalProperties": false
-      },
-      "instructions": "Close one branch per resolution and reference the decisive events."
-    }
-  }`
-
-const seedCustom = `{
-    "protocol": "agent-discourse/1.0",
-    "type": "review.finding",
-    "actor": "did:agent:Agent-0000000000000000000000000000000000000",
-    "created_at": 1779757400000,
-    "nonce": 1,
-    "room_id": "d8ftedhpqhsusbg001tg",
-    "base_seq": 20,
-    "base_hash": "QmFzZTY0dXJsLXByZXZpb3VzLXJlY29yZC1oYXNoMDM",
-    "payload": {
-      "severity": "high",
-      "summary": "The retry loop can starve the writer queue under sustained load."
-    }
-  }`
+var (
+	seedRoomCreate = string(fixtures.SeedEvent("§9 room.create"))
+	seedRoomUpdate = string(fixtures.SeedEvent("§9.4 room.update"))
+	seedRoomJoin   = string(fixtures.SeedEvent("§10.2 room.join"))
+	seedRoleUpdate = string(fixtures.SeedEvent("§10.4 room.member.role.update"))
+	seedJoinReview = string(fixtures.SeedEvent("§11 room.join.review"))
+	seedMessage    = string(fixtures.SeedEvent("§12 message.create"))
+	seedTypeDefine = string(fixtures.SeedEvent("§13.4 type.define"))
+	seedCustom     = string(fixtures.SeedEvent("§13.4 review.finding"))
+)
 
 // seedWorld replays the seed examples with real keys.
 type seedWorld struct {

@@ -5,22 +5,23 @@ import (
 	"testing"
 
 	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/adp/adptest"
 )
 
 func TestSmoke(t *testing.T) {
-	w := newWorld(t, nil)
-	w.publicRoom()
-	w.join("alice", adp.RoleSpeaker)
-	if _, err := w.say("alice", "hello"); err != nil {
+	w := adptest.NewWorld(t, "d8ftedhpqhsusbg001tg", nil)
+	w.PublicRoom()
+	w.Join("alice", adp.RoleSpeaker)
+	if _, err := w.Say("alice", "hello"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.say("bob", "hello"); !errors.Is(err, adp.ErrPermissionDenied) {
+	if _, err := w.Say("bob", "hello"); !errors.Is(err, adp.ErrPermissionDenied) {
 		t.Fatalf("non-member spoke: %v, want permission_denied", err)
 	}
-	if h := w.room.Head(); h.Seq != 3 {
+	if h := w.Room.Head(); h.Seq != 3 {
 		t.Fatalf("head %d", h.Seq)
 	}
-	snap, err := w.room.Snapshot()
+	snap, err := w.Room.Snapshot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +29,7 @@ func TestSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r2.Head() != w.room.Head() || len(r2.Members()) != 2 {
+	if r2.Head() != w.Room.Head() || len(r2.Members()) != 2 {
 		t.Fatal("restore differs")
 	}
 }

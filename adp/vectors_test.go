@@ -17,12 +17,13 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/adp/adptest"
 	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/identity"
 	"github.com/agentprotocols/go-sdk/packs"
 )
 
-var update = flag.Bool("update", false, "rewrite adp/testdata/vectors.json")
+var updateVectors = flag.Bool("update", false, "rewrite adp/testdata/vectors.json")
 
 const vectorsPath = "testdata/vectors.json"
 
@@ -76,7 +77,7 @@ type vectorReject struct {
 
 // vectorBuilder drives a world and records what happened.
 type vectorBuilder struct {
-	*world
+	*adptest.World
 	name    string
 	room    *vectorRoom
 	rejects *[]vectorReject
@@ -87,12 +88,12 @@ func (b *vectorBuilder) accept(name string) func(*envelope.Envelope, error) *adp
 }
 
 func (b *vectorBuilder) accept1(name string, env *envelope.Envelope, err error) *adp.Record {
-	b.t.Helper()
-	rec := b.must(env, err)
+	b.TB.Helper()
+	rec := b.Must(env, err)
 	b.room.Records = append(b.room.Records, vectorRecord{
 		Name: name, Record: rec.AppendJSON(nil), EventJCS: string(env.Canonical()),
 		EventHash: env.Hash().String(), Signature: sigText(env), RecordHash: rec.Hash.String(),
-		Head: b.world.room.Head(),
+		Head: b.World.Room.Head(),
 	})
 	return rec
 }
@@ -116,18 +117,18 @@ func (b *vectorBuilder) rejectSDK(name string, want error) func(*envelope.Envelo
 const codeChoiceSDK = "sdk"
 
 func (b *vectorBuilder) reject1(name string, want error, choice string, env *envelope.Envelope, err error) {
-	b.t.Helper()
+	b.TB.Helper()
 	if err != nil {
-		b.t.Fatalf("%s: building: %v", name, err)
+		b.TB.Fatalf("%s: building: %v", name, err)
 	}
-	at := b.now.Add(time.Millisecond)
-	err = b.world.room.Check(b.ctx, env, at)
+	at := b.Now.Add(time.Millisecond)
+	err = b.World.Room.Check(b.Ctx, env, at)
 	var e *identity.Error
 	if !errors.As(err, &e) || !errors.Is(err, want) {
-		b.t.Fatalf("%s: got %v, want %v", name, err, want)
+		b.TB.Fatalf("%s: got %v, want %v", name, err, want)
 	}
 	*b.rejects = append(*b.rejects, vectorReject{
-		Name: name, Room: b.name, AfterSeq: b.world.room.Latest().Seq, ReceivedAt: at.UnixMilli(),
+		Name: name, Room: b.name, AfterSeq: b.World.Room.Latest().Seq, ReceivedAt: at.UnixMilli(),
 		Envelope: env.AppendJSON(nil), Expected: e.Code, CodeChoice: choice,
 	})
 }
@@ -135,18 +136,18 @@ func (b *vectorBuilder) reject1(name string, want error, choice string, env *env
 // rejectWire is reject for raw envelope bytes, which may fail to parse
 // (the parse error's code is the expected one) or parse and fail Check.
 func (b *vectorBuilder) rejectWire(name string, want error, wire []byte) {
-	b.t.Helper()
-	at := b.now.Add(time.Millisecond)
+	b.TB.Helper()
+	at := b.Now.Add(time.Millisecond)
 	env, err := envelope.Parse(wire)
 	if err == nil {
-		err = b.world.room.Check(b.ctx, env, at)
+		err = b.World.Room.Check(b.Ctx, env, at)
 	}
 	var e *identity.Error
 	if !errors.As(err, &e) || !errors.Is(err, want) {
-		b.t.Fatalf("%s: got %v, want %v", name, err, want)
+		b.TB.Fatalf("%s: got %v, want %v", name, err, want)
 	}
 	*b.rejects = append(*b.rejects, vectorReject{
-		Name: name, Room: b.name, AfterSeq: b.world.room.Latest().Seq, ReceivedAt: at.UnixMilli(),
+		Name: name, Room: b.name, AfterSeq: b.World.Room.Latest().Seq, ReceivedAt: at.UnixMilli(),
 		Envelope: wire, Expected: e.Code,
 	})
 }
@@ -177,7 +178,7 @@ func buildVectors(t testing.TB) *vectorFile {
 	}
 	names := []string{"creator", "mod", "alice", "bob", "carol", "dave"}
 	for _, n := range names {
-		seed := bytes.Repeat([]byte{agentSeeds[n]}, 32)
+		seed := adptest.Seed(n)
 		k, _ := identity.NewKeyFromSeed(seed)
 		vf.Keys = append(vf.Keys, vectorKey{Name: n, Seed: hex.EncodeToString(seed), AgentID: k.AgentID()})
 	}
@@ -186,25 +187,25 @@ func buildVectors(t testing.TB) *vectorFile {
 }
 
 func newVectorBuilder(t testing.TB, name, roomID string, rejects *[]vectorReject) *vectorBuilder {
-	w := newWorld(t, nil)
-	w.room = adp.NewRoom(roomID, nil)
-	return &vectorBuilder{world: w, name: name, room: &vectorRoom{Name: name, RoomID: roomID}, rejects: rejects}
+	w := adptest.NewWorld(t, "d8ftedhpqhsusbg001tg", nil)
+	w.Room = adp.NewRoom(roomID, nil)
+	return &vectorBuilder{World: w, name: name, room: &vectorRoom{Name: name, RoomID: roomID}, rejects: rejects}
 }
 
 func (b *vectorBuilder) finish() vectorRoom {
-	b.room.Status = b.world.room.Status(b.now)
-	b.room.Members = b.world.room.Members()
+	b.room.Status = b.World.Room.Status(b.Now)
+	b.room.Members = b.World.Room.Members()
 	return *b.room
 }
 
 func buildMainRoom(t testing.TB, rejects *[]vectorReject) vectorRoom {
 	b := newVectorBuilder(t, "main", "d8ftedhpqhsusbg001tg", rejects)
-	ctx := b.ctx
-	a := b.a
+	ctx := b.Ctx
+	a := b.Author
 	msg := func(text string) adp.Message {
 		return adp.Message{ContentType: "text/markdown", Content: adp.TextContent(text)}
 	}
-	startsAt := b.now.Add(10 * time.Minute)
+	startsAt := b.Now.Add(10 * time.Minute)
 
 	// room.create: scheduled, with every registered pack and an inline type.
 	create := adp.RoomCreate{
@@ -213,149 +214,149 @@ func buildMainRoom(t testing.TB, rejects *[]vectorReject) vectorRoom {
 		Guidance:  "Cite a resource event for every factual claim. Keep replies under 300 words.",
 		StartTime: startsAt.UnixMilli(), EndTime: startsAt.Add(2 * time.Hour).UnixMilli(),
 		Tags: []string{"code-review", "multi-agent"}, Language: "en",
-		Policy: &adp.Policy{ModeratorAgentIDs: []identity.AgentID{b.id("mod")}, MaxSpeakers: 4},
+		Policy: &adp.Policy{ModeratorAgentIDs: []identity.AgentID{b.ID("mod")}, MaxSpeakers: 4},
 		Extra:  jsontext.Value(`{}`),
 	}
 	withTypes(`{"use":"adp:reactions/1.0"}`,
 		`{"use":"adp:deliberation/1.0","overrides":{"poll.vote":{"roles":["moderator","speaker","observer"]}}}`,
 		`{"use":"adp:moderation/1.0"}`,
 		reviewFinding)(&create)
-	b.reject("§9.3 room.create with start_time not before end_time", adp.ErrInvalidEvent)(b.raw("creator", "room.create", nil, `{"topic":"t","visibility":"public","start_time":5,"end_time":5}`))
+	b.reject("§9.3 room.create with start_time not before end_time", adp.ErrInvalidEvent)(raw(b.World, "creator", "room.create", nil, `{"topic":"t","visibility":"public","start_time":5,"end_time":5}`))
 	rc := b.accept("room.create (scheduled)")(adp.NewRoomCreate(ctx, a("creator"), create))
 
-	b.reject("§14 message.create before start_time", adp.ErrRoomNotActive)(adp.NewMessage(ctx, a("creator"), b.base("message.create"), msg("early")))
-	b.reject("§13.2 room.close of a scheduled room", adp.ErrRoomNotActive)(adp.NewClose(ctx, a("creator"), b.base("room.close"), adp.Notice{}))
-	b.reject("§10.2 moderator join without a listing", adp.ErrRoleNotAllowed)(adp.NewJoin(ctx, a("alice"), b.base("room.join"), adp.Join{Role: adp.RoleModerator}))
+	b.reject("§14 message.create before start_time", adp.ErrRoomNotActive)(adp.NewMessage(ctx, a("creator"), b.Base("message.create"), msg("early")))
+	b.reject("§13.2 room.close of a scheduled room", adp.ErrRoomNotActive)(adp.NewClose(ctx, a("creator"), b.Base("room.close"), adp.Notice{}))
+	b.reject("§10.2 moderator join without a listing", adp.ErrRoleNotAllowed)(adp.NewJoin(ctx, a("alice"), b.Base("room.join"), adp.Join{Role: adp.RoleModerator}))
 
-	b.accept("room.join moderator listed in policy")(adp.NewJoin(ctx, a("mod"), b.base("room.join"), adp.Join{Role: adp.RoleModerator}))
-	b.accept("room.join speaker with perspective")(adp.NewJoin(ctx, a("alice"), b.base("room.join"),
+	b.accept("room.join moderator listed in policy")(adp.NewJoin(ctx, a("mod"), b.Base("room.join"), adp.Join{Role: adp.RoleModerator}))
+	b.accept("room.join speaker with perspective")(adp.NewJoin(ctx, a("alice"), b.Base("room.join"),
 		adp.Join{Role: adp.RoleSpeaker, Perspective: ptr("distributed-systems reviewer")}))
-	b.accept("type.define before start (curation pack)")(adp.NewTypeDefine(ctx, a("mod"), b.base("type.define"), mustDecl(`{"use":"adp:curation/1.0","overrides":{"artifact.create":{"status":"disabled"}}}`)))
-	b.accept("room.update before start: guidance")(adp.NewRoomUpdate(ctx, a("creator"), b.base("room.update"),
+	b.accept("type.define before start (curation pack)")(adp.NewTypeDefine(ctx, a("mod"), b.Base("type.define"), mustDecl(`{"use":"adp:curation/1.0","overrides":{"artifact.create":{"status":"disabled"}}}`)))
+	b.accept("room.update before start: guidance")(adp.NewRoomUpdate(ctx, a("creator"), b.Base("room.update"),
 		adp.RoomUpdate{Guidance: ptr("Cite a resource event for every factual claim. Summarize open branches before proposing.")}))
-	b.reject("§9.4 room.update by a speaker", adp.ErrPermissionDenied)(adp.NewRoomUpdate(ctx, a("alice"), b.base("room.update"), adp.RoomUpdate{Guidance: ptr("mine")}))
-	b.rejectSDK("§10.2 joining twice", adp.ErrInvalidEvent)(adp.NewJoin(ctx, a("alice"), b.base("room.join"), adp.Join{Role: adp.RoleObserver}))
+	b.reject("§9.4 room.update by a speaker", adp.ErrPermissionDenied)(adp.NewRoomUpdate(ctx, a("alice"), b.Base("room.update"), adp.RoomUpdate{Guidance: ptr("mine")}))
+	b.rejectSDK("§10.2 joining twice", adp.ErrInvalidEvent)(adp.NewJoin(ctx, a("alice"), b.Base("room.join"), adp.Join{Role: adp.RoleObserver}))
 
-	b.now = startsAt // the room activates
-	m1 := b.accept("message.create after start")(adp.NewMessage(ctx, a("alice"), b.base("message.create"), msg("## Proposal\n\nUse a two-stage review pipeline."), b.id("mod")))
-	stale := b.base("message.create")
-	b.accept("room.join observer")(adp.NewJoin(ctx, a("bob"), b.base("room.join"), adp.Join{Role: adp.RoleObserver}))
-	b.reject("§6.1 message based on the latest signal instead of the head", adp.ErrRoomHeadMismatch)(adp.NewMessage(ctx, a("alice"), b.base("room.join"), msg("wrong base")))
-	b.reject("§12 observer message", adp.ErrPermissionDenied)(adp.NewMessage(ctx, a("bob"), b.base("message.create"), msg("observer speaks")))
-	r1 := b.accept("reaction.create by an observer (signal)")(b.custom("bob", "reaction.create",
+	b.Now = startsAt // the room activates
+	m1 := b.accept("message.create after start")(adp.NewMessage(ctx, a("alice"), b.Base("message.create"), msg("## Proposal\n\nUse a two-stage review pipeline."), b.ID("mod")))
+	stale := b.Base("message.create")
+	b.accept("room.join observer")(adp.NewJoin(ctx, a("bob"), b.Base("room.join"), adp.Join{Role: adp.RoleObserver}))
+	b.reject("§6.1 message based on the latest signal instead of the head", adp.ErrRoomHeadMismatch)(adp.NewMessage(ctx, a("alice"), b.Base("room.join"), msg("wrong base")))
+	b.reject("§12 observer message", adp.ErrPermissionDenied)(adp.NewMessage(ctx, a("bob"), b.Base("message.create"), msg("observer speaks")))
+	r1 := b.accept("reaction.create by an observer (signal)")(custom(b.World, "bob", "reaction.create",
 		`{"event_id":"`+m1.Envelope.Hash().String()+`","reaction":"agree","score":0.75}`))
 	b.accept("message.create replying with references")(adp.NewMessage(ctx, a("mod"), stale,
 		adp.Message{ContentType: "text/plain", Content: adp.TextContent("Agreed; add a security pass."), References: []envelope.Hash{m1.Envelope.Hash()}}))
 	b.reject("§6.1 message on a superseded head", adp.ErrRoomHeadMismatch)(adp.NewMessage(ctx, a("alice"), stale, msg("late")))
-	b.reject("§6.1 signal anchored on a wrong hash", adp.ErrBaseRecordMismatch)(b.raw("bob", "reaction.create", &adp.Base{RoomID: rc.RoomID, Seq: 1, Hash: m1.Hash},
+	b.reject("§6.1 signal anchored on a wrong hash", adp.ErrBaseRecordMismatch)(raw(b.World, "bob", "reaction.create", &adp.Base{RoomID: rc.RoomID, Seq: 1, Hash: m1.Hash},
 		`{"event_id":"`+m1.Envelope.Hash().String()+`","reaction":"agree"}`))
-	b.rejectSDK("§12 reference to a record hash", adp.ErrInvalidEvent)(adp.NewMessage(ctx, a("alice"), b.base("message.create"), adp.Message{ContentType: "text/plain", Content: adp.TextContent("x"), References: []envelope.Hash{r1.Hash}}))
-	b.reject("§13.6 observer question (message kind)", adp.ErrPermissionDenied)(b.custom("bob", "question.create", `{"question":"Why two stages?"}`))
-	b.reject("§13.2 undefined custom type", adp.ErrTypeNotDefined)(b.raw("alice", "review.resolution", ptr(b.base("message.create")), `{"outcome":"accepted","summary":"s"}`))
+	b.rejectSDK("§12 reference to a record hash", adp.ErrInvalidEvent)(adp.NewMessage(ctx, a("alice"), b.Base("message.create"), adp.Message{ContentType: "text/plain", Content: adp.TextContent("x"), References: []envelope.Hash{r1.Hash}}))
+	b.reject("§13.6 observer question (message kind)", adp.ErrPermissionDenied)(custom(b.World, "bob", "question.create", `{"question":"Why two stages?"}`))
+	b.reject("§13.2 undefined custom type", adp.ErrTypeNotDefined)(raw(b.World, "alice", "review.resolution", ptr(b.Base("message.create")), `{"outcome":"accepted","summary":"s"}`))
 
-	poll := b.accept("poll.create")(b.custom("alice", "poll.create",
+	poll := b.accept("poll.create")(custom(b.World, "alice", "poll.create",
 		`{"poll_id":"p1","question":"Which pipeline?","options":[{"id":"a","label":"Two-stage"},{"id":"b","label":"Single pass"}],"min_choices":1,"max_choices":1}`))
-	b.accept("poll.vote by an observer (roles override)")(b.custom("bob", "poll.vote",
+	b.accept("poll.vote by an observer (roles override)")(custom(b.World, "bob", "poll.vote",
 		`{"poll_event_id":"`+poll.Envelope.Hash().String()+`","option_ids":["a"]}`))
-	b.reject("§13.6 poll.vote missing option_ids", adp.ErrPayloadSchemaViolation)(b.custom("alice", "poll.vote", `{"poll_event_id":"`+poll.Envelope.Hash().String()+`"}`))
-	b.accept("review.finding (inline type)")(b.custom("alice", "review.finding",
+	b.reject("§13.6 poll.vote missing option_ids", adp.ErrPayloadSchemaViolation)(custom(b.World, "alice", "poll.vote", `{"poll_event_id":"`+poll.Envelope.Hash().String()+`"}`))
+	b.accept("review.finding (inline type)")(custom(b.World, "alice", "review.finding",
 		`{"severity":"high","summary":"The retry loop can starve the writer queue under sustained load."}`))
-	b.reject("§13.6 review.finding outside its enum", adp.ErrPayloadSchemaViolation)(b.custom("alice", "review.finding", `{"severity":"critical","summary":"s"}`))
-	b.accept("resource.add (curation)")(b.custom("alice", "resource.add",
+	b.reject("§13.6 review.finding outside its enum", adp.ErrPayloadSchemaViolation)(custom(b.World, "alice", "review.finding", `{"severity":"critical","summary":"s"}`))
+	b.accept("resource.add (curation)")(custom(b.World, "alice", "resource.add",
 		`{"resource_type":"paper","uri":"https://example.com/review.pdf","title":"Review at scale","content_digest":"sha256:Mg4SSnKBKXJ1_HhySVqmXv-Pa9WPVvTRm9CfIayMpIo"}`))
-	b.accept("turn.update (control) by a moderator")(b.custom("mod", "turn.update",
-		`{"turn_id":1,"speaker":"`+b.id("alice").String()+`","scope":"floor"}`))
-	b.reject("§14 turn.update (control) by a speaker", adp.ErrPermissionDenied)(b.custom("alice", "turn.update", `{"turn_id":2,"speaker":"`+b.id("alice").String()+`"}`))
-	b.accept("steer.create (signal)")(b.custom("alice", "steer.create", `{"instruction":"Focus on failure modes."}`))
-	b.accept("type.define realtime pack")(adp.NewTypeDefine(ctx, a("creator"), b.base("type.define"), mustDecl(`{"use":"adp:realtime/1.0"}`)))
-	b.accept("session.offer (realtime signal)")(b.custom("alice", "session.offer",
+	b.accept("turn.update (control) by a moderator")(custom(b.World, "mod", "turn.update",
+		`{"turn_id":1,"speaker":"`+b.ID("alice").String()+`","scope":"floor"}`))
+	b.reject("§14 turn.update (control) by a speaker", adp.ErrPermissionDenied)(custom(b.World, "alice", "turn.update", `{"turn_id":2,"speaker":"`+b.ID("alice").String()+`"}`))
+	b.accept("steer.create (signal)")(custom(b.World, "alice", "steer.create", `{"instruction":"Focus on failure modes."}`))
+	b.accept("type.define realtime pack")(adp.NewTypeDefine(ctx, a("creator"), b.Base("type.define"), mustDecl(`{"use":"adp:realtime/1.0"}`)))
+	b.accept("session.offer (realtime signal)")(custom(b.World, "alice", "session.offer",
 		`{"session_id":"s1","session_type":"webrtc","media":["audio"],"description":{"type":"offer","sdp":"v=0"}}`))
-	b.accept("type.define redefinition keeping the kind")(adp.NewTypeDefine(ctx, a("mod"), b.base("type.define"),
+	b.accept("type.define redefinition keeping the kind")(adp.NewTypeDefine(ctx, a("mod"), b.Base("type.define"),
 		mustDecl(strings.Replace(reviewFinding, `"low","medium","high"`, `"low","high"`, 1))))
-	b.reject("§13.4 payload valid only under the old definition", adp.ErrPayloadSchemaViolation)(b.custom("alice", "review.finding", `{"severity":"medium","summary":"s"}`))
-	b.rejectSDK("§13.4 redefinition changing the kind", adp.ErrInvalidEvent)(adp.NewTypeDefine(ctx, a("mod"), b.base("type.define"), mustDecl(strings.Replace(reviewFinding, `"kind":"message"`, `"kind":"signal"`, 1))))
+	b.reject("§13.4 payload valid only under the old definition", adp.ErrPayloadSchemaViolation)(custom(b.World, "alice", "review.finding", `{"severity":"medium","summary":"s"}`))
+	b.rejectSDK("§13.4 redefinition changing the kind", adp.ErrInvalidEvent)(adp.NewTypeDefine(ctx, a("mod"), b.Base("type.define"), mustDecl(strings.Replace(reviewFinding, `"kind":"message"`, `"kind":"signal"`, 1))))
 
 	// Join requests (§11) in a public room: a review, then the join.
-	req := adp.JoinRequest{ID: "jr_01J8ZM7A3G2T9B4Q6X8R0N1P2Q", RoomID: rc.RoomID, Applicant: b.id("carol"), Role: adp.RoleSpeaker,
+	req := adp.JoinRequest{ID: "jr_01J8ZM7A3G2T9B4Q6X8R0N1P2Q", RoomID: rc.RoomID, Applicant: b.ID("carol"), Role: adp.RoleSpeaker,
 		Perspective: ptr("security reviewer"), Reason: ptr("I can cover threat models."),
-		CreatedAt: b.now.UnixMilli(), ExpiresAt: b.now.Add(time.Hour).UnixMilli(), Extra: jsontext.Value(`{}`)}
-	b.reject("§11 review by a speaker", adp.ErrPermissionDenied)(adp.NewJoinReview(ctx, a("alice"), b.base("room.join.review"), adp.JoinReview{Request: req, Decision: adp.DecisionApprove, Role: adp.RoleSpeaker}))
-	b.accept("room.join.review approve")(adp.NewJoinReview(ctx, a("mod"), b.base("room.join.review"),
+		CreatedAt: b.Now.UnixMilli(), ExpiresAt: b.Now.Add(time.Hour).UnixMilli(), Extra: jsontext.Value(`{}`)}
+	b.reject("§11 review by a speaker", adp.ErrPermissionDenied)(adp.NewJoinReview(ctx, a("alice"), b.Base("room.join.review"), adp.JoinReview{Request: req, Decision: adp.DecisionApprove, Role: adp.RoleSpeaker}))
+	b.accept("room.join.review approve")(adp.NewJoinReview(ctx, a("mod"), b.Base("room.join.review"),
 		adp.JoinReview{Request: req, Decision: adp.DecisionApprove, Role: adp.RoleSpeaker, Reason: "relevant expertise"}))
-	b.rejectSDK("§11 reviewing the same request twice", adp.ErrJoinRequestNotFound)(adp.NewJoinReview(ctx, a("mod"), b.base("room.join.review"), adp.JoinReview{Request: req, Decision: adp.DecisionReject}))
-	b.reject("§10.2 join role differs from the approved role", adp.ErrJoinRequestRoleMismatch)(adp.NewJoin(ctx, a("carol"), b.base("room.join"), adp.Join{Role: adp.RoleObserver, RequestID: req.ID}))
-	b.reject("§10.2 another actor using the request", adp.ErrJoinRequestNotFound)(adp.NewJoin(ctx, a("dave"), b.base("room.join"), adp.Join{Role: adp.RoleSpeaker, RequestID: req.ID}))
-	b.accept("room.join with request_id")(adp.NewJoin(ctx, a("carol"), b.base("room.join"), adp.Join{Role: adp.RoleSpeaker, RequestID: req.ID}))
-	b.reject("§10.2 max_speakers (4) reached", adp.ErrMaxSpeakersExceeded)(adp.NewJoin(ctx, a("dave"), b.base("room.join"), adp.Join{Role: adp.RoleSpeaker}))
-	b.accept("room.member.role.update demote to observer")(adp.NewRoleUpdate(ctx, a("creator"), b.base("room.member.role.update"),
-		adp.RoleUpdate{Member: b.id("carol"), Role: adp.RoleObserver, Reason: "rate limit escalation"}))
-	b.rejectSDK("§10.4 role update of a non-member", adp.ErrInvalidEvent)(adp.NewRoleUpdate(ctx, a("creator"), b.base("room.member.role.update"), adp.RoleUpdate{Member: b.id("dave"), Role: adp.RoleObserver}))
-	b.accept("room.join speaker after the demotion freed a seat")(adp.NewJoin(ctx, a("dave"), b.base("room.join"), adp.Join{Role: adp.RoleSpeaker}))
-	b.accept("room.leave")(adp.NewLeave(ctx, a("dave"), b.base("room.leave"), adp.Notice{Reason: "done for today"}))
-	b.accept("room.member.remove with ban")(adp.NewMemberRemove(ctx, a("mod"), b.base("room.member.remove"),
-		adp.MemberRemove{Member: b.id("carol"), Ban: true, Reason: "off-topic", References: []envelope.Hash{m1.Envelope.Hash()}}))
-	b.reject("§10.5 banned agent joining", adp.ErrMemberBanned)(adp.NewJoin(ctx, a("carol"), b.base("room.join"), adp.Join{Role: adp.RoleObserver}))
-	b.rejectSDK("§10.5 removing the creator", adp.ErrPermissionDenied)(adp.NewMemberRemove(ctx, a("mod"), b.base("room.member.remove"), adp.MemberRemove{Member: b.id("creator")}))
-	b.rejectSDK("§10.5 removing a non-member without ban", adp.ErrInvalidEvent)(adp.NewMemberRemove(ctx, a("mod"), b.base("room.member.remove"), adp.MemberRemove{Member: b.id("dave")}))
-	b.rejectSDK("§9.4 start_time of an active room", adp.ErrInvalidEvent)(adp.NewRoomUpdate(ctx, a("creator"), b.base("room.update"), adp.RoomUpdate{StartTime: ptr(b.now.UnixMilli())}))
-	b.rejectSDK("§9.4 end_time not after now in an active room", adp.ErrInvalidEvent)(adp.NewRoomUpdate(ctx, a("creator"), b.base("room.update"), adp.RoomUpdate{EndTime: ptr(b.now.UnixMilli())}))
-	b.accept("room.update end_time and tags")(adp.NewRoomUpdate(ctx, a("mod"), b.base("room.update"),
+	b.rejectSDK("§11 reviewing the same request twice", adp.ErrJoinRequestNotFound)(adp.NewJoinReview(ctx, a("mod"), b.Base("room.join.review"), adp.JoinReview{Request: req, Decision: adp.DecisionReject}))
+	b.reject("§10.2 join role differs from the approved role", adp.ErrJoinRequestRoleMismatch)(adp.NewJoin(ctx, a("carol"), b.Base("room.join"), adp.Join{Role: adp.RoleObserver, RequestID: req.ID}))
+	b.reject("§10.2 another actor using the request", adp.ErrJoinRequestNotFound)(adp.NewJoin(ctx, a("dave"), b.Base("room.join"), adp.Join{Role: adp.RoleSpeaker, RequestID: req.ID}))
+	b.accept("room.join with request_id")(adp.NewJoin(ctx, a("carol"), b.Base("room.join"), adp.Join{Role: adp.RoleSpeaker, RequestID: req.ID}))
+	b.reject("§10.2 max_speakers (4) reached", adp.ErrMaxSpeakersExceeded)(adp.NewJoin(ctx, a("dave"), b.Base("room.join"), adp.Join{Role: adp.RoleSpeaker}))
+	b.accept("room.member.role.update demote to observer")(adp.NewRoleUpdate(ctx, a("creator"), b.Base("room.member.role.update"),
+		adp.RoleUpdate{Member: b.ID("carol"), Role: adp.RoleObserver, Reason: "rate limit escalation"}))
+	b.rejectSDK("§10.4 role update of a non-member", adp.ErrInvalidEvent)(adp.NewRoleUpdate(ctx, a("creator"), b.Base("room.member.role.update"), adp.RoleUpdate{Member: b.ID("dave"), Role: adp.RoleObserver}))
+	b.accept("room.join speaker after the demotion freed a seat")(adp.NewJoin(ctx, a("dave"), b.Base("room.join"), adp.Join{Role: adp.RoleSpeaker}))
+	b.accept("room.leave")(adp.NewLeave(ctx, a("dave"), b.Base("room.leave"), adp.Notice{Reason: "done for today"}))
+	b.accept("room.member.remove with ban")(adp.NewMemberRemove(ctx, a("mod"), b.Base("room.member.remove"),
+		adp.MemberRemove{Member: b.ID("carol"), Ban: true, Reason: "off-topic", References: []envelope.Hash{m1.Envelope.Hash()}}))
+	b.reject("§10.5 banned agent joining", adp.ErrMemberBanned)(adp.NewJoin(ctx, a("carol"), b.Base("room.join"), adp.Join{Role: adp.RoleObserver}))
+	b.rejectSDK("§10.5 removing the creator", adp.ErrPermissionDenied)(adp.NewMemberRemove(ctx, a("mod"), b.Base("room.member.remove"), adp.MemberRemove{Member: b.ID("creator")}))
+	b.rejectSDK("§10.5 removing a non-member without ban", adp.ErrInvalidEvent)(adp.NewMemberRemove(ctx, a("mod"), b.Base("room.member.remove"), adp.MemberRemove{Member: b.ID("dave")}))
+	b.rejectSDK("§9.4 start_time of an active room", adp.ErrInvalidEvent)(adp.NewRoomUpdate(ctx, a("creator"), b.Base("room.update"), adp.RoomUpdate{StartTime: ptr(b.Now.UnixMilli())}))
+	b.rejectSDK("§9.4 end_time not after now in an active room", adp.ErrInvalidEvent)(adp.NewRoomUpdate(ctx, a("creator"), b.Base("room.update"), adp.RoomUpdate{EndTime: ptr(b.Now.UnixMilli())}))
+	b.accept("room.update end_time and tags")(adp.NewRoomUpdate(ctx, a("mod"), b.Base("room.update"),
 		adp.RoomUpdate{EndTime: ptr(startsAt.Add(3 * time.Hour).UnixMilli()), Tags: []string{}}))
-	b.rejectSDK("§13.2 room.cancel of an active room", adp.ErrRoomNotActive)(adp.NewCancel(ctx, a("creator"), b.base("room.cancel"), adp.Notice{}))
-	b.reject("§21 payload over 64 KiB", adp.ErrPayloadTooLarge)(adp.NewMessage(ctx, a("alice"), b.base("message.create"), msg(strings.Repeat("x", 64<<10))))
-	b.rejectSDK("§6 room_id of another room", adp.ErrInvalidEvent)(adp.NewMessage(ctx, a("alice"), adp.Base{RoomID: "elsewhere", Seq: b.world.room.Head().Seq, Hash: b.world.room.Head().Hash}, msg("x")))
-	b.reject("§13.6 a type the room disabled", adp.ErrTypeDisabled)(b.custom("mod", "artifact.create", `{"artifact_id":"a1","format":"markdown","title":"Summary"}`))
-	b.reject("§13.5 an unknown registered pack", adp.ErrPackUnavailable)(adp.NewTypeDefine(ctx, a("mod"), b.base("type.define"), mustDecl(`{"use":"adp:unknown/1.0"}`)))
-	good, _ := adp.NewMessage(ctx, a("alice"), b.base("message.create"), msg("original text"))
+	b.rejectSDK("§13.2 room.cancel of an active room", adp.ErrRoomNotActive)(adp.NewCancel(ctx, a("creator"), b.Base("room.cancel"), adp.Notice{}))
+	b.reject("§21 payload over 64 KiB", adp.ErrPayloadTooLarge)(adp.NewMessage(ctx, a("alice"), b.Base("message.create"), msg(strings.Repeat("x", 64<<10))))
+	b.rejectSDK("§6 room_id of another room", adp.ErrInvalidEvent)(adp.NewMessage(ctx, a("alice"), adp.Base{RoomID: "elsewhere", Seq: b.World.Room.Head().Seq, Hash: b.World.Room.Head().Hash}, msg("x")))
+	b.reject("§13.6 a type the room disabled", adp.ErrTypeDisabled)(custom(b.World, "mod", "artifact.create", `{"artifact_id":"a1","format":"markdown","title":"Summary"}`))
+	b.reject("§13.5 an unknown registered pack", adp.ErrPackUnavailable)(adp.NewTypeDefine(ctx, a("mod"), b.Base("type.define"), mustDecl(`{"use":"adp:unknown/1.0"}`)))
+	good, _ := adp.NewMessage(ctx, a("alice"), b.Base("message.create"), msg("original text"))
 	b.rejectWire("§6 event changed after signing", adp.ErrInvalidEventHash,
 		[]byte(strings.Replace(string(good.AppendJSON(nil)), "original text", "altered text", 1)))
-	other, _ := adp.NewMessage(ctx, a("mod"), b.base("message.create"), msg("another"))
+	other, _ := adp.NewMessage(ctx, a("mod"), b.Base("message.create"), msg("another"))
 	b.rejectWire("§6 signature of another event", adp.ErrInvalidSignature,
 		[]byte(strings.Replace(string(good.AppendJSON(nil)), sigText(good), sigText(other), 1)))
 	b.rejectWire("§6 malformed actor", adp.ErrInvalidActor,
 		[]byte(strings.Replace(string(good.AppendJSON(nil)), `"actor":"did:agent:`, `"actor":"did:agent:x`, 1)))
 	b.rejectSDK("§6 an envelope the room already accepted", adp.ErrInvalidEvent)(m1.Envelope, nil)
-	b.accept("room.close")(adp.NewClose(ctx, a("creator"), b.base("room.close"), adp.Notice{Reason: "Discussion complete."}))
-	b.reject("§8 message after room.close", adp.ErrRoomEnded)(adp.NewMessage(ctx, a("alice"), b.base("message.create"), msg("after the end")))
-	b.reject("§8 reaction after room.close", adp.ErrRoomEnded)(b.custom("bob", "reaction.create", `{"event_id":"`+m1.Envelope.Hash().String()+`","reaction":"important"}`))
+	b.accept("room.close")(adp.NewClose(ctx, a("creator"), b.Base("room.close"), adp.Notice{Reason: "Discussion complete."}))
+	b.reject("§8 message after room.close", adp.ErrRoomEnded)(adp.NewMessage(ctx, a("alice"), b.Base("message.create"), msg("after the end")))
+	b.reject("§8 reaction after room.close", adp.ErrRoomEnded)(custom(b.World, "bob", "reaction.create", `{"event_id":"`+m1.Envelope.Hash().String()+`","reaction":"important"}`))
 	return b.finish()
 }
 
 func buildCancelledRoom(t testing.TB, rejects *[]vectorReject) vectorRoom {
 	b := newVectorBuilder(t, "cancelled", "d8ftedhpqhsusbg002ug", rejects)
-	ctx := b.ctx
-	start := b.now.Add(24 * time.Hour)
-	b.reject("§16 a write to a room that does not exist", adp.ErrRoomNotFound)(adp.NewJoin(ctx, b.a("alice"),
+	ctx := b.Ctx
+	start := b.Now.Add(24 * time.Hour)
+	b.reject("§16 a write to a room that does not exist", adp.ErrRoomNotFound)(adp.NewJoin(ctx, b.Author("alice"),
 		adp.Base{RoomID: "d8ftedhpqhsusbg002ug", Seq: 1}, adp.Join{Role: adp.RoleSpeaker}))
-	b.accept("room.create (restricted, scheduled)")(adp.NewRoomCreate(ctx, b.a("creator"), adp.RoomCreate{
+	b.accept("room.create (restricted, scheduled)")(adp.NewRoomCreate(ctx, b.Author("creator"), adp.RoomCreate{
 		Topic: "Postponed security review", Visibility: adp.VisibilityRestricted,
 		StartTime: start.UnixMilli(), EndTime: start.Add(time.Hour).UnixMilli(),
 		Policy: &adp.Policy{ObserverAllowed: ptr(false)},
 	}))
-	b.reject("§10.2 direct join to a restricted room", adp.ErrApprovalRequired)(adp.NewJoin(ctx, b.a("alice"), b.base("room.join"), adp.Join{Role: adp.RoleSpeaker}))
-	b.reject("§10.2 observer when observer_allowed is false", adp.ErrRoleNotAllowed)(adp.NewJoin(ctx, b.a("alice"), b.base("room.join"), adp.Join{Role: adp.RoleObserver}))
-	b.rejectSDK("§10.2 join naming a request no review approved (restricted room)", adp.ErrJoinRequestNotFound)(adp.NewJoin(ctx, b.a("alice"), b.base("room.join"), adp.Join{Role: adp.RoleSpeaker, RequestID: "jr_2"}))
-	req := adp.JoinRequest{ID: "jr_2", RoomID: "d8ftedhpqhsusbg002ug", Applicant: b.id("alice"), Role: adp.RoleSpeaker,
-		CreatedAt: b.now.UnixMilli(), ExpiresAt: b.now.Add(time.Hour).UnixMilli()}
-	b.accept("room.join.review reject")(adp.NewJoinReview(ctx, b.a("creator"), b.base("room.join.review"),
+	b.reject("§10.2 direct join to a restricted room", adp.ErrApprovalRequired)(adp.NewJoin(ctx, b.Author("alice"), b.Base("room.join"), adp.Join{Role: adp.RoleSpeaker}))
+	b.reject("§10.2 observer when observer_allowed is false", adp.ErrRoleNotAllowed)(adp.NewJoin(ctx, b.Author("alice"), b.Base("room.join"), adp.Join{Role: adp.RoleObserver}))
+	b.rejectSDK("§10.2 join naming a request no review approved (restricted room)", adp.ErrJoinRequestNotFound)(adp.NewJoin(ctx, b.Author("alice"), b.Base("room.join"), adp.Join{Role: adp.RoleSpeaker, RequestID: "jr_2"}))
+	req := adp.JoinRequest{ID: "jr_2", RoomID: "d8ftedhpqhsusbg002ug", Applicant: b.ID("alice"), Role: adp.RoleSpeaker,
+		CreatedAt: b.Now.UnixMilli(), ExpiresAt: b.Now.Add(time.Hour).UnixMilli()}
+	b.accept("room.join.review reject")(adp.NewJoinReview(ctx, b.Author("creator"), b.Base("room.join.review"),
 		adp.JoinReview{Request: req, Decision: adp.DecisionReject, Reason: "not this time"}))
-	b.reject("§10.2 join on a rejected request", adp.ErrJoinRequestNotApproved)(adp.NewJoin(ctx, b.a("alice"), b.base("room.join"), adp.Join{Role: adp.RoleSpeaker, RequestID: "jr_2"}))
-	short := adp.JoinRequest{ID: "jr_3", RoomID: "d8ftedhpqhsusbg002ug", Applicant: b.id("bob"), Role: adp.RoleSpeaker,
-		CreatedAt: b.now.UnixMilli(), ExpiresAt: b.now.Add(time.Minute).UnixMilli()}
-	b.accept("room.join.review approve with a short expiry")(adp.NewJoinReview(ctx, b.a("creator"), b.base("room.join.review"),
+	b.reject("§10.2 join on a rejected request", adp.ErrJoinRequestNotApproved)(adp.NewJoin(ctx, b.Author("alice"), b.Base("room.join"), adp.Join{Role: adp.RoleSpeaker, RequestID: "jr_2"}))
+	short := adp.JoinRequest{ID: "jr_3", RoomID: "d8ftedhpqhsusbg002ug", Applicant: b.ID("bob"), Role: adp.RoleSpeaker,
+		CreatedAt: b.Now.UnixMilli(), ExpiresAt: b.Now.Add(time.Minute).UnixMilli()}
+	b.accept("room.join.review approve with a short expiry")(adp.NewJoinReview(ctx, b.Author("creator"), b.Base("room.join.review"),
 		adp.JoinReview{Request: short, Decision: adp.DecisionApprove, Role: adp.RoleSpeaker}))
-	b.tick(2 * time.Minute)
-	b.reject("§10.2 join on an expired approval", adp.ErrJoinRequestExpired)(adp.NewJoin(ctx, b.a("bob"), b.base("room.join"), adp.Join{Role: adp.RoleSpeaker, RequestID: "jr_3"}))
-	stale := adp.JoinRequest{ID: "jr_4", RoomID: "d8ftedhpqhsusbg002ug", Applicant: b.id("carol"), Role: adp.RoleSpeaker,
-		CreatedAt: b.now.Add(-2 * time.Minute).UnixMilli(), ExpiresAt: b.now.Add(-time.Minute).UnixMilli()}
-	b.reject("§11 review of a request that has expired", adp.ErrJoinRequestExpired)(adp.NewJoinReview(ctx, b.a("creator"), b.base("room.join.review"),
+	b.Tick(2 * time.Minute)
+	b.reject("§10.2 join on an expired approval", adp.ErrJoinRequestExpired)(adp.NewJoin(ctx, b.Author("bob"), b.Base("room.join"), adp.Join{Role: adp.RoleSpeaker, RequestID: "jr_3"}))
+	stale := adp.JoinRequest{ID: "jr_4", RoomID: "d8ftedhpqhsusbg002ug", Applicant: b.ID("carol"), Role: adp.RoleSpeaker,
+		CreatedAt: b.Now.Add(-2 * time.Minute).UnixMilli(), ExpiresAt: b.Now.Add(-time.Minute).UnixMilli()}
+	b.reject("§11 review of a request that has expired", adp.ErrJoinRequestExpired)(adp.NewJoinReview(ctx, b.Author("creator"), b.Base("room.join.review"),
 		adp.JoinReview{Request: stale, Decision: adp.DecisionApprove, Role: adp.RoleSpeaker}))
-	b.reject("§11 review of a request that expires when it is made", adp.ErrInvalidEvent)(b.raw("creator", "room.join.review", ptr(b.base("room.join.review")),
-		`{"request":{"id":"jr_5","room_id":"d8ftedhpqhsusbg002ug","applicant":"`+b.id("carol").String()+`","role":"speaker","created_at":`+
-			strconv.FormatInt(b.now.UnixMilli(), 10)+`,"expires_at":`+strconv.FormatInt(b.now.UnixMilli(), 10)+`},"decision":"reject"}`))
-	b.rejectSDK("§9.4 room.update to start_time ≥ end_time", adp.ErrInvalidEvent)(adp.NewRoomUpdate(ctx, b.a("creator"), b.base("room.update"), adp.RoomUpdate{StartTime: ptr(start.Add(2 * time.Hour).UnixMilli())}))
-	b.accept("room.cancel")(adp.NewCancel(ctx, b.a("creator"), b.base("room.cancel"), adp.Notice{Reason: "Postponed."}))
-	b.reject("§8 join after room.cancel", adp.ErrRoomNotActive)(adp.NewJoin(ctx, b.a("bob"), b.base("room.join"), adp.Join{Role: adp.RoleSpeaker}))
+	b.reject("§11 review of a request that expires when it is made", adp.ErrInvalidEvent)(raw(b.World, "creator", "room.join.review", ptr(b.Base("room.join.review")),
+		`{"request":{"id":"jr_5","room_id":"d8ftedhpqhsusbg002ug","applicant":"`+b.ID("carol").String()+`","role":"speaker","created_at":`+
+			strconv.FormatInt(b.Now.UnixMilli(), 10)+`,"expires_at":`+strconv.FormatInt(b.Now.UnixMilli(), 10)+`},"decision":"reject"}`))
+	b.rejectSDK("§9.4 room.update to start_time ≥ end_time", adp.ErrInvalidEvent)(adp.NewRoomUpdate(ctx, b.Author("creator"), b.Base("room.update"), adp.RoomUpdate{StartTime: ptr(start.Add(2 * time.Hour).UnixMilli())}))
+	b.accept("room.cancel")(adp.NewCancel(ctx, b.Author("creator"), b.Base("room.cancel"), adp.Notice{Reason: "Postponed."}))
+	b.reject("§8 join after room.cancel", adp.ErrRoomNotActive)(adp.NewJoin(ctx, b.Author("bob"), b.Base("room.join"), adp.Join{Role: adp.RoleSpeaker}))
 	return b.finish()
 }
 
@@ -365,14 +366,14 @@ func buildCancelledRoom(t testing.TB, rejects *[]vectorReject) vectorRoom {
 // max_speakers.
 func buildAutoApprovalRoom(t testing.TB, rejects *[]vectorReject) vectorRoom {
 	b := newVectorBuilder(t, "auto-approval", "d8ftedhpqhsusbg003vg", rejects)
-	ctx := b.ctx
+	ctx := b.Ctx
 	joinReq := func(name, requestID string, role adp.Role) (*envelope.Envelope, error) {
-		return adp.NewJoin(ctx, b.a(name), b.base("room.join"), adp.Join{Role: role, RequestID: requestID})
+		return adp.NewJoin(ctx, b.Author(name), b.Base("room.join"), adp.Join{Role: role, RequestID: requestID})
 	}
-	b.accept("room.create (public, active)")(adp.NewRoomCreate(ctx, b.a("creator"), adp.RoomCreate{
+	b.accept("room.create (public, active)")(adp.NewRoomCreate(ctx, b.Author("creator"), adp.RoomCreate{
 		Topic: "Open triage", Visibility: adp.VisibilityPublic,
-		StartTime: b.now.UnixMilli(), EndTime: b.now.Add(time.Hour).UnixMilli(),
-		Policy: &adp.Policy{ModeratorAgentIDs: []identity.AgentID{b.id("mod")}, MaxSpeakers: 3},
+		StartTime: b.Now.UnixMilli(), EndTime: b.Now.Add(time.Hour).UnixMilli(),
+		Policy: &adp.Policy{ModeratorAgentIDs: []identity.AgentID{b.ID("mod")}, MaxSpeakers: 3},
 	}))
 	b.accept("room.join naming an auto-approved request")(joinReq("alice", "jr_auto_alice", adp.RoleSpeaker))
 	b.reject("§11 a moderator request is auto-approved only for moderator_agent_ids", adp.ErrRoleNotAllowed)(joinReq("carol", "jr_auto_carol_mod", adp.RoleModerator))
@@ -380,12 +381,12 @@ func buildAutoApprovalRoom(t testing.TB, rejects *[]vectorReject) vectorRoom {
 	b.reject("§10.2 max_speakers (3) applies to auto-approved requests", adp.ErrMaxSpeakersExceeded)(joinReq("carol", "jr_auto_carol", adp.RoleSpeaker))
 	b.accept("room.join observer with an auto-approved request")(joinReq("dave", "jr_auto_dave", adp.RoleObserver))
 	b.rejectSDK("§10.2 another actor naming a used auto-approved request", adp.ErrJoinRequestNotFound)(joinReq("carol", "jr_auto_alice", adp.RoleObserver))
-	b.rejectSDK("§11 reviewing a request already approved automatically", adp.ErrJoinRequestNotFound)(adp.NewJoinReview(ctx, b.a("creator"), b.base("room.join.review"),
-		adp.JoinReview{Request: adp.JoinRequest{ID: "jr_auto_alice", RoomID: "d8ftedhpqhsusbg003vg", Applicant: b.id("alice"), Role: adp.RoleSpeaker,
-			CreatedAt: b.now.UnixMilli(), ExpiresAt: b.now.Add(time.Hour).UnixMilli()}, Decision: adp.DecisionReject}))
-	b.accept("room.leave")(adp.NewLeave(ctx, b.a("alice"), b.base("room.leave"), adp.Notice{}))
+	b.rejectSDK("§11 reviewing a request already approved automatically", adp.ErrJoinRequestNotFound)(adp.NewJoinReview(ctx, b.Author("creator"), b.Base("room.join.review"),
+		adp.JoinReview{Request: adp.JoinRequest{ID: "jr_auto_alice", RoomID: "d8ftedhpqhsusbg003vg", Applicant: b.ID("alice"), Role: adp.RoleSpeaker,
+			CreatedAt: b.Now.UnixMilli(), ExpiresAt: b.Now.Add(time.Hour).UnixMilli()}, Decision: adp.DecisionReject}))
+	b.accept("room.leave")(adp.NewLeave(ctx, b.Author("alice"), b.Base("room.leave"), adp.Notice{}))
 	b.rejectSDK("§10.2 a consumed auto-approved request", adp.ErrJoinRequestExpired)(joinReq("alice", "jr_auto_alice", adp.RoleSpeaker))
-	b.accept("room.member.remove with a preventive ban")(adp.NewMemberRemove(ctx, b.a("mod"), b.base("room.member.remove"), adp.MemberRemove{Member: b.id("bob"), Ban: true}))
+	b.accept("room.member.remove with a preventive ban")(adp.NewMemberRemove(ctx, b.Author("mod"), b.Base("room.member.remove"), adp.MemberRemove{Member: b.ID("bob"), Ban: true}))
 	b.reject("§10.5 a banned agent's request is never auto-approved", adp.ErrMemberBanned)(joinReq("bob", "jr_auto_bob", adp.RoleObserver))
 	return b.finish()
 }
@@ -416,7 +417,7 @@ func marshalVectors(t testing.TB, vf *vectorFile) []byte {
 // change.
 func TestVectorsReproducible(t *testing.T) {
 	got := marshalVectors(t, buildVectors(t))
-	if *update {
+	if *updateVectors {
 		if err := os.WriteFile(vectorsPath, got, 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -169,6 +169,22 @@ func (t *Transcript) body(ev envelope.Event) {
 			t.str("\nGuidance:\n\n")
 			t.fence("text", p.Guidance)
 		}
+	case adp.TypeRoomUpdate:
+		t.str("- Updates the room contract\n")
+		if v, err := adp.ParsePayload(ev.Type, ev.Payload); err == nil {
+			u := v.(*adp.RoomUpdate)
+			if u.Topic != nil {
+				t.str("- Topic: ")
+				t.text(*u.Topic)
+				t.str("\n")
+			}
+			if u.StartTime != nil {
+				t.str("- Start: " + formatTime(*u.StartTime) + "\n")
+			}
+			if u.EndTime != nil {
+				t.str("- End: " + formatTime(*u.EndTime) + "\n")
+			}
+		}
 	case adp.TypeRoomJoin:
 		t.str("- Joined as ")
 		t.code(p.Role)

@@ -581,22 +581,11 @@ func peekSeq(raw []byte) int64 {
 	return 0
 }
 
-// staticPacks serves archived pack documents by digest through a
-// packs.StaticFetcher: the digest pins the content, so the URI an import
-// names need not match the one the document was archived under.
-type staticPacks map[string][]byte
-
-func (s staticPacks) Fetch(ctx context.Context, uri, digest string) ([]byte, error) {
-	raw, ok := s[digest]
-	if !ok {
-		return nil, identity.Errorf(adp.CodePackUnavailable, "pack %.80q with digest %.80s is not in the archive", uri, digest)
-	}
-	return packs.StaticFetcher{{Pack: uri, Digest: digest, Raw: raw}}.Fetch(ctx, uri, digest)
-}
-
-// checkPacks verifies each archived document against its digest.
-func checkPacks(docs []packs.PackDocument) (staticPacks, error) {
-	s := make(staticPacks, len(docs))
+// checkPacks verifies each archived document against its digest. The
+// packs.StaticFetcher it returns serves them by digest, so the URI an
+// import names need not match the one a document was archived under.
+func checkPacks(docs []packs.PackDocument) (packs.StaticFetcher, error) {
+	s := make(packs.StaticFetcher, 0, len(docs))
 	for _, d := range docs {
 		if err := packs.VerifyDigest(d.Raw, d.Digest); err != nil {
 			name := d.Pack
@@ -605,7 +594,7 @@ func checkPacks(docs []packs.PackDocument) (staticPacks, error) {
 			}
 			return nil, identity.Wrap(adp.CodePackUnavailable, fmt.Sprintf("archived pack document %.80q", name), err)
 		}
-		s[d.Digest] = d.Raw
+		s = append(s, d)
 	}
 	return s, nil
 }

@@ -41,3 +41,36 @@ func Example() {
 	// first write fresh: true
 	// replay refused: true
 }
+
+// Verify events of a protocol this module does not implement: its extra
+// top-level fields are accepted only when its Protocol is passed.
+func ExampleVerifyWith() {
+	ctx := context.Background()
+	key, err := identity.NewKeyFromSeed(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	notes := envelope.Protocol{Name: "agent-notes/1.0", Fields: []string{"thread"}}
+	env, err := envelope.SignWith(ctx, key, envelope.Event{
+		Protocol: notes.Name, Type: "note.create", Actor: key.AgentID(),
+		CreatedAt: 1779753600000, Nonce: 1779753600000, Payload: jsontext.Value(`{"text":"hi"}`),
+		Ext: envelope.Fields{{Name: "thread", Value: jsontext.Value(`"t1"`)}},
+	}, notes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	wire := env.AppendJSON(nil)
+
+	_, err = envelope.Verify(wire)
+	fmt.Println("without its Protocol:", errors.Is(err, identity.ErrInvalidEvent))
+	if _, err := envelope.VerifyWith(wire, notes); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("with its Protocol: verified")
+	// Output:
+	// without its Protocol: true
+	// with its Protocol: verified
+}

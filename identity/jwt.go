@@ -51,7 +51,8 @@ type TokenClaims struct {
 	Issuer AgentID
 	// Audience is the service origin the token was minted for.
 	Audience Origin
-	// IssuedAt and ExpiresAt are iat and exp, in whole seconds.
+	// IssuedAt and ExpiresAt are iat and exp, to the nanosecond (a finer
+	// fraction is truncated here; verification compared the exact values).
 	IssuedAt, ExpiresAt time.Time
 }
 
@@ -161,8 +162,12 @@ type tokenClaims struct {
 //   - the signature verifies with the strict rules of VerifySignature over
 //     the ASCII signing input;
 //   - aud is a string equal to audience;
-//   - iat and exp are integers, exp > iat, exp − iat ≤ MaxLifetime, and
-//     iat ≤ now + Skew;
+//   - iat and exp are RFC 7519 NumericDates: JSON numbers, which may have
+//     a fraction or an exponent, from 0 to 2^53−1 (a minus sign, even on
+//     zero, is refused); exp > iat, exp − iat ≤ MaxLifetime, and
+//     iat ≤ now + Skew. Every comparison is exact: the claims are compared
+//     as decimals, not floats, with the clock read to the nanosecond and
+//     MaxLifetime and Skew in whole seconds;
 //   - now < exp: exp is the first second at which the token is expired, as
 //     in RFC 7519; no skew is applied to exp (iat's skew already covers a
 //     fast client clock, and a slow one only shortens the token's life);
@@ -229,16 +234,16 @@ func VerifyRequestToken(token string, audience Origin, opts *VerifyOptions) (*To
 	iss, okI := jsonString(c.Iss)
 	sub, okS := jsonString(c.Sub)
 	aud, okU := jsonString(c.Aud)
-	iat, okT1 := jsonSeconds(c.Iat)
-	exp, okT2 := jsonSeconds(c.Exp)
+	iat, okT1 := jsonDate(c.Iat)
+	exp, okT2 := jsonDate(c.Exp)
 	if !okI || !okS || !okU || !okT1 || !okT2 {
-		return nil, tokenError("token claims need string iss, sub, aud and integer iat, exp", ErrTokenClaims)
+		return nil, tokenError("token claims need string iss, sub, aud and NumericDate iat, exp", ErrTokenClaims)
 	}
-	nbf, hasNbf := int64(0), len(c.Nbf) > 0
+	nbf, hasNbf := numericDate{}, len(c.Nbf) > 0
 	if hasNbf {
 		var ok bool
-		if nbf, ok = jsonSeconds(c.Nbf); !ok {
-			return nil, tokenError("token nbf is not an integer", ErrTokenClaims)
+		if nbf, ok = jsonDate(c.Nbf); !ok {
+			return nil, tokenError("token nbf is not a NumericDate", ErrTokenClaims)
 		}
 	}
 	if kid != iss || sub != iss {
@@ -256,28 +261,30 @@ func VerifyRequestToken(token string, audience Origin, opts *VerifyOptions) (*To
 	if audience.IsZero() || aud != audience.String() {
 		return nil, tokenError("token aud is not this service's origin", ErrTokenAudience)
 	}
+	// Exact comparisons: the claims as decimals, the clock to the
+	// nanosecond, the bounds in whole seconds.
 	life := int64(maxLife / time.Second)
 	sk := int64(skew / time.Second)
-	t := now().Unix()
+	t := dateOf(now())
 	switch {
-	case exp <= iat:
+	case exp.cmp(iat) <= 0:
 		return nil, tokenError("token exp is not after iat", ErrTokenLifetime)
-	case exp-iat > life:
-		return nil, tokenError(fmt.Sprintf("token lifetime %d s exceeds %d s", exp-iat, life), ErrTokenLifetime)
-	case iat > t+sk:
+	case exp.cmp(iat.add(life)) > 0:
+		return nil, tokenError(fmt.Sprintf("token lifetime exceeds %d s", life), ErrTokenLifetime)
+	case iat.cmp(t.add(sk)) > 0:
 		return nil, tokenError("token iat is in the future", ErrTokenIssuedAt)
-	case hasNbf && nbf > t+sk:
+	case hasNbf && nbf.cmp(t.add(sk)) > 0:
 		return nil, tokenError("token nbf is in the future", ErrTokenNotBefore)
-	case t >= exp:
+	case t.cmp(exp) >= 0:
 		return nil, tokenError("token expired", ErrTokenExpired)
-	case t-iat > life+sk:
+	case t.cmp(iat.add(life+sk)) > 0:
 		return nil, tokenError("token iat is too old", ErrTokenExpired)
 	}
 	return &TokenClaims{
 		Issuer:    id,
 		Audience:  audience,
-		IssuedAt:  time.Unix(iat, 0),
-		ExpiresAt: time.Unix(exp, 0),
+		IssuedAt:  iat.time(),
+		ExpiresAt: exp.time(),
 	}, nil
 }
 
@@ -307,10 +314,13 @@ func jsonString(v jsontext.Value) (string, bool) {
 	return s, err == nil
 }
 
-// jsonSeconds decodes a raw JSON integer literal in 0 … 2^53−1.
-func jsonSeconds(v jsontext.Value) (int64, bool) {
-	n, err := strictjson.Int(v)
-	return n, err == nil && n >= 0
+// jsonDate decodes a raw JSON number as a NumericDate in 0 … 2^53−1
+// (see parseNumericDate); ok is false when v is absent or not a number.
+func jsonDate(v jsontext.Value) (numericDate, bool) {
+	if v.Kind() != '0' {
+		return numericDate{}, false
+	}
+	return parseNumericDate(v)
 }
 
 // BearerToken returns the token of an "Authorization: Bearer <token>"

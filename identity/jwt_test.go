@@ -217,8 +217,17 @@ func TestVerifyRequestTokenRules(t *testing.T) {
 		{"capitalised claim names", forge(k, stdHeader(k), fmt.Sprintf(`{"ISS":"%s","SUB":"%s","AUD":"%s","IAT":%d,"EXP":%d}`, id, id, testAud, iat, exp)), identity.ErrTokenClaims},
 		{"capitalised AUD beside iss", forge(k, stdHeader(k), claimsWith(fmt.Sprintf(`"AUD":"%s","iat":%d,"exp":%d`, testAud, iat, exp))), identity.ErrTokenClaims},
 		{"aud array", forge(k, stdHeader(k), claimsWith(fmt.Sprintf(`"aud":["%s"],"iat":%d,"exp":%d`, testAud, iat, exp))), identity.ErrTokenClaims},
-		{"iat fraction", forge(k, stdHeader(k), claimsWith(fmt.Sprintf(`"aud":"%s","iat":%d.0,"exp":%d`, testAud, iat, exp))), identity.ErrTokenClaims},
-		{"exp exponent", forge(k, stdHeader(k), claimsWith(fmt.Sprintf(`"aud":"%s","iat":%d,"exp":1.7e9`, testAud, iat))), identity.ErrTokenClaims},
+		{"exp exponent before iat", forge(k, stdHeader(k), claimsWith(fmt.Sprintf(`"aud":"%s","iat":%d,"exp":1.7e9`, testAud, iat))), identity.ErrTokenLifetime},
+		{"iat negative zero", forge(k, stdHeader(k), claimsWith(fmt.Sprintf(`"aud":"%s","iat":-0,"exp":%d`, testAud, exp))), identity.ErrTokenClaims},
+		{"iat negative zero fraction", forge(k, stdHeader(k), claimsWith(fmt.Sprintf(`"aud":"%s","iat":-0.0,"exp":%d`, testAud, exp))), identity.ErrTokenClaims},
+		{"iat negative fraction", forge(k, stdHeader(k), claimsWith(fmt.Sprintf(`"aud":"%s","iat":-0.5,"exp":%d`, testAud, exp))), identity.ErrTokenClaims},
+		{"exp just above 2^53-1", forge(k, stdHeader(k), claimsWith(fmt.Sprintf(`"aud":"%s","iat":%d,"exp":9007199254740991.25`, testAud, iat))), identity.ErrTokenClaims},
+		{"exp unsafe fraction", forge(k, stdHeader(k), claimsWith(fmt.Sprintf(`"aud":"%s","iat":%d,"exp":9007199254740993.5`, testAud, iat))), identity.ErrTokenMalformed},
+		{"exp unsafe exponent", forge(k, stdHeader(k), claimsWith(fmt.Sprintf(`"aud":"%s","iat":%d,"exp":1e16`, testAud, iat))), identity.ErrTokenMalformed},
+		{"exp huge exponent", forge(k, stdHeader(k), claimsWith(fmt.Sprintf(`"aud":"%s","iat":%d,"exp":1e-99999999999999`, testAud, iat))), identity.ErrTokenClaims},
+		{"nbf fraction in the future", forge(k, stdHeader(k), claimsWith(timesAud+fmt.Sprintf(`,"nbf":%d.000001`, testNow+60))), identity.ErrTokenNotBefore},
+		{"iat fraction in the future", forge(k, stdHeader(k), claimsWith(fmt.Sprintf(`"aud":"%s","iat":%d.5,"exp":%d`, testAud, testNow+60, testNow+100))), identity.ErrTokenIssuedAt},
+		{"lifetime over 300 s by 1e-10 s", forge(k, stdHeader(k), claimsWith(fmt.Sprintf(`"aud":"%s","iat":%d.25,"exp":%d.2500000001`, testAud, testNow-10, testNow+290))), identity.ErrTokenLifetime},
 		{"iat string", forge(k, stdHeader(k), claimsWith(fmt.Sprintf(`"aud":"%s","iat":"%d","exp":%d`, testAud, iat, exp))), identity.ErrTokenClaims},
 		{"iat negative", forge(k, stdHeader(k), claimsWith(fmt.Sprintf(`"aud":"%s","iat":-1,"exp":%d`, testAud, exp))), identity.ErrTokenClaims},
 		{"exp unsafe integer", forge(k, stdHeader(k), claimsWith(fmt.Sprintf(`"aud":"%s","iat":%d,"exp":9007199254740993`, testAud, iat))), identity.ErrTokenMalformed},
@@ -275,6 +284,9 @@ func TestVerifyRequestTokenRules(t *testing.T) {
 func TestVerifyRequestTokenBoundaries(t *testing.T) {
 	k := seedKey(t, 7)
 	id := k.AgentID().String()
+	claimsWith := func(members string) string {
+		return fmt.Sprintf(`{"iss":"%s","sub":"%s",%s}`, id, id, members)
+	}
 	accept := []struct {
 		name  string
 		token string
@@ -285,6 +297,10 @@ func TestVerifyRequestTokenBoundaries(t *testing.T) {
 		{"unknown claims are ignored", forge(k, stdHeader(k), fmt.Sprintf(`{"jti":"x","iss":"%s","sub":"%s","aud":"%s","iat":%d,"exp":%d,"AUD":"https://evil.example"}`, id, id, testAud, testNow, testNow+10))},
 		{"nbf within skew", forge(k, stdHeader(k), fmt.Sprintf(`{"iss":"%s","sub":"%s","aud":"%s","iat":%d,"exp":%d,"nbf":%d}`, id, id, testAud, testNow, testNow+10, testNow+60))},
 		{"insignificant whitespace", forge(k, " "+stdHeader(k)+"\n", " "+stdClaims(k, testNow, testNow+10)+" ")},
+		{"iat fraction", forge(k, stdHeader(k), claimsWith(fmt.Sprintf(`"aud":"%s","iat":%d.0,"exp":%d`, testAud, testNow-100, testNow+200)))},
+		{"NumericDates with fractions", forge(k, stdHeader(k), claimsWith(fmt.Sprintf(`"aud":"%s","iat":%d.25,"exp":%d.25,"nbf":%d.999`, testAud, testNow-10, testNow+290, testNow+59)))},
+		{"NumericDates with exponents", forge(k, stdHeader(k), claimsWith(fmt.Sprintf(`"aud":"%s","iat":1.7797536e9,"exp":17797539E2`, testAud)))},
+		{"lifetime exactly 300 s with fractions", forge(k, stdHeader(k), claimsWith(fmt.Sprintf(`"aud":"%s","iat":%d.25,"exp":%d.250000000000`, testAud, testNow-10, testNow+290)))},
 	}
 	for _, c := range accept {
 		t.Run(c.name, func(t *testing.T) {
@@ -417,5 +433,75 @@ func TestTokenTransport(t *testing.T) {
 	}
 	if _, err := (&identity.TokenTransport{}).RoundTrip(httptest.NewRequest("GET", "https://a.example/", nil)); err == nil {
 		t.Error("transport without signer succeeded")
+	}
+}
+
+// NumericDates (RFC 7519) may have a fraction, and the verifier compares
+// them exactly: no float rounding moves a boundary (issue 9 item 19).
+func TestVerifyRequestTokenFractionalDates(t *testing.T) {
+	k := seedKey(t, 7)
+	id := k.AgentID().String()
+	aud := identity.MustParseOrigin(testAud)
+	token := func(iat, exp string) string {
+		return forge(k, stdHeader(k), fmt.Sprintf(`{"iss":"%s","sub":"%s","aud":"%s","iat":%s,"exp":%s}`, id, id, testAud, iat, exp))
+	}
+	at := func(tok string, sec, nsec int64) error {
+		_, err := identity.VerifyRequestToken(tok, aud, &identity.VerifyOptions{Now: func() time.Time { return time.Unix(sec, nsec) }})
+		return err
+	}
+	iat := fmt.Sprint(testNow - 100)
+
+	// exp = now + 0.5 s: valid until exactly that instant.
+	half := token(iat, fmt.Sprintf("%d.5", testNow))
+	for _, c := range []struct {
+		nsec    int64
+		expired bool
+	}{{0, false}, {499_999_999, false}, {500_000_000, true}, {500_000_001, true}} {
+		err := at(half, testNow, c.nsec)
+		if c.expired != errors.Is(err, identity.ErrTokenExpired) || !c.expired && err != nil {
+			t.Errorf("exp now+0.5 s at now+%d ns: %v", c.nsec, err)
+		}
+	}
+	claims, err := identity.VerifyRequestToken(half, aud, &identity.VerifyOptions{Now: fixedClock(testNow)})
+	if err != nil || !claims.ExpiresAt.Equal(time.Unix(testNow, 500_000_000)) {
+		t.Errorf("claims %+v, %v", claims, err)
+	}
+
+	// A fraction below float64 resolution at this magnitude: as a float,
+	// exp would equal now and the token would be expired.
+	tiny := token(iat, fmt.Sprintf("%d.0000000001", testNow))
+	if err := at(tiny, testNow, 0); err != nil {
+		t.Errorf("exp 1e-10 s after now: %v", err)
+	}
+	if err := at(tiny, testNow, 1); !errors.Is(err, identity.ErrTokenExpired) {
+		t.Errorf("exp 1e-10 s after now, 1 ns later: %v", err)
+	}
+	// The same exp in exponent form.
+	if err := at(token(iat, fmt.Sprintf("%d0000000001e-10", testNow)), testNow, 0); err != nil {
+		t.Errorf("exponent form: %v", err)
+	}
+
+	// iat at exactly now + 60 s skew is accepted, 1 ns beyond is not.
+	skewed := token(fmt.Sprintf("%d.000000001", testNow+60), fmt.Sprint(testNow+100))
+	if err := at(skewed, testNow, 1); err != nil {
+		t.Errorf("iat = now + 60 s: %v", err)
+	}
+	if err := at(skewed, testNow, 0); !errors.Is(err, identity.ErrTokenIssuedAt) {
+		t.Errorf("iat = now + 60 s + 1 ns: %v", err)
+	}
+
+	// exp − iat compared exactly against the 300 s maximum.
+	if err := at(token("1779753600.1", "1779753900.1"), testNow, 0); err != nil {
+		t.Errorf("lifetime 300 s: %v", err)
+	}
+	if err := at(token("1779753600.1", "1779753900.10000000000000000001"), testNow, 0); !errors.Is(err, identity.ErrTokenLifetime) {
+		t.Errorf("lifetime 300 s + 1e-20 s: %v", err)
+	}
+	// exp must be strictly after iat, however small the difference.
+	if err := at(token("1779753650.5", "1779753650.5000"), testNow, 0); !errors.Is(err, identity.ErrTokenLifetime) {
+		t.Errorf("exp = iat: %v", err)
+	}
+	if err := at(token("1779753650.5", "17797536505000000000000001e-16"), 1779753650, 0); err != nil {
+		t.Errorf("exp = iat + 1e-16 s: %v", err)
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
+
+	"golang.org/x/net/idna"
 )
 
 // Reasons an origin is rejected (Identity §4.4). ParseOrigin and OriginOf
@@ -51,10 +51,12 @@ func (o *OriginOptions) allowHTTP() bool { return o != nil && o.AllowLoopbackHTT
 // than normalized.
 //
 // The host is a lowercase ASCII domain name, a dotted-quad IPv4 address or a
-// bracketed, compressed IPv6 address. Domain labels are made of a-z, 0-9,
-// '-' and '_'; internationalized names must be given as A-labels
-// ("xn--…"), whose Punycode must decode to a lowercase, non-ASCII label and
-// re-encode to the same text. Empty labels (including a trailing dot) are
+// bracketed IPv6 address in WHATWG's compressed form (net/netip). Domain
+// labels are made of a-z, 0-9, '-' and '_'; internationalized names must be
+// given as A-labels ("xn--…"), which must survive the WHATWG "domain to
+// ASCII" step unchanged (UTS #46 through golang.org/x/net/idna: valid
+// Punycode of an NFC, non-ASCII label of code points valid for lookup,
+// re-encoding to the same text). Empty labels (including a trailing dot) are
 // refused. This is a subset of what a WHATWG URL parser reproduces: it
 // leaves out hosts with other ASCII punctuation ("a!b") and absolute names
 // with a trailing dot, which no service should use as its origin.
@@ -118,7 +120,7 @@ func OriginOf(u *url.URL, opts *OriginOptions) (Origin, error) {
 		if err != nil || !a.Is6() || a.Zone() != "" {
 			return Origin{}, originError(u.Host, ErrOriginHost)
 		}
-		host = "[" + formatIPv6(a.As16()) + "]"
+		host = "[" + formatIPv6(a) + "]"
 	}
 	s := scheme + "://" + host
 	if p := u.Port(); p != "" {
@@ -229,7 +231,7 @@ func validHost(h string) bool {
 			return false
 		}
 		a, err := netip.ParseAddr(h[1 : len(h)-1])
-		return err == nil && a.Is6() && a.Zone() == "" && formatIPv6(a.As16()) == h[1:len(h)-1]
+		return err == nil && a.Is6() && a.Zone() == "" && formatIPv6(a) == h[1:len(h)-1]
 	}
 	labels := strings.Split(h, ".")
 	for _, l := range labels {
@@ -244,11 +246,38 @@ func validHost(h string) bool {
 		a, err := netip.ParseAddr(h)
 		return err == nil && a.Is4() && a.String() == h
 	}
-	return true
+	// The WHATWG "domain to ASCII" step: the host must already be its own
+	// result, which holds A-labels to full UTS #46 validity (they decode,
+	// to NFC, to code points valid for lookup, pass the Bidi and joiner
+	// rules, and re-encode to the same text).
+	a, err := urlIDNA.ToASCII(h)
+	return err == nil && a == h
 }
 
+// urlIDNA is UTS #46 processing as the WHATWG URL standard's "domain to
+// ASCII" runs it (beStrict false): non-transitional, CheckHyphens false,
+// CheckBidi and CheckJoiners true, UseSTD3ASCIIRules false and
+// VerifyDnsLength false. A *idna.Profile is safe for concurrent use.
+var urlIDNA = idna.New(
+	idna.MapForLookup(), // mapping and label validation; sets the STD3 rules and hyphen checks, undone below
+	idna.Transitional(false),
+	idna.BidiRule(),
+	idna.CheckJoiners(true),
+	idna.CheckHyphens(false),
+	idna.StrictDomainName(false),
+	idna.VerifyDNSLength(false),
+)
+
+// maxALabel bounds an A-label's length: Punycode decoding is quadratic in
+// it, and 1 KiB is far above DNS's 63 bytes.
+const maxALabel = 1 << 10
+
+// validLabel applies this package's own, narrower rules before IDNA: ASCII
+// letters in lower case, digits, '-' and '_' only (WHATWG would also keep
+// other punctuation such as '!'), no empty label (WHATWG would keep
+// "a..b" and a trailing dot), and a bounded A-label.
 func validLabel(l string) bool {
-	if l == "" {
+	if l == "" || len(l) > maxALabel {
 		return false
 	}
 	for i := 0; i < len(l); i++ {
@@ -256,9 +285,6 @@ func validLabel(l string) bool {
 		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
 			return false
 		}
-	}
-	if a, ok := strings.CutPrefix(l, "xn--"); ok {
-		return validALabel(a)
 	}
 	return true
 }
@@ -269,220 +295,15 @@ func isDecimal(s string) bool {
 
 func isHex(s string) bool { return strings.TrimLeft(s, "0123456789abcdef") == "" }
 
-// validALabel checks the Punycode part of an A-label: it decodes, the
-// U-label is not all ASCII and has no upper-case, control or space
-// characters (a URL parser would map or refuse those), and it re-encodes to
-// the same text. Full IDNA validity needs Unicode tables the standard
-// library does not ship; this catches malformed and non-canonical labels.
-func validALabel(p string) bool {
-	u, ok := punyDecode(p)
-	if !ok || len(u) == 0 {
-		return false
-	}
-	ascii := true
-	for _, r := range u {
-		if r >= utf8.RuneSelf {
-			ascii = false
-		}
-		if unicode.IsUpper(r) || unicode.IsControl(r) || unicode.IsSpace(r) || !utf8.ValidRune(r) {
-			return false
-		}
-	}
-	return !ascii && punyEncode(u) == p
-}
-
-// Punycode (RFC 3492) parameters.
-const (
-	punyBase        = 36
-	punyTMin        = 1
-	punyTMax        = 26
-	punySkew        = 38
-	punyDamp        = 700
-	punyInitialBias = 72
-	punyInitialN    = 128
-	punyMaxLen      = 1 << 10 // bounds the quadratic insertion
-)
-
-func punyAdapt(delta, numPoints int, first bool) int {
-	if first {
-		delta /= punyDamp
-	} else {
-		delta /= 2
-	}
-	delta += delta / numPoints
-	k := 0
-	for delta > ((punyBase-punyTMin)*punyTMax)/2 {
-		delta /= punyBase - punyTMin
-		k += punyBase
-	}
-	return k + (punyBase-punyTMin+1)*delta/(delta+punySkew)
-}
-
-func punyDigit(c byte) (int, bool) {
-	switch {
-	case c >= 'a' && c <= 'z':
-		return int(c - 'a'), true
-	case c >= '0' && c <= '9':
-		return int(c-'0') + 26, true
-	}
-	return 0, false
-}
-
-func punyThreshold(k, bias int) int {
-	switch {
-	case k <= bias:
-		return punyTMin
-	case k >= bias+punyTMax:
-		return punyTMax
-	}
-	return k - bias
-}
-
-// punyDecode decodes lowercase Punycode; ok is false on any error.
-func punyDecode(s string) ([]rune, bool) {
-	if len(s) > punyMaxLen {
-		return nil, false
-	}
-	var out []rune
-	b := strings.LastIndexByte(s, '-')
-	if b > 0 {
-		for i := 0; i < b; i++ {
-			out = append(out, rune(s[i]))
-		}
-		s = s[b+1:]
-	} else if b == 0 {
-		return nil, false // a delimiter with no basic code points
-	}
-	n, bias, i := punyInitialN, punyInitialBias, 0
-	for len(s) > 0 {
-		oldi, w := i, 1
-		for k := punyBase; ; k += punyBase {
-			if len(s) == 0 {
-				return nil, false
-			}
-			d, ok := punyDigit(s[0])
-			s = s[1:]
-			if !ok || d > (1<<31-1-i)/w {
-				return nil, false
-			}
-			i += d * w
-			t := punyThreshold(k, bias)
-			if d < t {
-				break
-			}
-			if w > (1<<31-1)/(punyBase-t) {
-				return nil, false
-			}
-			w *= punyBase - t
-		}
-		bias = punyAdapt(i-oldi, len(out)+1, oldi == 0)
-		if i/(len(out)+1) > unicode.MaxRune-n {
-			return nil, false
-		}
-		n += i / (len(out) + 1)
-		i %= len(out) + 1
-		if n < punyInitialN || !utf8.ValidRune(rune(n)) {
-			return nil, false
-		}
-		out = append(out, 0)
-		copy(out[i+1:], out[i:])
-		out[i] = rune(n)
-		i++
-	}
-	return out, true
-}
-
-// punyEncode encodes runes as Punycode (without the "xn--" prefix).
-func punyEncode(in []rune) string {
-	var out []byte
-	for _, r := range in {
-		if r < 0x80 {
-			out = append(out, byte(r))
-		}
-	}
-	h := len(out)
-	b := h
-	if b > 0 {
-		out = append(out, '-')
-	}
-	n, delta, bias := punyInitialN, 0, punyInitialBias
-	for h < len(in) {
-		m := int(unicode.MaxRune) + 1
-		for _, r := range in {
-			if int(r) >= n && int(r) < m {
-				m = int(r)
-			}
-		}
-		delta += (m - n) * (h + 1)
-		n = m
-		for _, r := range in {
-			if int(r) < n {
-				delta++
-			}
-			if int(r) == n {
-				q := delta
-				for k := punyBase; ; k += punyBase {
-					t := punyThreshold(k, bias)
-					if q < t {
-						break
-					}
-					out = append(out, punyDigitChar(t+(q-t)%(punyBase-t)))
-					q = (q - t) / (punyBase - t)
-				}
-				out = append(out, punyDigitChar(q))
-				bias = punyAdapt(delta, h+1, h == b)
-				delta = 0
-				h++
-			}
-		}
-		delta++
-		n++
-	}
-	return string(out)
-}
-
-func punyDigitChar(d int) byte {
-	if d < 26 {
-		return byte('a' + d)
-	}
-	return byte('0' + d - 26)
-}
-
 // formatIPv6 writes an IPv6 address the way the WHATWG URL standard
-// serializes it: lowercase hex pieces without leading zeros, the first
-// longest run of two or more zero pieces compressed to "::", and no dotted
-// IPv4 tail.
-func formatIPv6(a [16]byte) string {
-	var p [8]uint16
-	for i := range p {
-		p[i] = uint16(a[2*i])<<8 | uint16(a[2*i+1])
+// serializes it. That is RFC 5952, which netip implements, except for
+// IPv4-mapped addresses: WHATWG writes their last 32 bits as two hex pieces
+// ("::ffff:7f00:1"), never as a dotted quad.
+func formatIPv6(a netip.Addr) string {
+	if !a.Is4In6() {
+		return a.String()
 	}
-	best, bestLen := -1, 1
-	for i := 0; i < 8; {
-		if p[i] != 0 {
-			i++
-			continue
-		}
-		j := i
-		for j < 8 && p[j] == 0 {
-			j++
-		}
-		if j-i > bestLen {
-			best, bestLen = i, j-i
-		}
-		i = j
-	}
-	b := make([]byte, 0, 39)
-	for i := 0; i < 8; i++ {
-		if i == best {
-			b = append(b, "::"...)
-			i += bestLen - 1
-			continue
-		}
-		if i > 0 && b[len(b)-1] != ':' {
-			b = append(b, ':')
-		}
-		b = strconv.AppendUint(b, uint64(p[i]), 16)
-	}
-	return string(b)
+	b := a.As16()
+	return "::ffff:" + strconv.FormatUint(uint64(b[12])<<8|uint64(b[13]), 16) +
+		":" + strconv.FormatUint(uint64(b[14])<<8|uint64(b[15]), 16)
 }

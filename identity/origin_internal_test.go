@@ -3,12 +3,13 @@ package identity
 import (
 	"math/rand/v2"
 	"net/netip"
-	"slices"
+	"strings"
 	"testing"
 )
 
 // Punycode samples (RFC 3492 §7.1 and others), cross-checked with an
-// independent RFC 3492 implementation.
+// independent RFC 3492 implementation. Each U-label's A-label is a valid
+// origin host, and the IDNA profile produces exactly that A-label.
 var punySamples = []struct{ u, p string }{
 	{"他们为什么不说中文", "ihqwcrb4cv8a8dqg056pqjye"},
 	{"ليهمابتكلموشعربي", "mgbcah9ar9a4efegftvvn"},
@@ -18,43 +19,28 @@ var punySamples = []struct{ u, p string }{
 	{"😀", "e28h"},
 	{"a-b-ü-c", "a-b--c-6ya"},
 	{"münchen", "mnchen-3ya"},
-	{"\U0010FFFD", "bn32g"},
 }
 
 func TestPunycodeSamples(t *testing.T) {
 	for _, s := range punySamples {
-		if got := punyEncode([]rune(s.u)); got != s.p {
-			t.Errorf("encode %q = %q, want %q", s.u, got, s.p)
+		if got, err := urlIDNA.ToASCII(s.u); err != nil || got != "xn--"+s.p {
+			t.Errorf("ToASCII(%q) = %q, %v; want xn--%s", s.u, got, err, s.p)
 		}
-		got, ok := punyDecode(s.p)
-		if !ok || string(got) != s.u {
-			t.Errorf("decode %q = %q, %v", s.p, string(got), ok)
+		if !validHost("xn--" + s.p) {
+			t.Errorf("xn--%s refused", s.p)
+		}
+		if got, err := urlIDNA.ToUnicode("xn--" + s.p); err != nil || got != s.u {
+			t.Errorf("ToUnicode(xn--%s) = %q, %v", s.p, got, err)
 		}
 	}
-}
-
-func TestPunycodeRoundTrip(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	for range 5000 {
-		in := make([]rune, 1+r.IntN(12))
-		for i := range in {
-			switch r.IntN(3) {
-			case 0:
-				in[i] = rune('a' + r.IntN(26))
-			case 1:
-				in[i] = rune(0x80 + r.IntN(0x800))
-			default:
-				in[i] = rune(0x1000 + r.IntN(0x10F000))
-				if in[i] >= 0xD800 && in[i] <= 0xDFFF {
-					in[i] = 'z'
-				}
-			}
-		}
-		p := punyEncode(in)
-		out, ok := punyDecode(p)
-		if !ok || !slices.Equal(in, out) {
-			t.Fatalf("round trip %q -> %q -> %q, %v", string(in), p, string(out), ok)
-		}
+	// A private-use code point is not valid in a domain name; its
+	// well-formed Punycode (bn32g is U+10FFFD) is refused.
+	if validHost("xn--bn32g") {
+		t.Error("xn--bn32g (U+10FFFD) accepted")
+	}
+	// The A-label bound.
+	if validHost("xn--" + strings.Repeat("a", maxALabel)) {
+		t.Error("over-long A-label accepted")
 	}
 }
 
@@ -72,11 +58,18 @@ func TestFormatIPv6MatchesNetip(t *testing.T) {
 		if addr.Is4In6() {
 			continue
 		}
-		if got, want := formatIPv6(a), addr.String(); got != want {
+		if got, want := formatIPv6(addr), addr.String(); got != want {
 			t.Fatalf("formatIPv6 = %s, netip = %s", got, want)
 		}
 	}
-	if got := formatIPv6(netip.MustParseAddr("::ffff:127.0.0.1").As16()); got != "::ffff:7f00:1" {
-		t.Errorf("mapped address = %s", got)
+	for in, want := range map[string]string{
+		"::ffff:127.0.0.1": "::ffff:7f00:1",
+		"::ffff:0.0.0.0":   "::ffff:0:0",
+		"::ffff:1.2.0.0":   "::ffff:102:0",
+		"::ffff:0.0.1.2":   "::ffff:0:102",
+	} {
+		if got := formatIPv6(netip.MustParseAddr(in)); got != want {
+			t.Errorf("formatIPv6(%s) = %s, want %s", in, got, want)
+		}
 	}
 }

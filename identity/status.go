@@ -31,6 +31,9 @@ var defaultStatus = map[Code]int{
 	"type_disabled":            400,
 	"payload_schema_violation": 400,
 	"pack_unavailable":         400,
+	// SDK-only: a schema this implementation cannot evaluate (RE2 lacks
+	// ECMA-262 look-around); the request was understood, not processable.
+	"schema_unsupported": 422,
 
 	// ADP §20.
 	"room_not_found":             404,

@@ -22,6 +22,7 @@ import (
 // package defines it.
 var wantStatus = map[identity.Code]int{
 	"invalid_request":            400,
+	"schema_unsupported":         422,
 	"invalid_event":              400,
 	"invalid_event_hash":         400,
 	"invalid_signature":          400,

@@ -47,23 +47,6 @@ func BenchmarkValidateReaction(b *testing.B) { benchValidate(b, "reaction.create
 // BenchmarkValidatePoll measures one warm poll.create validation.
 func BenchmarkValidatePoll(b *testing.B) { benchValidate(b, "poll.create", benchPoll) }
 
-// BenchmarkValidatePollLibrary is BenchmarkValidatePoll without the fast
-// path: strict decode plus the schema library alone, for comparison.
-func BenchmarkValidatePollLibrary(b *testing.B) {
-	r := benchRegistry(b)
-	d := *r.Lookup("poll.create")
-	cs := *d.schema
-	cs.fast = nil
-	d.schema = &cs
-	p := []byte(benchPoll)
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := validateWith("poll.create", &d, p); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
 // BenchmarkValidateBuiltinMessage measures a message.create payload against
 // its kernel schema.
 func BenchmarkValidateBuiltinMessage(b *testing.B) {

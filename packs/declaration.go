@@ -149,14 +149,16 @@ type Declaration struct {
 // ParseDeclaration parses one type declaration strictly: strict JSON
 // (internal/strictjson), the closed typeDef or packImport shape of the
 // kernel schema, and for an inline definition a self-contained 2020-12
-// schema that compiles within MaxSchemaBytes. Failures are invalid_event;
-// structural ones carry a *SchemaError.
+// schema that passes the default quotas (MaxSchemaBytes and the cost
+// bounds). Failures are invalid_event, structural ones with a
+// *SchemaError, except a pattern Go's RE2 cannot evaluate, which is
+// schema_unsupported (ErrSchemaUnsupported).
 //
 // Whether a pack resolves, a subset or override names imported types, a
 // redefinition keeps its kind and the room stays within MaxDefinitions are
 // registry questions, answered by Registry.Declare.
 func ParseDeclaration(b []byte) (Declaration, error) {
-	return parseDeclaration(b, defaultCache)
+	return parseDeclaration(b, defaultCache, defaultLimits)
 }
 
 // ParseDeclarations parses a JSON array of declarations, such as
@@ -205,7 +207,7 @@ func (d *Declaration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func parseDeclaration(b []byte, cache *SchemaCache) (Declaration, error) {
+func parseDeclaration(b []byte, cache *SchemaCache, lim limits) (Declaration, error) {
 	v, err := decodeJSON(b)
 	if err != nil {
 		return Declaration{}, identity.Wrap(identity.CodeInvalidEvent, "type declaration", err)
@@ -215,7 +217,7 @@ func parseDeclaration(b []byte, cache *SchemaCache) (Declaration, error) {
 		return Declaration{}, invalidEvent("type declaration must be a JSON object")
 	}
 	if !isImport(obj) {
-		def, err := parseDefinition(b, obj, cache)
+		def, err := parseDefinition(b, obj, cache, lim)
 		return Declaration{Definition: def}, err
 	}
 	if se := kernel().packImport.validate(obj); se != nil {
@@ -253,7 +255,7 @@ func isImport(obj map[string]any) bool {
 
 // parseDefinition validates a typeDef object (v is b decoded, or nil) and
 // compiles its schema.
-func parseDefinition(b []byte, v any, cache *SchemaCache) (*Definition, error) {
+func parseDefinition(b []byte, v any, cache *SchemaCache, lim limits) (*Definition, error) {
 	if v == nil {
 		var err error
 		if v, err = decodeJSON(b); err != nil {
@@ -272,7 +274,7 @@ func parseDefinition(b []byte, v any, cache *SchemaCache) (*Definition, error) {
 	if err := json.Unmarshal(b, def, json.RejectUnknownMembers(true)); err != nil {
 		return nil, identity.Wrap(identity.CodeInvalidEvent, "type definition", err)
 	}
-	cs, canon, err := cache.compile(def.Schema)
+	cs, canon, err := cache.compile(def.Schema, lim)
 	if err != nil {
 		return nil, withContext(err, "type "+def.Type)
 	}

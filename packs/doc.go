@@ -19,22 +19,22 @@
 //
 // # Registry
 //
-// A Registry is a room's type registry. Registry.Declare applies the
+// A [Registry] is a room's type registry. [Registry.Declare] applies the
 // declarations of one record atomically at that record's seq, resolving
-// packs and materializing their definitions. The registry keeps every
-// definition with the seq that established it, so Registry.LookupAt and
-// Registry.ValidateAt answer "which definition governed the record at seq
-// n", as archive verification requires (§19). A redefinition must keep
-// the type's kind; a room holds at most MaxDefinitions types.
-// Registry.Definitions is the Room resource's types array;
-// Registry.Documents the external pack documents its archive must carry.
-// Registry.Clone is cheap, for checking a write without applying it, and
-// Snapshot/Restore persist a registry as JSON.
+// packs and materializing their definitions. The registry keeps the
+// definitions in force, each with the seq that established it: replay
+// checks every record against the registry as it stands when the record
+// is reached, so no older definition is ever needed. A redefinition must
+// keep the type's kind; a room holds at most [MaxDefinitions] types by
+// default. [Registry.Definitions] is the Room resource's types array;
+// [Registry.Documents] the external pack documents its archive must carry.
+// [Registry.Clone] is cheap, for checking a write without applying it, and
+// [Registry.Snapshot] and [Restore] persist a registry as JSON.
 //
 // # Validation
 //
-// Registry.Validate implements §13.6 steps 2 and 4 for any event type:
-// built-in types go to ValidateBuiltin (kernel schema, invalid_event),
+// [Registry.Validate] implements §13.6 steps 2 and 4 for any event type:
+// built-in types go to [ValidateBuiltin] (kernel schema, invalid_event),
 // others must be defined (type_not_defined), not disabled (type_disabled),
 // and their payload must match the schema (payload_schema_violation).
 // Role checks, quotas and cross-event rules are the caller's: the
@@ -47,26 +47,40 @@
 // # Schemas
 //
 // Type schemas are untrusted (§22). Before compiling one, the package
-// requires it to be a JSON object of at most MaxSchemaBytes in canonical
-// form, written for draft 2020-12 ($schema absent or Draft202012,
-// everywhere in the schema), self-contained (every $ref resolves to the
-// schema itself or a resource it embeds with $id; file:, http(s): and
-// relative references are refused before any loader runs, and the loader
-// refuses everything anyway), and bounded in cost: no reference cycle
-// that stays at one payload location, and at most
-// MaxEvaluationsPerLocation subschema evaluations at any location, so that
-// validation stays linear in payload size. Patterns use Go's RE2 engine,
-// which runs in linear time; ECMAScript-only syntax such as look-ahead is
-// refused. Formats are annotations, as draft 2020-12 specifies by default.
+// requires it to be a JSON object within the host's quotas, written for
+// draft 2020-12 ($schema absent or [Draft202012], everywhere in the
+// schema), self-contained, and bounded in cost:
 //
-// Compiled schemas live in a SchemaCache keyed by the SHA3-256 of their
-// canonical JSON; it is bounded, safe for concurrent use, and shared by
-// default, so a registered pack used by many rooms compiles once.
-// Validation is done by github.com/santhosh-tekuri/jsonschema/v6. Schemas
-// that use only the common keywords are also compiled into a small
-// evaluator that can only say "valid". It answers the common case without
-// the library's per-node allocations. Anything else, including every
-// rejection, goes to the library, whose verdict and error location stand.
+//   - at most [MaxSchemaBytes] in canonical form, nested at most
+//     [MaxSchemaDepth] levels;
+//   - every $ref resolves to the schema itself or a resource it embeds with
+//     $id, a "#/…" pointer inside the resource the reference appears in;
+//     file:, http(s): and relative references are refused before any
+//     loader runs, and the loader refuses everything anyway;
+//   - no reference cycle that stays at one payload location, and at most
+//     [MaxEvaluationsPerLocation] subschema evaluations at any location;
+//   - the patterns that can apply to one location compile, with Go's RE2
+//     engine, to at most [MaxPatternInsts] instructions. RE2 runs in time
+//     linear in the input, and this bounds the factor.
+//
+// So validation stays linear in payload size, with a bounded factor. The
+// quotas are fields of [Options]; the defaults mirror the SDK host's, and
+// an offline verifier sets those of the host whose room it replays.
+// Formats are annotations, as draft 2020-12 specifies by default.
+//
+// A pattern RE2 cannot compile because it uses ECMA-262 syntax RE2 lacks
+// (look-around, backreferences, …) is [ErrSchemaUnsupported]: the schema
+// may be valid, and this implementation cannot evaluate it. That code is
+// the SDK's, not the protocol's. Syntax ECMA-262 rejects too, such as an
+// unbalanced parenthesis, is invalid_event.
+//
+// One library evaluates every schema: github.com/santhosh-tekuri/jsonschema/v6,
+// with each pattern compiled once by the cost check and handed to it.
+// Compiled schemas live in a [SchemaCache] keyed by the SHA3-256 of their
+// canonical JSON and the quotas they were admitted under. It is bounded by
+// an estimate of the heap the compiled schemas hold, safe for concurrent
+// use, and shared by default, so a registered pack used by many rooms
+// compiles once.
 //
 // # Packs
 //
@@ -74,8 +88,9 @@
 // (RegisteredDocument) and resolved by their use id. External packs are
 // resolved through a Fetcher: none by default, so that replaying a room
 // never touches the network unless asked; HTTPSFetcher for hosts (HTTPS
-// only, redirects included, bounded size and time); StaticFetcher over the
-// documents an archive carries, for offline verification. Every document
+// only, redirects included, bounded size and time); [StaticFetcher] over
+// the documents an archive carries, for offline verification, matching by
+// digest. Every document
 // is checked against its sha256 digest before use, and every failure to
 // obtain, verify or parse one is pack_unavailable.
 //
@@ -83,8 +98,9 @@
 //
 // Every rejection is an *identity.Error, matched by code with errors.Is:
 // identity.ErrInvalidEvent for malformed declarations, schemas and
-// built-in payloads, and this package's ErrTypeNotDefined,
-// ErrTypeDisabled, ErrPayloadSchemaViolation and ErrPackUnavailable.
+// built-in payloads, and this package's [ErrTypeNotDefined],
+// [ErrTypeDisabled], [ErrPayloadSchemaViolation], [ErrPackUnavailable] and
+// the SDK-only [ErrSchemaUnsupported].
 // Schema failures carry a *SchemaError (instance and keyword location) as
 // Err and, as JSON, as Data, ready for an error response body.
 //

@@ -18,9 +18,18 @@ const (
 	CodePackUnavailable        identity.Code = "pack_unavailable"
 )
 
+// CodeSchemaUnsupported is not a protocol code: the SDK reports with it a
+// type schema it cannot evaluate although the schema may be valid, such as
+// a pattern using ECMA-262 syntax (look-ahead, backreferences) that Go's
+// RE2 engine lacks. A host refusing such a declaration should answer
+// invalid_event on the wire; an archive verifier reports "this verifier
+// cannot evaluate the room", not "the host broke the protocol".
+const CodeSchemaUnsupported identity.Code = "schema_unsupported"
+
 // Sentinels for errors.Is; a returned error carries the same code with a
 // specific message.
 var (
+	ErrSchemaUnsupported      = identity.NewError(CodeSchemaUnsupported, "type schema uses a feature this implementation cannot evaluate")
 	ErrTypeNotDefined         = identity.NewError(CodeTypeNotDefined, "event type is not in the room's type registry")
 	ErrTypeDisabled           = identity.NewError(CodeTypeDisabled, "event type is disabled in this room")
 	ErrPayloadSchemaViolation = identity.NewError(CodePayloadSchemaViolation, "payload does not satisfy the type's schema")

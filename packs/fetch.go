@@ -188,13 +188,14 @@ func (f *HTTPSFetcher) Fetch(ctx context.Context, uri, digest string) ([]byte, e
 
 // StaticFetcher serves pack documents from a fixed set, such as the ones an
 // archive carries, and never touches the network. A document is served
-// when both its URI and digest match the request.
+// when its digest matches the request: the digest pins the content, so the
+// URI an import names need not be the one the document was stored under.
 type StaticFetcher []PackDocument
 
 // Fetch implements Fetcher.
 func (s StaticFetcher) Fetch(_ context.Context, uri, digest string) ([]byte, error) {
 	for _, d := range s {
-		if d.Pack == uri && d.Digest == digest {
+		if d.Digest == digest {
 			if err := VerifyDigest(d.Raw, digest); err != nil {
 				return nil, err
 			}

@@ -13,34 +13,11 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json"
+
+	"github.com/agentprotocols/go-sdk/internal/fixtures"
 )
 
-const triagePack = `{
-  "protocol": "agent-discourse/1.0",
-  "description": "An external pack for tests.",
-  "packs": [
-    {
-      "id": "example:triage/1.0",
-      "title": "Triage",
-      "types": [
-        {
-          "type": "triage.label",
-          "kind": "signal",
-          "title": "Label",
-          "schema": {"type": "object", "required": ["label"], "properties": {"label": {"type": "string", "enum": ["bug", "question"]}}, "additionalProperties": false}
-        },
-        {
-          "type": "triage.assign",
-          "kind": "control",
-          "title": "Assign",
-          "roles": ["moderator", "speaker"],
-          "schema": {"type": "object", "required": ["assignee"]}
-        }
-      ]
-    }
-  ]
-}
-`
+var triagePack = string(fixtures.TriagePack)
 
 // brokenPack is well-formed JSON whose type name is reserved.
 const brokenPack = `{"protocol":"agent-discourse/1.0","packs":[{"id":"x","title":"x","types":[{"type":"room.bad","kind":"signal","title":"t","schema":{}}]}]}`
@@ -124,6 +101,16 @@ func TestExternalPack(t *testing.T) {
 	}
 	if offline.Lookup("triage.assign") == nil || hits.Load() != 1 {
 		t.Fatal("static fetcher")
+	}
+	// The digest pins the content: an import naming another URI for the
+	// same document is served, a wrong digest is not.
+	mirror := NewRegistry(&Options{Fetcher: StaticFetcher(r.Documents())})
+	if err := mirror.Declare(ctx, 1, importDecl(t, "https://mirror.example/t.json", digest)); err != nil {
+		t.Fatalf("same digest under another URI: %v", err)
+	}
+	wantCode(t, mirror.Declare(ctx, 2, importDecl(t, uri, Digest([]byte(triagePack+" ")))), CodePackUnavailable)
+	if _, err := (StaticFetcher{{Pack: uri, Digest: digest, Raw: []byte("tampered")}}).Fetch(ctx, uri, digest); !errors.Is(err, ErrPackUnavailable) {
+		t.Fatalf("tampered static document: %v", err)
 	}
 	// Snapshots carry the documents, base64url-encoded so the bytes survive.
 	b := snapshotJSON(t, r)

@@ -59,7 +59,7 @@ var kernel = sync.OnceValue(func() *kernelSchemas {
 		if err != nil {
 			panic("packs: embedded kernel schema: " + err.Error())
 		}
-		return &compiledSchema{s: s, fast: compileFast(doc, "/$defs/"+def)}
+		return &compiledSchema{s: s}
 	}
 	ks := &kernelSchemas{payload: make(map[string]*compiledSchema, len(builtins))}
 	for _, b := range builtins {

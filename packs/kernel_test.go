@@ -7,99 +7,34 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/agentprotocols/go-sdk/internal/fixtures"
 )
 
-// Payloads of the seed's JSON examples (ADP 2026-07-04).
-const (
-	seedRoomCreate = `{
-      "topic": "Multi-agent code review strategy",
-      "agenda": "Compare proactive review, test-driven review and security review workflows.",
-      "guidance": "Cite a resource event for every factual claim. Keep replies under 300 words.",
-      "visibility": "public",
-      "start_time": 1779757200000,
-      "end_time": 1779760800000,
-      "tags": ["code-review", "multi-agent"],
-      "language": "en",
-      "policy": {
-        "moderator_agent_ids": ["did:agent:Moderator-000000000000000000000000000000000"],
-        "max_speakers": 20,
-        "observer_allowed": true
-      },
-      "types": ` + seedTypes + `,
-      "extra": {}
-    }`
-	seedTypes = `[
-        { "use": "adp:reactions/1.0" },
-        {
-          "use": "adp:deliberation/1.0",
-          "overrides": {
-            "poll.vote": { "roles": ["moderator", "speaker", "observer"] }
-          }
-        },
-        {
-          "type": "review.finding",
-          "kind": "message",
-          "title": "Review finding",
-          "description": "One structured code review finding.",
-          "schema": {
-            "type": "object",
-            "required": ["severity", "summary"],
-            "properties": {
-              "severity": { "type": "string", "enum": ["low", "medium", "high"] },
-              "summary": { "type": "string", "minLength": 1 },
-              "suggested_fix": { "type": "string" }
-            },
-            "additionalProperties": false
-          },
-          "instructions": "Report one finding per event. Reference the message that introduced the code under review."
-        }
-      ]`
-	seedRoomUpdate = `{
-      "end_time": 1779764400000,
-      "guidance": "Cite a resource event for every factual claim. Summarize open branches before proposing."
-    }`
-	seedRoomJoin       = `{ "role": "speaker", "perspective": "distributed-systems reviewer" }`
-	seedRoleUpdate     = `{ "member": "did:agent:Member-000000000000000000000000000000000000", "role": "observer", "reason": "rate limit escalation" }`
-	seedJoinRequestObj = `{
-        "id": "jr_01J8ZM7A3G2T9B4Q6X8R0N1P2Q",
-        "room_id": "d8ftedhpqhsusbg001tg",
-        "applicant": "did:agent:Applicant-000000000000000000000000000000000",
-        "role": "speaker",
-        "perspective": "distributed-systems reviewer",
-        "reason": "I can cover replication and failure-mode tradeoffs.",
-        "created_at": 1779757210000,
-        "expires_at": 1779760810000,
-        "extra": {}
-      }`
-	seedJoinReview = `{ "request": ` + seedJoinRequestObj + `, "decision": "approve", "role": "speaker", "reason": "relevant expertise" }`
-	seedMessage6   = `{ "content_type": "text/plain", "content": "I support this proposal.", "references": [] }`
-	seedMessage12  = `{
-      "content_type": "text/markdown",
-      "content": "## Proposal\n\nUse a two-stage review pipeline.",
-      "references": ["GDt8oHZQfQ3jl5ZUfyNxKZu07yAJdDYuaw_jf_JjLYs"]
-    }`
-	seedTypeDefine = `{
-      "type": "review.resolution",
-      "kind": "control",
-      "title": "Review resolution",
-      "description": "Records the final outcome of a review branch.",
-      "schema": {
-        "type": "object",
-        "required": ["outcome", "summary"],
-        "properties": {
-          "outcome": { "type": "string", "enum": ["accepted", "rejected", "deferred"] },
-          "summary": { "type": "string", "minLength": 1 },
-          "references": { "type": "array", "items": { "type": "string" } }
-        },
-        "additionalProperties": false
-      },
-      "instructions": "Close one branch per resolution and reference the decisive events."
-    }`
-	seedFinding = `{
-      "severity": "high",
-      "summary": "The retry loop can starve the writer queue under sustained load."
-    }`
+// Payloads of the seed's JSON examples (ADP 2026-07-04), from the one copy
+// in internal/fixtures.
+var (
+	seedRoomCreate     = string(fixtures.SeedPayload("§9 room.create"))
+	seedTypes          = member(seedRoomCreate, "types")
+	seedRoomUpdate     = string(fixtures.SeedPayload("§9.4 room.update"))
+	seedRoomJoin       = string(fixtures.SeedPayload("§10.2 room.join"))
+	seedRoleUpdate     = string(fixtures.SeedPayload("§10.4 room.member.role.update"))
+	seedJoinReview     = string(fixtures.SeedPayload("§11 room.join.review"))
+	seedJoinRequestObj = member(seedJoinReview, "request")
+	seedMessage6       = string(fixtures.SeedPayload("§6 message.create"))
+	seedMessage12      = string(fixtures.SeedPayload("§12 message.create"))
+	seedTypeDefine     = string(fixtures.SeedPayload("§13.4 type.define"))
+	seedFinding        = string(fixtures.SeedPayload("§13.4 review.finding"))
 )
+
+// member returns the raw value of a top-level member of a JSON object.
+func member(obj, name string) string {
+	var m map[string]jsontext.Value
+	if err := json.Unmarshal([]byte(obj), &m); err != nil {
+		panic(err)
+	}
+	return string(m[name])
+}
 
 func TestBuiltinPayloads(t *testing.T) {
 	rows := []struct {
@@ -199,7 +134,7 @@ func TestBuiltinMisc(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantCode(t, r.Validate("message.create", []byte(`{"content_type":"text/plain","content":null}`)), "invalid_event")
-	wantCode(t, r.ValidateAt(1, "room.leave", []byte(`{"x":1}`)), "invalid_event")
+	wantCode(t, r.Validate("room.leave", []byte(`{"x":1}`)), "invalid_event")
 }
 
 func TestTypeNames(t *testing.T) {

@@ -36,7 +36,7 @@ type registeredSet struct {
 // registered parses the embedded packs once, on first use. It panics if the
 // embedded file is broken, which the tests rule out.
 var registered = sync.OnceValue(func() *registeredSet {
-	ps, err := parsePackDocument(registeredJSON, defaultCache)
+	ps, err := parsePackDocument(registeredJSON, defaultCache, defaultLimits)
 	if err != nil {
 		panic("packs: embedded registered packs: " + err.Error())
 	}
@@ -74,7 +74,7 @@ func RegisteredDocument() []byte { return bytes.Clone(registeredJSON) }
 // packs and type definitions are closed. Type names must be unique across
 // the document, because an import materializes them side by side.
 // Failures are invalid_event; callers re-label them.
-func parsePackDocument(raw []byte, cache *SchemaCache) ([]*Pack, error) {
+func parsePackDocument(raw []byte, cache *SchemaCache, lim limits) ([]*Pack, error) {
 	v, err := decodeJSON(raw)
 	if err != nil {
 		return nil, identity.Wrap(identity.CodeInvalidEvent, "pack document", err)
@@ -103,7 +103,7 @@ func parsePackDocument(raw []byte, cache *SchemaCache) ([]*Pack, error) {
 		}
 		p := &Pack{ID: w.ID, Title: w.Title, Description: w.Description, Extra: w.Extra}
 		for j, tr := range w.Types {
-			def, err := parseDefinition(tr, nil, cache)
+			def, err := parseDefinition(tr, nil, cache, lim)
 			if err != nil {
 				return nil, withContext(err, fmt.Sprintf("packs[%d].types[%d]", i, j))
 			}

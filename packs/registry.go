@@ -3,21 +3,28 @@ package packs
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 
 	"github.com/agentprotocols/go-sdk/identity"
 	"github.com/go-json-experiment/json"
 )
 
-// MaxDefinitions is the most types one room may define (§21). It counts
-// distinct type names: a redefinition replaces a type, it does not add one.
+// MaxDefinitions is the default bound on the types one room may define
+// (§21). It counts distinct type names: a redefinition replaces a type, it
+// does not add one.
 const MaxDefinitions = 64
 
 // Options configures a Registry. The zero value (or nil) refuses external
-// packs and uses the shared schema cache.
+// packs, uses the shared schema cache and the default quotas, which mirror
+// the SDK host's.
+//
+// The quotas are the host's (§21, §22): a host sets them to its own, and
+// an offline verifier to those of the host whose room it replays. They
+// apply to inline definitions and external packs; the registered packs,
+// embedded and fixed, are admitted under the defaults.
 type Options struct {
 	// Fetcher resolves external packs. nil refuses them with
 	// pack_unavailable, so replaying a room never touches the network
@@ -25,32 +32,72 @@ type Options struct {
 	// verifiers a StaticFetcher over the archived documents.
 	Fetcher Fetcher
 	// Cache holds compiled schemas; nil uses a process-wide cache of
-	// DefaultCacheSize entries.
+	// DefaultCacheBytes.
 	Cache *SchemaCache
+
+	// MaxSchemaBytes bounds each type schema in canonical form; 0 means
+	// the package's MaxSchemaBytes.
+	MaxSchemaBytes int
+	// MaxDefinitions bounds the distinct types of a room; 0 means the
+	// package's MaxDefinitions.
+	MaxDefinitions int
+	// MaxSchemaDepth bounds the JSON nesting depth of each type schema; 0
+	// means the package's MaxSchemaDepth.
+	MaxSchemaDepth int
+	// MaxEvaluationsPerLocation bounds the subschema evaluations a schema
+	// may cause at one payload location; 0 means the package's
+	// MaxEvaluationsPerLocation.
+	MaxEvaluationsPerLocation int
+	// MaxPatternInsts bounds the RE2 program size of the patterns that
+	// can apply to one payload location; 0 means the package's
+	// MaxPatternInsts.
+	MaxPatternInsts int
+}
+
+// limits returns the schema quotas o sets, defaults filled in.
+func (o *Options) limits() limits {
+	lim := defaultLimits
+	if o == nil {
+		return lim
+	}
+	if o.MaxSchemaBytes > 0 {
+		lim.schemaBytes = o.MaxSchemaBytes
+	}
+	if o.MaxSchemaDepth > 0 {
+		lim.depth = o.MaxSchemaDepth
+	}
+	if o.MaxEvaluationsPerLocation > 0 {
+		lim.evaluations = o.MaxEvaluationsPerLocation
+	}
+	if o.MaxPatternInsts > 0 {
+		lim.patternInsts = o.MaxPatternInsts
+	}
+	return lim
 }
 
 // Registry is a room's type registry (§13): the materialized definitions
-// in force, the history of every definition with the record seq that
-// established it, and the external pack documents imported along the way.
-// The zero value is an empty registry with default Options.
+// in force, each with the record seq that established it, and the external
+// pack documents imported along the way. A record is checked against the
+// registry as replay reaches it, so no history of replaced definitions is
+// kept. The zero value is an empty registry with default Options.
 //
 // A Registry is not safe for concurrent mutation. Its read methods —
-// Lookup, LookupAt, Validate, ValidateAt, Definitions, Documents, Len,
-// Snapshot and Clone — may run in any number of goroutines at once as long
-// as no Declare runs; validation never mutates anything.
+// Lookup, Validate, Definitions, Documents, Len, Snapshot and Clone — may
+// run in any number of goroutines at once as long as no Declare runs;
+// validation never mutates anything.
 type Registry struct {
 	fetcher Fetcher
 	cache   *SchemaCache
-	entries []Entry                // every definition, in application order
-	byType  map[string][]int       // indexes into entries, per type
-	current map[string]*Definition // the definition in force, per type
-	order   []string               // type names in first-declaration order
+	lim     limits
+	maxDefs int
+	current map[string]Entry // the definition in force, per type
+	order   []string         // type names in first-declaration order
 	docs    []PackDocument
 	last    int64 // seq of the latest Declare
 }
 
-// Entry is one materialized definition and the record seq of the
-// declaration (room.create or type.define) that established it.
+// Entry is a definition in force and the record seq of the declaration
+// (room.create or type.define) that established it.
 type Entry struct {
 	Seq        int64       `json:"seq"`        // record seq of the declaring event
 	Definition *Definition `json:"definition"` // shared, do not modify
@@ -60,17 +107,27 @@ type Entry struct {
 // it strictly (RejectUnknownMembers) and pass it to Restore, which
 // re-checks every entry and document.
 type Snapshot struct {
-	Entries   []Entry        `json:"entries"`             // in application order
+	Entries   []Entry        `json:"entries"`             // the definitions in force, in first-declaration order
 	Documents []PackDocument `json:"documents,omitempty"` // external pack documents
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry(opts *Options) *Registry {
-	r := new(Registry)
+	r := &Registry{lim: opts.limits(), maxDefs: MaxDefinitions}
 	if opts != nil {
 		r.fetcher, r.cache = opts.Fetcher, opts.Cache
+		if opts.MaxDefinitions > 0 {
+			r.maxDefs = opts.MaxDefinitions
+		}
 	}
 	return r
+}
+
+// init gives a zero Registry its defaults.
+func (r *Registry) init() {
+	if r.maxDefs == 0 {
+		r.lim, r.maxDefs = defaultLimits, MaxDefinitions
+	}
 }
 
 func (r *Registry) schemaCache() *SchemaCache {
@@ -91,8 +148,10 @@ func (r *Registry) schemaCache() *SchemaCache {
 // verified against its digest or parsed; invalid_event for anything else —
 // a malformed declaration, a subset or override naming a type the import
 // lacks, a kind change, a schema that is not self-contained or is over
-// MaxSchemaBytes, more than MaxDefinitions types.
+// the schema size limit, more than the type limit (see Options). A pattern
+// that Go's RE2 cannot evaluate is schema_unsupported (ErrSchemaUnsupported).
 func (r *Registry) Declare(ctx context.Context, seq int64, decls ...Declaration) error {
+	r.init()
 	if seq < 1 {
 		return invalidEvent("declaration seq %d is not positive", seq)
 	}
@@ -133,7 +192,7 @@ func (r *Registry) resolve(ctx context.Context, d Declaration) ([]*Definition, *
 	if err != nil {
 		return nil, nil, invalidEvent("type declaration: %v", err)
 	}
-	pd, err := parseDeclaration(b, r.schemaCache())
+	pd, err := parseDeclaration(b, r.schemaCache(), r.lim)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -162,7 +221,10 @@ func (r *Registry) resolve(ctx context.Context, d Declaration) ([]*Definition, *
 		if raw, doc, err = r.fetch(ctx, imp.Pack, imp.Digest); err != nil {
 			return nil, nil, err
 		}
-		ps, err := parsePackDocument(raw, r.schemaCache())
+		ps, err := parsePackDocument(raw, r.schemaCache(), r.lim)
+		if errors.Is(err, ErrSchemaUnsupported) {
+			return nil, nil, withContext(err, "pack "+clip(imp.Pack))
+		}
 		if err != nil {
 			return nil, nil, recode(err, CodePackUnavailable, "pack "+clip(imp.Pack))
 		}
@@ -250,42 +312,26 @@ func (r *Registry) fetch(ctx context.Context, uri, digest string) ([]byte, *Pack
 
 // put makes def the definition in force from seq on.
 func (r *Registry) put(seq int64, def *Definition) error {
-	prev := r.current[def.Type]
-	if prev != nil && prev.Kind != def.Kind {
-		return invalidEvent("redefinition of %q changes its kind from %s to %s", def.Type, prev.Kind, def.Kind)
+	prev, ok := r.current[def.Type]
+	if ok && prev.Definition.Kind != def.Kind {
+		return invalidEvent("redefinition of %q changes its kind from %s to %s", def.Type, prev.Definition.Kind, def.Kind)
 	}
-	if prev == nil {
-		if len(r.order) >= MaxDefinitions {
-			return invalidEvent("type %q would exceed the limit of %d types per room", def.Type, MaxDefinitions)
+	if !ok {
+		if len(r.order) >= r.maxDefs {
+			return invalidEvent("type %q would exceed the limit of %d types per room", def.Type, r.maxDefs)
 		}
 		r.order = append(r.order, def.Type)
 	}
 	if r.current == nil {
-		r.current, r.byType = make(map[string]*Definition), make(map[string][]int)
+		r.current = make(map[string]Entry)
 	}
-	r.byType[def.Type] = append(r.byType[def.Type], len(r.entries))
-	r.entries = append(r.entries, Entry{Seq: seq, Definition: def})
-	r.current[def.Type] = def
+	r.current[def.Type] = Entry{Seq: seq, Definition: def}
 	return nil
 }
 
 // Lookup returns the definition of a custom type in force now, or nil.
 // Built-in types are never in the registry.
-func (r *Registry) Lookup(typ string) *Definition { return r.current[typ] }
-
-// LookupAt returns the definition of typ in force once every declaration
-// at records ≤ seq had applied, or nil. For a record at seq n, LookupAt(n)
-// is the definition its payload answers to: a record either declares types
-// or uses one, never both.
-func (r *Registry) LookupAt(typ string, seq int64) *Definition {
-	idx := r.byType[typ]
-	// The first version declared after seq; the one before it is in force.
-	i := sort.Search(len(idx), func(i int) bool { return r.entries[idx[i]].Seq > seq })
-	if i == 0 {
-		return nil
-	}
-	return r.entries[idx[i-1]].Definition
-}
+func (r *Registry) Lookup(typ string) *Definition { return r.current[typ].Definition }
 
 // Validate checks an event payload of type typ against the registry in
 // force now (§13.6 steps 2 and 4): type_not_defined when the type is
@@ -295,16 +341,7 @@ func (r *Registry) LookupAt(typ string, seq int64) *Definition {
 // strict JSON. Built-in types are checked by ValidateBuiltin, so one call
 // covers every event.
 func (r *Registry) Validate(typ string, payload []byte) error {
-	return validateWith(typ, r.current[typ], payload)
-}
-
-// ValidateAt is Validate against the definition in force at seq (see
-// LookupAt), as archive verification requires (§19).
-func (r *Registry) ValidateAt(seq int64, typ string, payload []byte) error {
-	return validateWith(typ, r.LookupAt(typ, seq), payload)
-}
-
-func validateWith(typ string, def *Definition, payload []byte) error {
+	def := r.current[typ].Definition
 	if def == nil {
 		if IsBuiltin(typ) {
 			return ValidateBuiltin(typ, payload)
@@ -329,7 +366,7 @@ func validateWith(typ string, def *Definition, payload []byte) error {
 func (r *Registry) Definitions() []*Definition {
 	out := make([]*Definition, len(r.order))
 	for i, t := range r.order {
-		out[i] = r.current[t]
+		out[i] = r.current[t].Definition
 	}
 	return out
 }
@@ -339,7 +376,7 @@ func (r *Registry) Definitions() []*Definition {
 // RegisteredDocument.
 func (r *Registry) Documents() []PackDocument { return slices.Clone(r.docs) }
 
-// Len returns the number of types defined (at most MaxDefinitions).
+// Len returns the number of types defined (at most the type limit).
 func (r *Registry) Len() int { return len(r.order) }
 
 // Clone returns an independent registry sharing the immutable definitions,
@@ -348,29 +385,26 @@ func (r *Registry) Len() int { return len(r.order) }
 func (r *Registry) Clone() *Registry {
 	c := *r
 	// Clipped slices make the next append on either side copy.
-	c.entries = slices.Clip(r.entries)
 	c.order = slices.Clip(r.order)
 	c.docs = slices.Clip(r.docs)
 	c.current = maps.Clone(r.current)
-	if r.byType != nil {
-		c.byType = make(map[string][]int, len(r.byType))
-		for k, v := range r.byType {
-			c.byType[k] = slices.Clip(v)
-		}
-	}
 	return &c
 }
 
-// Snapshot returns the registry's persistent form: every entry in
-// application order and every imported document.
+// Snapshot returns the registry's persistent form: the definitions in
+// force in first-declaration order, and every imported document.
 func (r *Registry) Snapshot() Snapshot {
-	return Snapshot{Entries: slices.Clone(r.entries), Documents: slices.Clone(r.docs)}
+	s := Snapshot{Entries: make([]Entry, len(r.order)), Documents: slices.Clone(r.docs)}
+	for i, t := range r.order {
+		s.Entries[i] = r.current[t]
+	}
+	return s
 }
 
 // Restore rebuilds a registry from a Snapshot, re-checking every definition
-// (schema, name, kind invariant, limits), every document's digest and that
-// seqs never decrease. Failures are invalid_event (pack_unavailable for a
-// document whose digest does not match).
+// (schema, name, limits, one entry per type), every document's digest and
+// every seq. Failures are invalid_event (pack_unavailable for a document
+// whose digest does not match, schema_unsupported as in Declare).
 func Restore(s Snapshot, opts *Options) (*Registry, error) {
 	r := NewRegistry(opts)
 	for i, d := range s.Documents {
@@ -384,24 +418,27 @@ func Restore(s Snapshot, opts *Options) (*Registry, error) {
 		if e.Definition == nil {
 			return nil, invalidEvent("%s: no definition", ctx)
 		}
-		if e.Seq < 1 || e.Seq < r.last {
-			return nil, invalidEvent("%s: seq %d cannot follow seq %d", ctx, e.Seq, r.last)
+		if e.Seq < 1 {
+			return nil, invalidEvent("%s: seq %d is not positive", ctx, e.Seq)
 		}
 		b, err := json.Marshal(e.Definition, json.Deterministic(true))
 		if err != nil {
 			return nil, invalidEvent("%s: %v", ctx, err)
 		}
-		def, err := parseDefinition(b, nil, r.schemaCache())
+		def, err := parseDefinition(b, nil, r.schemaCache(), r.lim)
 		if err != nil {
 			return nil, withContext(err, ctx)
 		}
 		if def.Status == "" {
 			def.Status = StatusActive
 		}
+		if r.Lookup(def.Type) != nil {
+			return nil, invalidEvent("%s: type %q appears twice", ctx, def.Type)
+		}
 		if err := r.put(e.Seq, def); err != nil {
 			return nil, withContext(err, ctx)
 		}
-		r.last = e.Seq
+		r.last = max(r.last, e.Seq)
 	}
 	return r, nil
 }

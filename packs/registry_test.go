@@ -49,7 +49,7 @@ func TestSeedRoomTypes(t *testing.T) {
 		if d.Type != w.typ || d.Kind != w.kind || !slices.Equal(d.AllowedRoles(), w.roles) || d.Status != StatusActive {
 			t.Errorf("[%d] got %s %s %v %s, want %s %s %v", i, d.Type, d.Kind, d.AllowedRoles(), d.Status, w.typ, w.kind, w.roles)
 		}
-		if r.Lookup(w.typ) != d || r.LookupAt(w.typ, 1) != d {
+		if r.Lookup(w.typ) != d {
 			t.Errorf("%s: Lookup disagrees with Definitions", w.typ)
 		}
 	}
@@ -82,12 +82,13 @@ func TestSeedRoomTypes(t *testing.T) {
 		t.Fatalf("types array %s: %v", b, err)
 	}
 	// §13.4: a type.define adds review.resolution later.
+	before := r.Clone()
 	mustDeclare(t, &r, 19, seedTypeDefine)
-	if d := r.Lookup("review.resolution"); d == nil || d.Kind != KindControl || r.LookupAt("review.resolution", 18) != nil {
-		t.Fatal("type.define not applied at its seq")
+	if d := r.Lookup("review.resolution"); d == nil || d.Kind != KindControl || before.Lookup("review.resolution") != nil {
+		t.Fatal("type.define not applied")
 	}
-	wantCode(t, r.ValidateAt(18, "review.resolution", []byte(`{"outcome":"accepted","summary":"s"}`)), CodeTypeNotDefined)
-	if err := r.ValidateAt(20, "review.resolution", []byte(`{"outcome":"accepted","summary":"s"}`)); err != nil {
+	wantCode(t, before.Validate("review.resolution", []byte(`{"outcome":"accepted","summary":"s"}`)), CodeTypeNotDefined)
+	if err := r.Validate("review.resolution", []byte(`{"outcome":"accepted","summary":"s"}`)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -172,7 +173,7 @@ func TestDeclarationsParseStrictly(t *testing.T) {
 		"invalid UTF-8":           "{\"type\":\"a.b\",\"kind\":\"signal\",\"title\":\"\xff\",\"schema\":{}}",
 		"lone surrogate":          `{"type":"a.b","kind":"signal","title":"\ud800","schema":{}}`,
 		"unsafe integer":          `{"type":"a.b","kind":"signal","title":"t","schema":{},"rate_hint":9007199254740993}`,
-		"uncompilable pattern":    `{"type":"a.b","kind":"signal","title":"t","schema":{"pattern":"(?=a)b"}}`,
+		"invalid pattern":         `{"type":"a.b","kind":"signal","title":"t","schema":{"pattern":"(a"}}`,
 		"schema fails metaschema": `{"type":"a.b","kind":"signal","title":"t","schema":{"minLength":-1}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -325,7 +326,7 @@ func TestDefinitionLimit(t *testing.T) {
 	wantCode(t, r4.Declare(ctx, 1, append(slices.Clone(batch[:63]), mustDecl(t, `{"use":"adp:deliberation/1.0"}`))...), "invalid_event")
 }
 
-func TestRedefinitionHistory(t *testing.T) {
+func TestRedefinition(t *testing.T) {
 	ctx := context.Background()
 	var r Registry
 	v1 := `{"type":"review.finding","kind":"message","title":"Finding","schema":{"type":"object","required":["summary"]},"version":"1"}`
@@ -336,22 +337,21 @@ func TestRedefinitionHistory(t *testing.T) {
 	if r.Lookup("review.finding").Version != "1" {
 		t.Fatal("kind-changing redefinition applied")
 	}
+	before := r.Clone()
 	mustDeclare(t, &r, 10, v2)
 
 	old := []byte(`{"summary":"retry loop starves the writer"}`)
-	if err := r.ValidateAt(9, "review.finding", old); err != nil {
-		t.Errorf("valid under the definition in force at seq 9: %v", err)
+	if err := before.Validate("review.finding", old); err != nil {
+		t.Errorf("valid under the definition in force before seq 10: %v", err)
 	}
-	wantCode(t, r.ValidateAt(10, "review.finding", old), CodePayloadSchemaViolation)
 	wantCode(t, r.Validate("review.finding", old), CodePayloadSchemaViolation)
-	wantCode(t, r.ValidateAt(0, "review.finding", old), CodeTypeNotDefined)
-	if r.LookupAt("review.finding", 1).Version != "1" || r.LookupAt("review.finding", 9).Version != "1" ||
-		r.LookupAt("review.finding", 10).Version != "2" || r.LookupAt("review.finding", 99).Version != "2" {
-		t.Error("LookupAt picks the wrong version")
+	if before.Lookup("review.finding").Version != "1" || r.Lookup("review.finding").Version != "2" {
+		t.Error("Lookup picks the wrong version")
 	}
+	// Only the definition in force is kept, with the seq that established it.
 	s := r.Snapshot()
-	if len(s.Entries) != 2 || s.Entries[0].Seq != 1 || s.Entries[1].Seq != 10 {
-		t.Fatalf("history %+v", s.Entries)
+	if len(s.Entries) != 1 || s.Entries[0].Seq != 10 || s.Entries[0].Definition.Version != "2" {
+		t.Fatalf("entries %+v", s.Entries)
 	}
 	// An import redefining an inline type must keep its kind too.
 	var r2 Registry
@@ -360,7 +360,7 @@ func TestRedefinitionHistory(t *testing.T) {
 	// Within one batch, a later declaration redefines an earlier one.
 	var r3 Registry
 	mustDeclare(t, &r3, 1, `{"use":"adp:reactions/1.0"}`, `{"type":"reaction.create","kind":"signal","title":"Mine","schema":{}}`)
-	if r3.Lookup("reaction.create").Title != "Mine" || len(r3.Snapshot().Entries) != 2 {
+	if r3.Lookup("reaction.create").Title != "Mine" || len(r3.Snapshot().Entries) != 1 {
 		t.Fatal("in-batch redefinition")
 	}
 	// seq never goes backwards.
@@ -376,11 +376,12 @@ func TestStatusAndUndefined(t *testing.T) {
 	wantCode(t, r.Validate("poll.vote", p), CodeTypeNotDefined)
 	wantCode(t, r.Validate("room.unknown", p), CodeTypeNotDefined)
 	// Re-enabling is a redefinition.
+	disabled := r.Clone()
 	mustDeclare(t, &r, 2, `{"use":"adp:reactions/1.0"}`)
 	if err := r.Validate("reaction.create", p); err != nil {
 		t.Fatal(err)
 	}
-	wantCode(t, r.ValidateAt(1, "reaction.create", p), CodeTypeDisabled)
+	wantCode(t, disabled.Validate("reaction.create", p), CodeTypeDisabled)
 	// Not strict JSON.
 	wantCode(t, r.Validate("reaction.create", []byte(`{"event_id":"`+hashA+`","reaction":"a","reaction":"b"}`)), "invalid_event")
 }
@@ -450,9 +451,6 @@ func TestSnapshotRestore(t *testing.T) {
 		t.Fatalf("round trip differs:\n%s\n%s", got, b)
 	}
 	wantCode(t, r2.Validate("reaction.create", []byte(`{}`)), CodeTypeDisabled)
-	if err := r2.ValidateAt(6, "reaction.create", []byte(`{"event_id":"`+hashA+`","reaction":"x"}`)); err != nil {
-		t.Fatal(err)
-	}
 	// Restore re-checks what it is given.
 	for name, mutate := range map[string]func(*Snapshot){
 		"kind change": func(s *Snapshot) {
@@ -460,6 +458,7 @@ func TestSnapshotRestore(t *testing.T) {
 			d.Kind = KindControl
 			s.Entries = append(s.Entries, Entry{99, &d})
 		},
+		"type twice":    func(s *Snapshot) { s.Entries = append(s.Entries, s.Entries[0]) },
 		"seq backwards": func(s *Snapshot) { s.Entries[len(s.Entries)-1].Seq = 0 },
 		"nil":           func(s *Snapshot) { s.Entries[0].Definition = nil },
 		"bad schema": func(s *Snapshot) {
@@ -487,7 +486,9 @@ func TestSnapshotRestore(t *testing.T) {
 // that validation and the schema cache share nothing unsafely.
 func TestConcurrentValidation(t *testing.T) {
 	r := allPacksRegistry(t)
-	cache := NewSchemaCache(4)
+	// Room for four of the schemas below.
+	budget := 4 * schemaSize(t, `{"maxLength":0}`)
+	cache := NewSchemaCache(budget)
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Add(1)
@@ -503,11 +504,11 @@ func TestConcurrentValidation(t *testing.T) {
 					return
 				}
 				wantCode(t, r.Validate("poll.create", []byte(`{"poll_id":""}`)), CodePayloadSchemaViolation)
-				_ = r.LookupAt("poll.vote", int64(i))
+				_ = r.Lookup("poll.vote")
 				_ = r.Definitions()
 				// Concurrent compiles through one bounded cache.
 				schema := fmt.Sprintf(`{"type":"t.x","kind":"signal","title":"t","schema":{"maxLength":%d}}`, (g+i)%7)
-				if _, err := parseDeclaration([]byte(schema), cache); err != nil {
+				if _, err := parseDeclaration([]byte(schema), cache, defaultLimits); err != nil {
 					t.Error(err)
 					return
 				}
@@ -519,27 +520,38 @@ func TestConcurrentValidation(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if n := cache.Len(); n > 4 {
-		t.Fatalf("cache holds %d > 4", n)
+	if n, b := cache.Len(), cache.Bytes(); n > 4 || b > budget {
+		t.Fatalf("cache holds %d schemas, %d bytes > %d", n, b, budget)
 	}
 }
 
-func TestSchemaCacheSharesCompiledSchemas(t *testing.T) {
-	cache := NewSchemaCache(2)
-	a1, _, err := cache.compile([]byte(`{"type":"string", "minLength":1}`))
+// schemaSize returns the heap estimate of a compiled schema.
+func schemaSize(t testing.TB, schema string) int64 {
+	t.Helper()
+	cs, _, err := NewSchemaCache(0).compile([]byte(schema), defaultLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a2, _, _ := cache.compile([]byte(`{ "minLength":1,"type":"string"}`)) // same canonical form
+	return cs.size
+}
+
+func TestSchemaCacheSharesCompiledSchemas(t *testing.T) {
+	// Room for the first two schemas below.
+	cache := NewSchemaCache(schemaSize(t, `{"minLength":1,"type":"string"}`) + schemaSize(t, `{"type":"integer"}`))
+	a1, _, err := cache.compile([]byte(`{"type":"string", "minLength":1}`), defaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a2, _, _ := cache.compile([]byte(`{ "minLength":1,"type":"string"}`), defaultLimits) // same canonical form
 	if a1 != a2 || cache.Len() != 1 {
 		t.Fatal("canonically equal schemas compiled twice")
 	}
-	cache.compile([]byte(`{"type":"integer"}`))
-	cache.compile([]byte(`{"type":"boolean"}`))
+	cache.compile([]byte(`{"type":"integer"}`), defaultLimits)
+	cache.compile([]byte(`{"type":"boolean"}`), defaultLimits)
 	if cache.Len() != 2 {
 		t.Fatalf("cache holds %d", cache.Len())
 	}
-	if a3, _, _ := cache.compile([]byte(`{"type":"string","minLength":1}`)); a3 == a1 {
+	if a3, _, _ := cache.compile([]byte(`{"type":"string","minLength":1}`), defaultLimits); a3 == a1 {
 		t.Fatal("evicted entry still cached")
 	}
 }

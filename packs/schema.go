@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,17 +17,22 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// MaxSchemaBytes bounds a type schema, measured on its RFC 8785 canonical
-// form so that whitespace neither helps nor hurts (§13.3, §21).
+// MaxSchemaBytes is the default bound on a type schema, measured on its
+// RFC 8785 canonical form so that whitespace neither helps nor hurts
+// (§13.3, §21).
 const MaxSchemaBytes = 16 << 10
 
 // Draft202012 is the only $schema a type schema may name (§13.3).
 const Draft202012 = "https://json-schema.org/draft/2020-12/schema"
 
-// DefaultCacheSize is the number of compiled schemas the shared cache keeps.
-// Every room importing a registered pack shares its entries, so the working
-// set is the distinct schemas in use, not the number of rooms.
-const DefaultCacheSize = 1024
+// DefaultCacheBytes is the default budget of a SchemaCache: the estimated
+// heap its compiled schemas hold. Every room importing a registered pack
+// shares its entries, so the working set is the distinct schemas in use,
+// not the number of rooms. A schema at the default limits is estimated at
+// most about 25 MiB (TestSchemaHeapEstimate), so the default keeps at
+// least two of the largest, and hundreds of typical ones: a registered
+// pack's schema is estimated at 30–110 KiB.
+const DefaultCacheBytes = 64 << 20
 
 // schemaURL names every type schema inside its own private compiler. It is
 // not resolvable anywhere, which is the point.
@@ -53,19 +57,26 @@ func (refuseLoader) Load(u string) (any, error) {
 	return nil, errRemoteRef
 }
 
-// compiledSchema is an immutable compiled schema; Validate is safe for
+// limits are the host quotas a type schema is admitted under; see Options.
+type limits struct {
+	schemaBytes  int
+	depth        int
+	evaluations  int
+	patternInsts int
+}
+
+var defaultLimits = limits{MaxSchemaBytes, MaxSchemaDepth, MaxEvaluationsPerLocation, MaxPatternInsts}
+
+// compiledSchema is an immutable compiled schema; validate is safe for
 // concurrent use.
 type compiledSchema struct {
 	s    *jsonschema.Schema
-	fast *fastNode // nil when the schema is outside the fast path's subset
-	sum  [32]byte  // SHA3-256 of the canonical schema
+	key  cacheKey
+	size int64 // estimated heap held, for the cache budget
 }
 
 // validate checks a decoded instance and returns the first failing keyword.
 func (c *compiledSchema) validate(v any) *SchemaError {
-	if c.fast != nil && c.fast.eval(v, 0) == fastValid {
-		return nil
-	}
 	err := c.s.Validate(v)
 	if err == nil {
 		return nil
@@ -73,24 +84,34 @@ func (c *compiledSchema) validate(v any) *SchemaError {
 	return toSchemaError(err)
 }
 
-// SchemaCache holds compiled type schemas keyed by the SHA3-256 of their
-// canonical JSON, evicting the least recently used beyond its size. It is
-// safe for concurrent use; compiled schemas stay valid after eviction for
-// anyone holding them.
-type SchemaCache struct {
-	mu    sync.Mutex
-	max   int
-	ll    *list.List // of *compiledSchema, most recent first
-	items map[[32]byte]*list.Element
+// cacheKey identifies a compiled schema: the SHA3-256 of its canonical
+// JSON, and the limits it was admitted under, so that a schema admitted by
+// a lenient registry is never handed to a strict one.
+type cacheKey struct {
+	sum [32]byte
+	lim limits
 }
 
-// NewSchemaCache returns a cache holding at most max compiled schemas
-// (DefaultCacheSize when max ≤ 0).
-func NewSchemaCache(max int) *SchemaCache {
-	if max <= 0 {
-		max = DefaultCacheSize
+// SchemaCache holds compiled type schemas keyed by the SHA3-256 of their
+// canonical JSON, evicting the least recently used once their estimated
+// heap exceeds its budget. It is safe for concurrent use; compiled
+// schemas stay valid after eviction for anyone holding them.
+type SchemaCache struct {
+	mu    sync.Mutex
+	max   int64
+	bytes int64
+	ll    *list.List // of *compiledSchema, most recent first
+	items map[cacheKey]*list.Element
+}
+
+// NewSchemaCache returns a cache whose compiled schemas hold an estimated
+// maxBytes of heap at most (DefaultCacheBytes when maxBytes ≤ 0). A schema
+// estimated larger than the whole budget is compiled but not kept.
+func NewSchemaCache(maxBytes int64) *SchemaCache {
+	if maxBytes <= 0 {
+		maxBytes = DefaultCacheBytes
 	}
-	return &SchemaCache{max: max, ll: list.New(), items: make(map[[32]byte]*list.Element)}
+	return &SchemaCache{max: maxBytes, ll: list.New(), items: make(map[cacheKey]*list.Element)}
 }
 
 // Len returns the number of cached schemas.
@@ -100,12 +121,19 @@ func (c *SchemaCache) Len() int {
 	return c.ll.Len()
 }
 
-var defaultCache = NewSchemaCache(DefaultCacheSize)
-
-func (c *SchemaCache) get(sum [32]byte) *compiledSchema {
+// Bytes returns the estimated heap the cached schemas hold.
+func (c *SchemaCache) Bytes() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.items[sum]; ok {
+	return c.bytes
+}
+
+var defaultCache = NewSchemaCache(DefaultCacheBytes)
+
+func (c *SchemaCache) get(k cacheKey) *compiledSchema {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.items[k]; ok {
 		c.ll.MoveToFront(e)
 		return e.Value.(*compiledSchema)
 	}
@@ -115,23 +143,30 @@ func (c *SchemaCache) get(sum [32]byte) *compiledSchema {
 func (c *SchemaCache) put(cs *compiledSchema) *compiledSchema {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.items[cs.sum]; ok { // lost a compile race: keep the first
+	if e, ok := c.items[cs.key]; ok { // lost a compile race: keep the first
 		c.ll.MoveToFront(e)
 		return e.Value.(*compiledSchema)
 	}
-	c.items[cs.sum] = c.ll.PushFront(cs)
-	for c.ll.Len() > c.max {
+	if cs.size > c.max {
+		return cs
+	}
+	c.items[cs.key] = c.ll.PushFront(cs)
+	c.bytes += cs.size
+	for c.bytes > c.max {
 		old := c.ll.Back()
 		c.ll.Remove(old)
-		delete(c.items, old.Value.(*compiledSchema).sum)
+		o := old.Value.(*compiledSchema)
+		delete(c.items, o.key)
+		c.bytes -= o.size
 	}
 	return cs
 }
 
 // compile checks and compiles an untrusted type schema given as strict JSON.
-// It returns the compiled schema and the canonical bytes. Every failure is
-// invalid_event: a bad schema makes the declaration carrying it invalid.
-func (c *SchemaCache) compile(raw []byte) (*compiledSchema, []byte, error) {
+// It returns the compiled schema and the canonical bytes. A failure is
+// invalid_event (a bad schema makes the declaration carrying it invalid),
+// or schema_unsupported for a pattern Go's RE2 cannot evaluate.
+func (c *SchemaCache) compile(raw []byte, lim limits) (*compiledSchema, []byte, error) {
 	if err := strictjson.Validate(raw); err != nil {
 		return nil, nil, identity.Wrap(identity.CodeInvalidEvent, "type schema", err)
 	}
@@ -139,11 +174,11 @@ func (c *SchemaCache) compile(raw []byte) (*compiledSchema, []byte, error) {
 	if err != nil {
 		return nil, nil, identity.Wrap(identity.CodeInvalidEvent, "type schema", err)
 	}
-	if len(canon) > MaxSchemaBytes {
-		return nil, nil, invalidEvent("type schema is %d bytes, more than the %d-byte limit", len(canon), MaxSchemaBytes)
+	if len(canon) > lim.schemaBytes {
+		return nil, nil, invalidEvent("type schema is %d bytes, more than the %d-byte limit", len(canon), lim.schemaBytes)
 	}
-	sum := sha3.Sum256(canon)
-	if cs := c.get(sum); cs != nil {
+	key := cacheKey{sha3.Sum256(canon), lim}
+	if cs := c.get(key); cs != nil {
 		return cs, canon, nil
 	}
 	doc, err := decodeJSON(canon)
@@ -153,23 +188,39 @@ func (c *SchemaCache) compile(raw []byte) (*compiledSchema, []byte, error) {
 	if _, ok := doc.(map[string]any); !ok {
 		return nil, nil, invalidEvent("type schema must be a JSON object")
 	}
-	if err := checkSelfContained(doc); err != nil {
-		return nil, nil, err
-	}
-	if err := checkCost(doc); err != nil {
+	a, err := analyzeSchema(doc, lim)
+	if err != nil {
 		return nil, nil, err
 	}
 	comp := jsonschema.NewCompiler()
 	comp.DefaultDraft(jsonschema.Draft2020)
 	comp.UseLoader(refuseLoader{})
+	// The library compiles each pattern through this engine, so it gets
+	// the programs the analysis admitted, compiled once.
+	comp.UseRegexpEngine(func(p string) (jsonschema.Regexp, error) {
+		if re, ok := a.patterns[p]; ok {
+			return re, nil
+		}
+		cp, err := compilePattern(p, lim.patternInsts)
+		if err != nil {
+			return nil, err
+		}
+		return cp.re, nil
+	})
 	if err := comp.AddResource(schemaURL, doc); err != nil {
 		return nil, nil, invalidEvent("type schema: %s", clip(err.Error()))
 	}
 	s, err := comp.Compile(schemaURL)
 	if err != nil {
+		// The library does not wrap its regexp engine's error.
+		var rx *jsonschema.InvalidRegexError
+		var ie *identity.Error
+		if errors.As(err, &rx) && errors.As(rx.Err, &ie) {
+			return nil, nil, ie
+		}
 		return nil, nil, invalidEvent("type schema does not compile: %s", clip(compileMessage(err)))
 	}
-	return c.put(&compiledSchema{s: s, fast: compileFast(doc, ""), sum: sum}), canon, nil
+	return c.put(&compiledSchema{s: s, key: key, size: a.heapEstimate(len(canon))}), canon, nil
 }
 
 // compileMessage unwraps the library's error, whose LoadURLError has no
@@ -180,78 +231,6 @@ func compileMessage(err error) string {
 		return fmt.Sprintf("reference %q cannot be resolved: %v", le.URL, le.Err)
 	}
 	return strings.ReplaceAll(err.Error(), schemaURL, "")
-}
-
-// checkSelfContained enforces §13.3 before the compiler sees the schema:
-//   - $schema, wherever it appears, names draft 2020-12 (the library embeds
-//     older metaschemas and would silently switch dialect);
-//   - every $ref / $dynamicRef resolves inside the schema: a fragment, or a
-//     URI equal to a resource the schema itself declares with $id.
-//
-// Refusing here, not in the loader, keeps the embedded metaschemas (which
-// the library resolves without asking the loader) out of reach and means a
-// refused schema causes no loader call at all. The scan treats every object
-// as a potential schema, so it over-approximates: a "$ref"-named string
-// inside a const or enum is checked too.
-func checkSelfContained(doc any) error {
-	root, _ := url.Parse("https://type-schema.invalid/root.json")
-	resources := map[string]bool{root.String(): true}
-	type ref struct{ raw, abs string }
-	var refs []ref
-	var walk func(v any, base *url.URL) error
-	walk = func(v any, base *url.URL) error {
-		switch v := v.(type) {
-		case map[string]any:
-			if s, ok := v["$schema"].(string); ok && s != Draft202012 {
-				return invalidEvent("type schema $schema %q is not %s", clip(s), Draft202012)
-			}
-			if id, ok := v["$id"].(string); ok {
-				u, err := base.Parse(id)
-				if err != nil {
-					return invalidEvent("type schema $id %q is not a URI reference", clip(id))
-				}
-				u.Fragment, u.RawFragment = "", ""
-				base = u
-				resources[u.String()] = true
-			}
-			for _, kw := range [...]string{"$ref", "$dynamicRef", "$recursiveRef"} {
-				s, ok := v[kw].(string)
-				if !ok {
-					continue
-				}
-				u, err := base.Parse(s)
-				if err != nil {
-					return invalidEvent("type schema %s %q is not a URI reference", kw, clip(s))
-				}
-				if strings.HasPrefix(s, "#") {
-					continue // same resource
-				}
-				u.Fragment, u.RawFragment = "", ""
-				refs = append(refs, ref{s, u.String()})
-			}
-			for _, x := range v {
-				if err := walk(x, base); err != nil {
-					return err
-				}
-			}
-		case []any:
-			for _, x := range v {
-				if err := walk(x, base); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	}
-	if err := walk(doc, root); err != nil {
-		return err
-	}
-	for _, r := range refs {
-		if !resources[r.abs] {
-			return invalidEvent("type schema reference %q is not inside the schema (remote and file references are not allowed)", clip(r.raw))
-		}
-	}
-	return nil
 }
 
 // toSchemaError picks the first leaf of the library's error tree: the
@@ -278,13 +257,56 @@ func toSchemaError(err error) *SchemaError {
 	return &SchemaError{InstanceLocation: loc, KeywordLocation: kw, Message: clip(msg)}
 }
 
+// The JSON Pointer (RFC 6901) helpers of this package.
+
+// jsonPointer joins reference tokens into a pointer.
 func jsonPointer(tokens []string) string {
 	var sb strings.Builder
 	for _, t := range tokens {
 		sb.WriteByte('/')
-		sb.WriteString(strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1"))
+		sb.WriteString(escapePointer(t))
 	}
 	return sb.String()
+}
+
+// escapePointer escapes one reference token.
+func escapePointer(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+// resolvePointer returns the value at ptr in doc and ptr in the form
+// jsonPointer builds, or ok false when nothing is there. It reads array
+// indexes as the schema library does (strconv.Atoi, so "+0" and "00" name
+// element 0), so that the cost analysis follows every reference the
+// library follows.
+func resolvePointer(doc any, ptr string) (v any, canonical string, ok bool) {
+	if ptr == "" {
+		return doc, "", true
+	}
+	if ptr[0] != '/' {
+		return nil, "", false
+	}
+	v = doc
+	var toks []string
+	for _, tok := range strings.Split(ptr[1:], "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch x := v.(type) {
+		case map[string]any:
+			if v, ok = x[tok]; !ok {
+				return nil, "", false
+			}
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil, "", false
+			}
+			v, tok = x[i], strconv.Itoa(i)
+		default:
+			return nil, "", false
+		}
+		toks = append(toks, tok)
+	}
+	return v, jsonPointer(toks), true
 }
 
 // libQuote reproduces the library's quote helper so its prefix can be cut.

@@ -1,17 +1,15 @@
 package profile
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"iter"
 	"math"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,13 +18,16 @@ import (
 
 	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/internal/httpc"
 )
 
 // ClientOptions configures a Client. A nil *ClientOptions means defaults;
 // so does the zero value of each field.
 type ClientOptions struct {
 	// HTTPClient sends the requests; nil means a new http.Client with the
-	// default transport.
+	// default transport. The Client sends through a copy that follows
+	// redirects only within the request's origin (never from https to
+	// http, never elsewhere); the value given is not modified.
 	HTTPClient *http.Client
 	// Timeout bounds one Client call, retries and verification included;
 	// 0 means 30 s, negative means no timeout beyond the caller's context.
@@ -58,6 +59,10 @@ type ClientOptions struct {
 	// VerifyConcurrency is how many history requests Batch runs at once to
 	// verify its documents; 0 means 8.
 	VerifyConcurrency int
+	// StrictDocuments makes a served document that differs from the
+	// materialization of its verified update an invalid_response error
+	// (wrapping ErrDiscrepancy) instead of a Verified.Discrepancy.
+	StrictDocuments bool
 }
 
 // Client talks to one Agent Profile service. Every document it returns as
@@ -71,14 +76,11 @@ type ClientOptions struct {
 type Client struct {
 	service    identity.Origin
 	originOpts *identity.OriginOptions
-	hc         *http.Client
+	http       *httpc.Client
 	timeout    time.Duration
-	retries    int
-	backoff    time.Duration
-	maxWait    time.Duration
 	limits     *Limits
-	maxResp    int64
 	conc       int
+	strict     bool
 
 	mu  sync.Mutex
 	eps *endpoints // nil until resolved
@@ -91,12 +93,45 @@ type Client struct {
 // materialization of Update, and Update is the service's latest accepted
 // update of the agent with a valid signature and payload. Compare
 // Update.Event().Nonce across services to prefer the freshest (§9).
+//
+// The signed update is the truth, so Document is always computed from it,
+// never taken from the service; what the service served is only compared
+// with it (see Discrepancy).
 type Verified struct {
 	// Document is the materialized profile.
 	Document *Document
 	// Update is the signed profile.update it was materialized from.
 	Update *envelope.Envelope
+	// Discrepancy is nil when the service served exactly Document (up to
+	// RFC 8785 form), and otherwise reports what it served instead — for
+	// example the [] and {} that some services add for absent members.
+	// It never makes Document less trustworthy; with
+	// ClientOptions.StrictDocuments it is an error instead.
+	Discrepancy *Discrepancy
 }
+
+// Discrepancy is a served profile document that differs from the
+// materialization of the verified update: the service's representation is
+// off (empty members added, members dropped or altered) or it served an
+// older or newer document than its event history's latest update.
+type Discrepancy struct {
+	// Served is the document as the service sent it. It parsed strictly
+	// but is unverified: display or log it, never trust it.
+	Served jsontext.Value
+	// Members are the top-level members whose values differ or that only
+	// one side has, sorted.
+	Members []string
+}
+
+// String describes the discrepancy briefly.
+func (d *Discrepancy) String() string {
+	return "served document differs from the signed update in " + strings.Join(d.Members, ", ")
+}
+
+// ErrDiscrepancy is the cause of the invalid_response error a Client with
+// ClientOptions.StrictDocuments returns for a served document that is not
+// the materialization of its verified update.
+var ErrDiscrepancy = errors.New("profile: served document is not the materialization of the signed update")
 
 // EventsPage is one page of an agent's accepted updates, newest first by
 // nonce, each verified (signature, payload rules, actor = the agent).
@@ -116,14 +151,10 @@ func NewClient(service string, opts *ClientOptions) (*Client, error) {
 	}
 	c := &Client{
 		originOpts: &identity.OriginOptions{AllowLoopbackHTTP: o.AllowLoopbackHTTP},
-		hc:         o.HTTPClient,
 		timeout:    o.Timeout,
-		retries:    o.Retries,
-		backoff:    o.RetryBackoff,
-		maxWait:    o.MaxRetryWait,
 		limits:     o.Limits,
-		maxResp:    o.MaxResponseSize,
 		conc:       o.VerifyConcurrency,
+		strict:     o.StrictDocuments,
 		locks:      map[identity.AgentID]chan struct{}{},
 	}
 	origin, err := identity.ParseOrigin(service, c.originOpts)
@@ -131,26 +162,16 @@ func NewClient(service string, opts *ClientOptions) (*Client, error) {
 		return nil, err
 	}
 	c.service = origin
-	if c.hc == nil {
-		c.hc = &http.Client{}
-	}
+	c.http = httpc.New(&httpc.Options{
+		HTTPClient:      o.HTTPClient,
+		Origins:         c.originOpts,
+		Retries:         o.Retries,
+		Backoff:         o.RetryBackoff,
+		MaxWait:         o.MaxRetryWait,
+		MaxResponseSize: o.MaxResponseSize,
+	})
 	if c.timeout == 0 {
 		c.timeout = 30 * time.Second
-	}
-	switch {
-	case c.retries == 0:
-		c.retries = 2
-	case c.retries < 0:
-		c.retries = 0
-	}
-	if c.backoff <= 0 {
-		c.backoff = 200 * time.Millisecond
-	}
-	if c.maxWait <= 0 {
-		c.maxWait = 10 * time.Second
-	}
-	if c.maxResp <= 0 {
-		c.maxResp = 32 << 20
 	}
 	if c.conc <= 0 {
 		c.conc = 8
@@ -256,10 +277,13 @@ func (c *Client) discover(ctx context.Context) (*endpoints, error) {
 
 // Get fetches the profile of id and verifies it: the client also fetches
 // the latest accepted update from the event history (limit 1), verifies
-// its signature and payload rules and that it is id's, and requires the
-// document to be exactly that update's materialization. A document and
-// history that disagree are fetched once more (an update may have landed
-// in between) before the call fails with invalid_response.
+// its signature and payload rules and that it is id's, and returns that
+// update's materialization. The served document is compared with it: a
+// document naming another event is fetched once more (an update may have
+// landed in between), and one that still differs is reported in
+// Verified.Discrepancy, or with ClientOptions.StrictDocuments fails with
+// invalid_response. A history whose latest update does not verify always
+// fails with invalid_response.
 //
 // A service whose discovery document does not list event-history cannot
 // prove anything: Get then fails with ErrUnsupported (see
@@ -278,21 +302,28 @@ func (c *Client) get(ctx context.Context, eps *endpoints, id identity.AgentID) (
 	if !eps.supports(FeatureEventHistory) {
 		return nil, unsupported(FeatureEventHistory)
 	}
-	var err error
-	for range 2 {
-		var raw []byte
-		if raw, _, err = c.fetchDocument(ctx, eps, id); err != nil {
+	for try := 0; ; try++ {
+		raw, d, err := c.fetchDocument(ctx, eps, id)
+		if err != nil {
 			return nil, err
 		}
-		var v *Verified
-		if v, err = c.verifyDocument(ctx, eps, id, raw); err == nil {
-			return v, nil
-		}
-		if !errors.Is(err, errNotMaterialization) {
+		v, err := c.verifyDocument(ctx, eps, id, raw)
+		if err != nil {
 			return nil, err
 		}
+		if try == 0 && v.Discrepancy != nil && d.EventID != v.Update.Hash() {
+			continue // document and history straddle an update
+		}
+		return c.settle(v)
 	}
-	return nil, err
+}
+
+// settle applies ClientOptions.StrictDocuments to a verified result.
+func (c *Client) settle(v *Verified) (*Verified, error) {
+	if c.strict && v.Discrepancy != nil {
+		return nil, invalidResponse("profile document (latest update "+v.Update.Hash().String()+"): "+v.Discrepancy.String(), ErrDiscrepancy)
+	}
+	return v, nil
 }
 
 // GetUnverifiedUnsafe fetches the document of id without verifying it
@@ -329,7 +360,9 @@ func (c *Client) fetchDocument(ctx context.Context, eps *endpoints, id identity.
 	return raw, d, nil
 }
 
-// verifyDocument checks a served document against the latest update.
+// verifyDocument verifies the latest update of id and compares the served
+// document raw with its materialization, reporting a difference as a
+// Discrepancy (settle decides whether that is an error).
 func (c *Client) verifyDocument(ctx context.Context, eps *endpoints, id identity.AgentID, raw []byte) (*Verified, error) {
 	page, err := c.events(ctx, eps, id, 1, "")
 	if err != nil {
@@ -347,19 +380,17 @@ func (c *Client) verifyDocument(ctx context.Context, eps *endpoints, id identity
 	if err != nil {
 		return nil, invalidResponse("latest update", err)
 	}
-	same, err := sameJSON(raw, want)
+	disc, err := compareDocument(raw, want)
 	if err != nil {
 		return nil, invalidResponse("profile document", err)
 	}
-	if !same {
-		return nil, invalidResponse("profile document (latest update "+env.Hash().String()+")", errNotMaterialization)
-	}
-	return &Verified{Document: want, Update: env}, nil
+	return &Verified{Document: want, Update: env, Discrepancy: disc}, nil
 }
 
 // Batch fetches the profiles of up to MaxBatchIDs agents in one request
 // and verifies each one as Get does (one history request per profile, a
-// few at a time). Results follow the order of ids; unknown profiles are
+// few at a time, each result the materialization of the verified update
+// with any Discrepancy reported). Results follow the order of ids; unknown profiles are
 // left out and repeated ids answered once. More than MaxBatchIDs ids is an
 // invalid_request error before any request is sent. If any profile fails
 // verification the call fails; use BatchUnverifiedUnsafe and Get for
@@ -389,8 +420,11 @@ func (c *Client) Batch(ctx context.Context, ids []identity.AgentID) ([]*Verified
 				return
 			}
 			v, err := c.verifyDocument(ctx, eps, docs[i].ID, raws[i])
-			if errors.Is(err, errNotMaterialization) {
+			switch {
+			case err == nil && v.Discrepancy != nil && docs[i].EventID != v.Update.Hash():
 				v, err = c.get(ctx, eps, docs[i].ID) // updated meanwhile: fetch afresh
+			case err == nil:
+				v, err = c.settle(v)
 			}
 			out[i], errs[i] = v, err
 			if err != nil {
@@ -499,7 +533,9 @@ func (c *Client) batch(ctx context.Context, ids []identity.AgentID) ([]*Document
 // applied to a.Nonces within the Identity bound and the update is signed
 // again and sent once more. A second rejection is returned as is.
 //
-// The answer must be exactly the materialization of the update sent.
+// The answer must be a document of the update sent; the result is that
+// update's materialization, and an answer that differs from it is reported
+// in Verified.Discrepancy (an error with ClientOptions.StrictDocuments).
 func (c *Client) Update(ctx context.Context, a *envelope.Author, p Payload) (*Verified, error) {
 	ctx, cancel := c.callContext(ctx)
 	defer cancel()
@@ -572,13 +608,11 @@ func (c *Client) publish(ctx context.Context, eps *endpoints, env *envelope.Enve
 	if err != nil {
 		return nil, err
 	}
-	if same, err := sameJSON(raw, want); err != nil || !same {
-		if err == nil {
-			err = errNotMaterialization
-		}
+	disc, err := compareDocument(raw, want)
+	if err != nil {
 		return nil, invalidResponse("accepted document", err)
 	}
-	return &Verified{Document: want, Update: env}, nil
+	return c.settle(&Verified{Document: want, Update: env, Discrepancy: disc})
 }
 
 // Events fetches one page of id's accepted updates, newest first by nonce:
@@ -706,109 +740,17 @@ func (c *Client) callContext(ctx context.Context) (context.Context, context.Canc
 	return context.WithCancel(ctx)
 }
 
-// do sends one request and returns the body of a 2xx answer. Non-2xx
-// answers become *identity.Error values (identity.ReadError). Idempotent
-// requests are retried on transport errors and 429/502/503/504.
+// do sends one request through the shared HTTP layer (internal/httpc) and
+// returns the body of a 2xx answer. Non-2xx answers are *identity.Error
+// values. Idempotent requests are retried on transport errors and
+// 429/502/503/504; redirects are followed only within one origin.
 func (c *Client) do(ctx context.Context, method, u string, body []byte, idempotent bool) ([]byte, error) {
-	retries := 0
-	if idempotent {
-		retries = c.retries
-	}
-	for attempt := 0; ; attempt++ {
-		var rd io.Reader
-		if body != nil {
-			rd = bytes.NewReader(body)
-		}
-		req, err := http.NewRequestWithContext(ctx, method, u, rd)
-		if err != nil {
-			return nil, err
-		}
-		req.Header.Set("Accept", "application/json")
-		if body != nil {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		resp, err := c.hc.Do(req)
-		if err != nil {
-			if ctx.Err() != nil || attempt >= retries {
-				return nil, err
-			}
-			if err := sleep(ctx, c.backoffFor(attempt)); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if attempt < retries && retryable(resp.StatusCode) {
-			wait := c.backoffFor(attempt)
-			if ra, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
-				wait = ra
-			}
-			if wait <= c.maxWait {
-				io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-				resp.Body.Close()
-				if err := sleep(ctx, wait); err != nil {
-					return nil, err
-				}
-				continue
-			}
-		}
-		return c.read(resp)
-	}
-}
-
-func (c *Client) read(resp *http.Response) ([]byte, error) {
-	defer resp.Body.Close()
-	if err := identity.ReadError(resp); err != nil {
+	resp, err := c.http.Do(ctx, &httpc.Request{Method: method, URL: u, Body: body, Idempotent: idempotent})
+	switch {
+	case errors.Is(err, httpc.ErrResponseTooLarge), errors.Is(err, httpc.ErrRedirectRefused):
+		return nil, invalidResponse("service response", err)
+	case err != nil:
 		return nil, err
 	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, c.maxResp+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > c.maxResp {
-		return nil, invalidResponse("response larger than "+strconv.FormatInt(c.maxResp, 10)+" bytes", nil)
-	}
-	return b, nil
-}
-
-func retryable(status int) bool {
-	switch status {
-	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return true
-	}
-	return false
-}
-
-// backoffFor returns the jittered wait before retry attempt+1: between
-// half and all of RetryBackoff·2^attempt, capped at MaxRetryWait.
-func (c *Client) backoffFor(attempt int) time.Duration {
-	d := c.backoff << min(attempt, 16)
-	if d <= 0 || d > c.maxWait {
-		d = c.maxWait
-	}
-	return d/2 + rand.N(d/2+1)
-}
-
-// retryAfter parses a Retry-After header: delay-seconds or an HTTP date.
-func retryAfter(h string, now time.Time) (time.Duration, bool) {
-	if h == "" {
-		return 0, false
-	}
-	if n, err := strconv.ParseUint(h, 10, 32); err == nil {
-		return time.Duration(n) * time.Second, true
-	}
-	if t, err := http.ParseTime(h); err == nil {
-		return max(t.Sub(now), 0), true
-	}
-	return 0, false
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return resp.Body, nil
 }

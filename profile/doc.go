@@ -40,15 +40,17 @@
 //
 // [Client] talks to one profile service: discovery, get, batch, update,
 // publish and event history. A profile it returns as trusted ([Verified])
-// was checked against the service's latest signed update: the document
-// must be exactly that update's materialization and the update must verify
-// and belong to the requested agent. Services without event history cannot
+// is the materialization of the service's latest signed update, which must
+// verify and belong to the requested agent. The document the service
+// served is only compared with it: a difference (some services add [] and
+// {} for absent members) is reported as a [Discrepancy], or is an error
+// with ClientOptions.StrictDocuments. Services without event history cannot
 // be verified, so Get fails with [ErrUnsupported]; the unverified reads are
 // named GetUnverifiedUnsafe and BatchUnverifiedUnsafe. Update recovers once
 // from nonce_not_greater by applying the Max-Seen-Nonce header within the
 // Identity bound, so several devices sharing a key converge. Reads retry
 // transport errors and 429/502/503/504 with backoff and Retry-After;
-// writes do not.
+// writes do not. Redirects are followed only within one origin.
 //
 // Package profiletest runs an in-memory profile service for tests.
 //

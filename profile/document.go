@@ -1,7 +1,7 @@
 package profile
 
 import (
-	"errors"
+	"slices"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -114,27 +114,54 @@ func (d *Document) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// canonicalJSON returns the RFC 8785 form of v's JSON.
-func canonicalJSON(v any) ([]byte, error) {
-	b, err := json.Marshal(v)
+// compareDocument compares a served document (a strictly parsed JSON
+// text) with the materialization of its update member by member, in RFC
+// 8785 form, and returns nil when they are the same.
+func compareDocument(raw []byte, want *Document) (*Discrepancy, error) {
+	wantJSON, err := json.Marshal(want)
 	if err != nil {
 		return nil, err
 	}
-	return strictjson.Canonicalize(b)
+	got, err := canonicalMembers(raw)
+	if err != nil {
+		return nil, err
+	}
+	exp, err := canonicalMembers(wantJSON)
+	if err != nil {
+		return nil, err
+	}
+	var diff []string
+	for name, v := range got {
+		if w, ok := exp[name]; !ok || w != v {
+			diff = append(diff, name)
+		}
+	}
+	for name := range exp {
+		if _, ok := got[name]; !ok {
+			diff = append(diff, name)
+		}
+	}
+	if len(diff) == 0 {
+		return nil, nil
+	}
+	slices.Sort(diff)
+	return &Discrepancy{Served: slices.Clone(raw), Members: diff}, nil
 }
 
-// sameJSON reports whether raw (a JSON text) and the JSON of v have the
-// same RFC 8785 form.
-func sameJSON(raw []byte, v any) (bool, error) {
-	want, err := canonicalJSON(v)
+// canonicalMembers maps each top-level member of a JSON object to the RFC
+// 8785 form of its value.
+func canonicalMembers(b []byte) (map[string]string, error) {
+	ms, err := strictjson.SplitObject(b)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	got, err := strictjson.Canonicalize(raw)
-	if err != nil {
-		return false, err
+	out := make(map[string]string, len(ms))
+	for _, m := range ms {
+		c, err := strictjson.Canonicalize(m.Value)
+		if err != nil {
+			return nil, err
+		}
+		out[m.Name] = string(c)
 	}
-	return string(got) == string(want), nil
+	return out, nil
 }
-
-var errNotMaterialization = errors.New("document is not the materialization of the latest signed update")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -186,6 +187,9 @@ func TestClientDetectsTampering(t *testing.T) {
 		edit  func([]byte) []byte
 		call  func(*profile.Client) error
 	}{
+		// A renamed, extended or stale document fails only a strict client:
+		// by default Get returns the signed update's materialization and
+		// reports the difference (TestClientReportsDiscrepancies).
 		{"renamed document", isDoc, replace(`"Current"`, `"Forged"`), getCall(k.AgentID())},
 		{"added member", isDoc, replace(`"name":"Current"`, `"name":"Current","provider":"evil"`), getCall(k.AgentID())},
 		{"stale document", isDoc, func([]byte) []byte { return staleDoc }, getCall(k.AgentID())},
@@ -215,6 +219,7 @@ func TestClientDetectsTampering(t *testing.T) {
 			return err
 		}},
 	}
+	discrepancyOnly := map[string]bool{"renamed document": true, "added member": true, "stale document": true}
 	t.Run("batch document forged", func(t *testing.T) {
 		// The forged entry fails verification; Batch re-fetches it as Get
 		// does, so only verified data comes back.
@@ -223,6 +228,9 @@ func TestClientDetectsTampering(t *testing.T) {
 		vs, err := c.Batch(ctx, []identity.AgentID{k2.AgentID(), k.AgentID()})
 		if err != nil || len(vs) != 2 || vs[0].Document.Name != "Other" || vs[1].Document.Name != "Current" {
 			t.Fatalf("batch: %v", err)
+		}
+		if vs[0].Discrepancy != nil || vs[1].Discrepancy == nil || !slices.Equal(vs[1].Discrepancy.Members, []string{"name"}) {
+			t.Fatalf("discrepancies %v, %v", vs[0].Discrepancy, vs[1].Discrepancy)
 		}
 		docs, err := c.BatchUnverifiedUnsafe(ctx, []identity.AgentID{k.AgentID()})
 		if err != nil || docs[0].Name != "Forged" {
@@ -235,10 +243,15 @@ func TestClientDetectsTampering(t *testing.T) {
 			if tc.name == "history out of order" {
 				rw = &replayFirstPage{base: srv.Client().Transport}
 			}
-			c := srv.NewClient(&profile.ClientOptions{HTTPClient: &http.Client{Transport: rw}})
-			err := tc.call(c)
-			if !errors.Is(err, profile.ErrInvalidResponse) {
-				t.Fatalf("got %v, want invalid_response", err)
+			for _, strict := range []bool{false, true} {
+				if !strict && discrepancyOnly[tc.name] {
+					continue
+				}
+				c := srv.NewClient(&profile.ClientOptions{HTTPClient: &http.Client{Transport: rw}, StrictDocuments: strict})
+				err := tc.call(c)
+				if !errors.Is(err, profile.ErrInvalidResponse) {
+					t.Fatalf("strict %v: got %v, want invalid_response", strict, err)
+				}
 			}
 		})
 	}

@@ -199,7 +199,9 @@ func TestForgedWriteAnswer(t *testing.T) {
 	}
 	for name, edit := range cases {
 		t.Run(name, func(t *testing.T) {
-			rw := &rewriter{match: func(r *http.Request) bool { return r.Method == http.MethodPost && !strings.HasSuffix(r.URL.Path, "/join-requests") }, edit: edit}
+			rw := &rewriter{match: func(r *http.Request) bool {
+				return r.Method == http.MethodPost && !strings.HasSuffix(r.URL.Path, "/join-requests")
+			}, edit: edit}
 			w := newWrappedWorld(t, &adptest.Options{RateLimits: adptest.Unlimited()}, rw.wrap)
 			alice, _, room := setup(t, w, adp.VisibilityPublic)
 			first := mustv(alice.SendMessage(ctx, room, text("one")))

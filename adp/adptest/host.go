@@ -55,6 +55,9 @@ type Options struct {
 	// NewRoomID returns a fresh room ID; nil means a random 20-character
 	// lowercase base32 ID (the shape of an Xid, §7.1).
 	NewRoomID func() string
+	// NewRequestID returns a fresh join-request ID; nil means "jr_" and 26
+	// random base32 characters.
+	NewRequestID func() string
 	// SSEBuffer is how many items a live subscriber may fall behind before
 	// the host drops it (the client resumes from history); 0 means 256.
 	SSEBuffer int
@@ -85,6 +88,7 @@ type Host struct {
 	sseBuffer int
 	roomOpts  adp.RoomOptions
 	newID     func() string
+	newReqID  func() string
 	limits    RateLimits
 	limiter   *limiter
 	verifier  *envelope.Verifier
@@ -144,6 +148,10 @@ func New(ctx context.Context, opts *Options) (*Host, error) {
 	}
 	if h.newID == nil {
 		h.newID = randomRoomID
+	}
+	h.newReqID = o.NewRequestID
+	if h.newReqID == nil {
+		h.newReqID = randomRequestID
 	}
 	h.limits = DefaultRateLimits()
 	if o.RateLimits != nil {

@@ -76,7 +76,7 @@ func (h *Host) createJoinRequest(w http.ResponseWriter, r *http.Request) {
 	ms := now.UnixMilli()
 	jr := &adp.JoinRequestResource{
 		Request: adp.JoinRequest{
-			ID: randomRequestID(), RoomID: hr.id, Applicant: who, Role: in.Role, Perspective: in.Perspective,
+			ID: h.newReqID(), RoomID: hr.id, Applicant: who, Role: in.Role, Perspective: in.Perspective,
 			Reason: in.Reason, CreatedAt: ms, ExpiresAt: now.Add(h.jrTTL).UnixMilli(), Extra: in.Extra,
 		},
 		Status: adp.JoinPending,

@@ -10,10 +10,9 @@ import (
 	"log"
 	"strings"
 
-	"github.com/go-json-experiment/json/jsontext"
-
 	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/profile"
 )
 
 func main() {
@@ -28,10 +27,10 @@ func main() {
 
 	// 2. An Author signs events for that agent: it fills actor, created_at
 	//    and a clock-derived nonce, canonicalizes (RFC 8785), hashes
-	//    (SHA3-256) and signs the 32-byte digest.
+	//    (SHA3-256) and signs the 32-byte digest. profile.NewUpdate checks
+	//    the payload rules before anything is signed.
 	author := envelope.NewAuthor(key)
-	payload := jsontext.Value(`{"id":"` + key.AgentID().String() + `","name":"Quickstart agent"}`)
-	env, err := author.Sign(ctx, "agent-profile/1.0", "profile.update", payload, nil)
+	env, err := profile.NewUpdate(ctx, author, profile.Payload{Name: "Quickstart agent"}, nil)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -88,10 +88,27 @@ type Server struct {
 }
 
 // NewServer starts a service. Call Close when done.
-func NewServer(opts *Options) *Server { return newServer(opts, nil) }
+func NewServer(opts *Options) *Server {
+	svc := newService(opts, nil)
+	hs := httptest.NewUnstartedServer(svc.routes())
+	if svc.opts.TLS {
+		hs.StartTLS()
+	} else {
+		hs.Start()
+	}
+	origin, err := identity.ParseOrigin(hs.URL, &identity.OriginOptions{AllowLoopbackHTTP: !svc.opts.TLS})
+	if err != nil {
+		hs.Close()
+		panic("profiletest: httptest URL is not an origin: " + err.Error())
+	}
+	svc.origin = origin
+	return &Server{URL: hs.URL, Origin: origin, hs: hs, svc: svc, loopback: !svc.opts.TLS}
+}
 
-// newServer lets internal tests wrap the Verifier's history lookups.
-func newServer(opts *Options, wrap func(envelope.History) envelope.History) *Server {
+// newService builds the handler state without a listener, so internal
+// tests can drive its handler directly (inside a synctest bubble) and
+// wrap the Verifier's history lookups.
+func newService(opts *Options, wrap func(envelope.History) envelope.History) *service {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -112,19 +129,7 @@ func newServer(opts *Options, wrap func(envelope.History) envelope.History) *Ser
 		history = wrap(history)
 	}
 	svc.verifier = envelope.NewVerifier(&envelope.VerifierOptions{Window: o.Window, History: history, Now: o.Now})
-	hs := httptest.NewUnstartedServer(svc.routes())
-	if o.TLS {
-		hs.StartTLS()
-	} else {
-		hs.Start()
-	}
-	origin, err := identity.ParseOrigin(hs.URL, &identity.OriginOptions{AllowLoopbackHTTP: !o.TLS})
-	if err != nil {
-		hs.Close()
-		panic("profiletest: httptest URL is not an origin: " + err.Error())
-	}
-	svc.origin = origin
-	return &Server{URL: hs.URL, Origin: origin, hs: hs, svc: svc, loopback: !o.TLS}
+	return svc
 }
 
 // Close shuts the server down.

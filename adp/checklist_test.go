@@ -1,0 +1,285 @@
+package adp_test
+
+import (
+	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json"
+
+	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/adp/adptest"
+	"github.com/agentprotocols/go-sdk/envelope"
+	"github.com/agentprotocols/go-sdk/packs"
+)
+
+// The checklist for adding a built-in event type (see the package
+// documentation) is enforced here, over every type of adp.BuiltinTypes;
+// the transcript item is enforced in archive/checklist_test.go, which may
+// import archive.
+
+// checklistBuilders signs one acceptable event of each built-in type
+// through its builder, in a fresh public room. A new built-in type with no
+// entry here fails TestBuiltinChecklist: write its builder, then add it.
+var checklistBuilders = map[string]func(w *adptest.World) (*envelope.Envelope, error){
+	adp.TypeRoomCreate: func(w *adptest.World) (*envelope.Envelope, error) {
+		return adp.NewRoomCreate(w.Ctx, w.Author("alice"), adp.RoomCreate{Topic: "t", Visibility: adp.VisibilityPublic,
+			StartTime: w.Now.UnixMilli(), EndTime: w.Now.Add(time.Hour).UnixMilli()})
+	},
+	adp.TypeRoomUpdate: func(w *adptest.World) (*envelope.Envelope, error) {
+		return adp.NewRoomUpdate(w.Ctx, w.Author("creator"), w.Base(adp.TypeRoomUpdate), adp.RoomUpdate{Guidance: ptr("g")})
+	},
+	adp.TypeRoomJoin: func(w *adptest.World) (*envelope.Envelope, error) {
+		return adp.NewJoin(w.Ctx, w.Author("bob"), w.Base(adp.TypeRoomJoin), adp.Join{Role: adp.RoleSpeaker})
+	},
+	adp.TypeRoomJoinReview: func(w *adptest.World) (*envelope.Envelope, error) {
+		return adp.NewJoinReview(w.Ctx, w.Author("creator"), w.Base(adp.TypeRoomJoinReview),
+			adp.JoinReview{Request: request(w, "jr_1", "bob", adp.RoleSpeaker), Decision: adp.DecisionApprove, Role: adp.RoleSpeaker})
+	},
+	adp.TypeRoomLeave: func(w *adptest.World) (*envelope.Envelope, error) {
+		return adp.NewLeave(w.Ctx, w.Author("alice"), w.Base(adp.TypeRoomLeave), adp.Notice{Reason: "done"})
+	},
+	adp.TypeMemberRoleUpdate: func(w *adptest.World) (*envelope.Envelope, error) {
+		return adp.NewRoleUpdate(w.Ctx, w.Author("creator"), w.Base(adp.TypeMemberRoleUpdate), adp.RoleUpdate{Member: w.ID("alice"), Role: adp.RoleObserver})
+	},
+	adp.TypeMemberRemove: func(w *adptest.World) (*envelope.Envelope, error) {
+		return adp.NewMemberRemove(w.Ctx, w.Author("creator"), w.Base(adp.TypeMemberRemove), adp.MemberRemove{Member: w.ID("alice")})
+	},
+	adp.TypeRoomClose: func(w *adptest.World) (*envelope.Envelope, error) {
+		return adp.NewClose(w.Ctx, w.Author("creator"), w.Base(adp.TypeRoomClose), adp.Notice{})
+	},
+	adp.TypeRoomCancel: func(w *adptest.World) (*envelope.Envelope, error) {
+		return adp.NewCancel(w.Ctx, w.Author("creator"), w.Base(adp.TypeRoomCancel), adp.Notice{})
+	},
+	adp.TypeTypeDefine: func(w *adptest.World) (*envelope.Envelope, error) {
+		d, err := packs.ParseDeclaration([]byte(`{"use":"adp:reactions/1.0"}`))
+		if err != nil {
+			return nil, err
+		}
+		return adp.NewTypeDefine(w.Ctx, w.Author("creator"), w.Base(adp.TypeTypeDefine), d)
+	},
+	adp.TypeMessageCreate: func(w *adptest.World) (*envelope.Envelope, error) {
+		return adp.NewMessage(w.Ctx, w.Author("creator"), w.Base(adp.TypeMessageCreate), adp.Message{ContentType: "text/plain", Content: adp.TextContent("x")})
+	},
+}
+
+// checklistWorld is a room in which every checklist builder's event is
+// acceptable: public with alice a speaker, scheduled for room.cancel.
+func checklistWorld(t *testing.T, typ string) *adptest.World {
+	w := adptest.NewWorld(t, "d8ftedhpqhsusbg001tg", nil)
+	if typ == adp.TypeRoomCreate {
+		return w
+	}
+	if typ == adp.TypeRoomCancel {
+		w.PublicRoom(scheduled)
+	} else {
+		w.PublicRoom()
+	}
+	w.Join("alice", adp.RoleSpeaker)
+	return w
+}
+
+func TestBuiltinChecklist(t *testing.T) {
+	types := adp.BuiltinTypes()
+	// §13.2: the kernel defines exactly eleven types.
+	if len(types) != 11 {
+		t.Errorf("%d built-in types; §13.2 defines eleven", len(types))
+	}
+	// 1. Every Type* constant is listed, and the list is the kernel's.
+	consts := typeConstants(t)
+	for name, val := range consts {
+		if !slices.Contains(types, val) {
+			t.Errorf("constant %s = %q is missing from BuiltinTypes", name, val)
+		}
+	}
+	if len(consts) != len(types) {
+		t.Errorf("%d Type* constants for %d built-in types", len(consts), len(types))
+	}
+	if kernel := packs.BuiltinTypes(); !slices.Equal(types, kernel) {
+		t.Errorf("adp.BuiltinTypes %v, kernel schema (packs.BuiltinTypes) %v", types, kernel)
+	}
+	cases := dispatchCases(t)
+	vectors := vectorTypes(t)
+	for _, typ := range types {
+		t.Run(typ, func(t *testing.T) {
+			// 2. The §13.2 rule-table row: a category, and a kernel schema.
+			if adp.BuiltinCategory(typ) == "" || !adp.IsBuiltin(typ) || !packs.IsBuiltin(typ) {
+				t.Errorf("no §13.2 category or kernel schema")
+			}
+			// 3. A builder, whose event the host accepts.
+			build := checklistBuilders[typ]
+			if build == nil {
+				t.Fatalf("no builder in checklistBuilders")
+			}
+			w := checklistWorld(t, typ)
+			env, err := build(w)
+			if err != nil {
+				t.Fatalf("builder: %v", err)
+			}
+			if env.Type() != typ || env.Event().Protocol != adp.Protocol {
+				t.Fatalf("the builder signed a %s of %s", env.Type(), env.Event().Protocol)
+			}
+			if _, err := w.Submit(env, nil); err != nil {
+				t.Fatalf("the host refused the builder's event: %v", err)
+			}
+			// 4. Payload rules: a typed view, and a refusal of a payload
+			// that is not even an object.
+			v, err := adp.ParsePayload(typ, env.Event().Payload)
+			if err != nil {
+				t.Fatalf("ParsePayload: %v", err)
+			}
+			rt := reflect.TypeOf(v)
+			if rt == nil || rt.Kind() != reflect.Pointer || rt.Elem().Kind() != reflect.Struct {
+				t.Fatalf("ParsePayload gave %T, not a pointer to a payload struct", v)
+			}
+			if _, err := adp.ParsePayload(typ, []byte(`[]`)); !errors.Is(err, adp.ErrInvalidEvent) {
+				t.Errorf("ParsePayload of []: %v", err)
+			}
+			// 5. The rule-table row: Room.check dispatches the payload
+			// type (room.create has a path of its own).
+			view := strings.Replace("*"+rt.Elem().String(), "*adp.", "*", 1)
+			if typ != adp.TypeRoomCreate && !cases[view] {
+				t.Errorf("Room.check has no case for %s; cases: %v", view, cases)
+			}
+			// 6. A vector: an accepted record of the type.
+			if !vectors[typ] {
+				t.Errorf("testdata/vectors.json has no accepted %s record", typ)
+			}
+		})
+	}
+	for typ := range checklistBuilders {
+		if !adp.IsBuiltin(typ) {
+			t.Errorf("checklistBuilders lists %s, which is not built in", typ)
+		}
+	}
+}
+
+// typeConstants returns the package's exported Type* string constants.
+func typeConstants(t *testing.T) map[string]string {
+	out := map[string]string{}
+	for _, f := range packageFiles(t) {
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != token.CONST {
+				continue
+			}
+			for _, s := range g.Specs {
+				vs := s.(*ast.ValueSpec)
+				for i, n := range vs.Names {
+					if !strings.HasPrefix(n.Name, "Type") || !n.IsExported() || i >= len(vs.Values) {
+						continue
+					}
+					if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+						out[n.Name], _ = strconv.Unquote(lit.Value)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// dispatchCases returns the case types of the type switch in Room.check,
+// the rule table's dispatch on the decoded payload, as "*Name" or
+// "*pkg.Name".
+func dispatchCases(t *testing.T) map[string]bool {
+	out := map[string]bool{}
+	for _, f := range packageFiles(t) {
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Name.Name != "check" || fn.Recv == nil {
+				continue
+			}
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				ts, ok := n.(*ast.TypeSwitchStmt)
+				if !ok {
+					return true
+				}
+				for _, s := range ts.Body.List {
+					for _, e := range s.(*ast.CaseClause).List {
+						out[exprString(e)] = true
+					}
+				}
+				return false
+			})
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("no type switch found in Room.check")
+	}
+	return out
+}
+
+func exprString(e ast.Expr) string {
+	switch e := e.(type) {
+	case *ast.StarExpr:
+		return "*" + exprString(e.X)
+	case *ast.SelectorExpr:
+		return exprString(e.X) + "." + e.Sel.Name
+	case *ast.Ident:
+		return e.Name
+	}
+	return "?"
+}
+
+// packageFiles parses the package's non-test sources.
+func packageFiles(t *testing.T) []*ast.File {
+	t.Helper()
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*ast.File
+	fset := token.NewFileSet()
+	for _, e := range entries {
+		n := e.Name()
+		if !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, n, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// vectorTypes returns the types of the accepted records in the vectors.
+func vectorTypes(t *testing.T) map[string]bool {
+	b, err := os.ReadFile(vectorsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vf struct {
+		Rooms []struct {
+			Records []struct {
+				Record struct {
+					Envelope struct {
+						Event struct {
+							Type string `json:"type"`
+						} `json:"event"`
+					} `json:"envelope"`
+				} `json:"record"`
+			} `json:"records"`
+		} `json:"rooms"`
+	}
+	if err := json.Unmarshal(b, &vf); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, r := range vf.Rooms {
+		for _, rec := range r.Records {
+			out[rec.Record.Envelope.Event.Type] = true
+		}
+	}
+	return out
+}

@@ -1,0 +1,97 @@
+// Command host runs the ADP reference host (adp/adptest) for development:
+//
+//	go run ./examples/host --addr 127.0.0.1:8787 [--data DIR] [--origin URL]
+//
+// It prints the origin it serves. --data keeps the rooms, join requests,
+// statuses and nonce cache in DIR/host.db (bbolt), so that the host
+// survives a restart; without it, state lives in memory. --origin sets the
+// public origin the host announces (discovery, URLs) and requires as the
+// request-JWT audience, for a host behind a reverse proxy; by default it
+// is http://<addr>, which only loopback addresses may use.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"time"
+
+	"github.com/agentprotocols/go-sdk/adp/adptest"
+	"github.com/agentprotocols/go-sdk/identity"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "host:", err)
+		os.Exit(1)
+	}
+}
+
+// run is the whole command: it serves until ctx is cancelled.
+func run(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("host", flag.ContinueOnError)
+	fs.SetOutput(out)
+	addr := fs.String("addr", "127.0.0.1:8787", "listen address")
+	data := fs.String("data", "", "directory for the bbolt state file (default: in memory)")
+	originFlag := fs.String("origin", "", "public origin announced and required as JWT aud (default http://<addr>)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	raw := *originFlag
+	if raw == "" {
+		raw = "http://" + ln.Addr().String()
+	}
+	origin, err := identity.ParseOrigin(raw, &identity.OriginOptions{AllowLoopbackHTTP: true})
+	if err != nil {
+		return err
+	}
+	opts := &adptest.Options{Origin: origin}
+	if *data != "" {
+		if err := os.MkdirAll(*data, 0o700); err != nil {
+			return err
+		}
+		st, err := openBolt(filepath.Join(*data, "host.db"))
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		opts.Store = st
+	}
+	h, err := adptest.New(ctx, opts)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintln(out, origin.String())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	h.Close() // end live streams, which Shutdown would wait for
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
