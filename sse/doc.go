@@ -27,7 +27,8 @@
 //
 // Framing and reconnection are github.com/tmaxmax/go-sse's. This package
 // adds what an ADP subscriber needs on top of it: a fresh request token on
-// every attempt ([identity.TokenTransport]), 429 and 5xx answers retried
+// every attempt (minted by the SDK's HTTP layer, like every other request
+// token), 429 and 5xx answers retried
 // with exponential backoff and jitter (go-sse would treat every non-200 as
 // final), and an idle watchdog that reconnects when neither data nor a
 // heartbeat comment arrived for [Options].IdleTimeout (go-sse never shows

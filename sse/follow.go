@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/internal/httpc"
 )
 
 // Follow subscribes to the room's live stream and returns an iterator of
@@ -80,6 +81,11 @@ func newFollower(opts *Options) (*follower, error) {
 		return nil, fmt.Errorf("sse: Options.API %q is not an absolute URL", o.API)
 	}
 	f.url = u.JoinPath("rooms", o.RoomID, "events", "live").String()
+	// An origin the tokens cannot name would fail every attempt: refuse it
+	// now (https, or loopback http when Origins allows it).
+	if _, err := identity.OriginOf(u, o.Origins); err != nil {
+		return nil, fmt.Errorf("sse: Options.API: %w", err)
+	}
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = DefaultIdleTimeout
 	}
@@ -481,14 +487,26 @@ func (f *follower) connect(ctx context.Context, events chan<- raw) error {
 	if f.o.HTTPClient != nil && f.o.HTTPClient.Transport != nil {
 		base = f.o.HTTPClient.Transport
 	}
+	tokens := &httpc.Options{Signer: f.o.Signer, Origins: f.o.Origins}
+	if f.o.Mint != nil {
+		tokens.TokenTTL, tokens.Now = f.o.Mint.TTL, f.o.Mint.Now
+	}
 	hc := &http.Client{
 		Transport: &transport{
-			base:    &identity.TokenTransport{Signer: f.o.Signer, Base: base, Mint: f.o.Mint, Origins: f.o.Origins},
-			idle:    f.o.IdleTimeout,
-			lastSeq: &f.lastSeq,
+			authorize: httpc.New(tokens).Authorize,
+			base:      base,
+			idle:      f.o.IdleTimeout,
+			lastSeq:   &f.lastSeq,
 		},
-		// A redirect is refused: the stream must come from the host asked.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		// The SDK's redirect policy (same origin only); a redirect it
+		// refuses reaches the validator as a 3xx and ends the
+		// subscription instead of being retried.
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if httpc.CheckSameOrigin(req, via, f.o.Origins) != nil || len(via) >= 10 {
+				return http.ErrUseLastResponse
+			}
+			return nil
+		},
 	}
 	b := f.o.Backoff
 	c := &gosse.Client{

@@ -512,3 +512,32 @@ func TestFollowNotAStream(t *testing.T) {
 		})
 	}
 }
+
+// Options the subscription cannot work with fail at once, before any
+// connection attempt.
+func TestFollowBadOptions(t *testing.T) {
+	h := newTestHost(t)
+	for name, mutate := range map[string]func(*sse.Options){
+		"http origin":  func(o *sse.Options) { o.API = "http://api.example/v1"; o.Origins = nil },
+		"relative API": func(o *sse.Options) { o.API = "/v1" },
+		"no room":      func(o *sse.Options) { o.RoomID = "" },
+		"no signer":    func(o *sse.Options) { o.Signer = nil },
+		"no history":   func(o *sse.Options) { o.History = nil },
+		"other room":   func(o *sse.Options) { o.Room = adp.NewRoom("other", nil) },
+	} {
+		opts := h.options("alice")
+		mutate(opts)
+		n := 0
+		for _, err := range sse.Follow(t.Context(), opts) {
+			if n++; err == nil {
+				t.Errorf("%s: an item instead of an error", name)
+			}
+		}
+		if n != 1 {
+			t.Errorf("%s: %d values, want one error", name, n)
+		}
+	}
+	if n := h.connects.Load(); n != 0 {
+		t.Fatalf("%d connection attempts", n)
+	}
+}

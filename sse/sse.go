@@ -128,7 +128,8 @@ type Options struct {
 	// Origins configures the token audience computed from API; set
 	// AllowLoopbackHTTP to follow a local development host.
 	Origins *identity.OriginOptions
-	// Mint configures the request tokens; nil means defaults.
+	// Mint configures the request tokens (TTL and clock); nil means
+	// defaults.
 	Mint *identity.MintOptions
 	// IdleTimeout is how long a connection may stay silent before the
 	// client reconnects; 0 means DefaultIdleTimeout.

@@ -20,16 +20,18 @@ var ErrIdle = errors.New("sse: connection idle")
 
 // transport is the per-attempt hook go-sse lacks. Every connection attempt
 // goes through RoundTrip, which
-//   - mints a fresh request token (the wrapped identity.TokenTransport);
+//   - sets a freshly minted request token (internal/httpc's Authorize,
+//     audience the origin of the request URL);
 //   - sets Last-Event-ID to the last verified seq, a hint only: §17.3 lets
 //     hosts ignore it and the client never relies on it;
 //   - turns 429 and 5xx answers into transport errors, which go-sse
 //     retries with backoff (it treats any non-200 response as final);
 //   - wraps the body in the idle watchdog.
 type transport struct {
-	base    http.RoundTripper // the token transport
-	idle    time.Duration
-	lastSeq *atomic.Int64
+	authorize func(*http.Request, identity.Origin) error
+	base      http.RoundTripper
+	idle      time.Duration
+	lastSeq   *atomic.Int64
 }
 
 // retryableError is a 429 or 5xx answer, retried like a dropped connection.
@@ -45,6 +47,10 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		r.Header.Set("Last-Event-ID", strconv.FormatInt(seq, 10))
 	} else {
 		r.Header.Del("Last-Event-ID")
+	}
+	if err := t.authorize(r, identity.Origin{}); err != nil {
+		cancel()
+		return nil, err
 	}
 	resp, err := t.base.RoundTrip(r)
 	if err != nil {
