@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -539,5 +540,29 @@ func TestFollowBadOptions(t *testing.T) {
 	}
 	if n := h.connects.Load(); n != 0 {
 		t.Fatalf("%d connection attempts", n)
+	}
+}
+
+// §17.3: the stream is open before the history is read, so a record
+// accepted while the history is being read — after its snapshot — still
+// arrives, on the stream. (Reading history first and subscribing second
+// would lose it.)
+func TestFollowBootstrapOrder(t *testing.T) {
+	h := newTestHost(t)
+	h.sayN("bob", 5)
+	var streamOpen atomic.Bool
+	var once sync.Once
+	h.historyHook = func() {
+		once.Do(func() {
+			streamOpen.Store(h.subscribers() == 1)
+			h.say("bob", "accepted during the history read")
+		})
+	}
+	c := follow(t, h.options("alice"), nil)
+	c.waitSeq(t, h.seq())
+	c.stop(t)
+	c.checkExactly(t, h)
+	if !streamOpen.Load() {
+		t.Fatal("the history was read before the stream was open")
 	}
 }

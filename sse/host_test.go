@@ -56,6 +56,7 @@ type testHost struct {
 	// history faults: fail the next n history calls; serve forged records.
 	historyFail   int
 	historyRefuse error
+	historyHook   func()
 	historyForge  func(seq int64, data []byte) []byte
 	historyCalls  atomic.Int32
 	historyPageSz int
@@ -362,9 +363,18 @@ func (h *testHost) history() sse.History {
 				yield(nil, &identity.Error{Code: adp.CodeRoomNotFound, Message: "no such room", Status: http.StatusNotFound})
 				return
 			}
+			// The history is a snapshot of the store when the call starts;
+			// historyHook runs after the snapshot, like a write racing the
+			// read.
+			h.mu.Lock()
+			limit, hook := len(h.records), h.historyHook
+			h.mu.Unlock()
+			if hook != nil {
+				hook()
+			}
 			for {
 				h.mu.Lock()
-				end := min(int(after)+h.historyPageSz, len(h.records))
+				end := min(int(after)+h.historyPageSz, limit)
 				page := h.records[min(int(after), end):end]
 				forge := h.historyForge
 				h.mu.Unlock()
