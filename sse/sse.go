@@ -32,6 +32,8 @@ const (
 	// DefaultMaxPending bounds the live records held while a gap before
 	// them is filled from the history.
 	DefaultMaxPending = 1024
+	// DefaultMaxPendingBytes bounds the wire size of those records.
+	DefaultMaxPendingBytes = 16 << 20
 	// DefaultMaxFailedSyncs is how many consecutive history backfills may
 	// fail verification before the subscription gives up.
 	DefaultMaxFailedSyncs = 5
@@ -142,6 +144,11 @@ type Options struct {
 	// means DefaultMaxPending. Records beyond it are dropped and read from
 	// the history later.
 	MaxPending int
+	// MaxPendingBytes bounds their total wire size; 0 means
+	// DefaultMaxPendingBytes. With MaxEventSize and the 16 events queued
+	// between the reading goroutine and the ordered stage it bounds what
+	// a hostile stream can make the subscriber hold.
+	MaxPendingBytes int
 	// MaxFailedSyncs is how many consecutive backfills may fail because
 	// the history itself does not verify before Follow ends with the
 	// verification error; 0 means DefaultMaxFailedSyncs.
