@@ -154,7 +154,7 @@ func (f *follower) prepare(typ, data string) raw {
 	}
 	r.data = ""
 	r.rec, r.err = adp.ParseRecord([]byte(data))
-	if r.err == nil && r.rec.Seq > f.lastSeq.Load() {
+	if last := f.lastSeq.Load(); r.err == nil && r.rec.Seq > last && r.rec.Seq <= last+int64(f.o.MaxPending) {
 		_ = r.rec.Envelope.Verify()
 	}
 	return r
@@ -327,7 +327,10 @@ func (f *follower) onRecord(ctx context.Context, rec *adp.Record, size int, err 
 	case rec.Seq <= last: // a duplicate, or one the history already gave
 		return false, true
 	case rec.Seq > last+1: // a gap: hold it and fill the gap from history
-		if _, dup := f.pending[rec.Seq]; !dup && len(f.pending) < f.o.MaxPending && f.pendingBytes+size <= f.o.MaxPendingBytes {
+		// Only records that can follow soon are held: one far ahead
+		// cannot take a place (the history brings it when it is due).
+		if _, dup := f.pending[rec.Seq]; !dup && rec.Seq <= last+int64(f.o.MaxPending) &&
+			len(f.pending) < f.o.MaxPending && f.pendingBytes+size <= f.o.MaxPendingBytes {
 			f.pending[rec.Seq] = held{rec, size}
 			f.pendingBytes += size
 		}
