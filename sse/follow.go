@@ -78,11 +78,16 @@ func newFollower(opts *Options) (*follower, error) {
 	case o.Room != nil && o.Room.ID() != o.RoomID:
 		return nil, errors.New("sse: Options.Room is another room")
 	}
-	u, err := url.Parse(strings.TrimSuffix(o.API, "/"))
-	if err != nil || u.Scheme == "" || u.Host == "" {
-		return nil, fmt.Errorf("sse: Options.API %q is not an absolute URL", o.API)
+	if o.RoomID == "." || o.RoomID == ".." {
+		return nil, fmt.Errorf("sse: Options.RoomID %q is not a room ID", o.RoomID)
 	}
-	f.url = u.JoinPath("rooms", o.RoomID, "events", "live").String()
+	api := strings.TrimSuffix(o.API, "/")
+	u, err := url.Parse(api)
+	if err != nil || u.Scheme == "" || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("sse: Options.API %q is not an absolute URL without query", o.API)
+	}
+	// The room ID is one escaped path segment: it cannot climb the path.
+	f.url = api + "/rooms/" + url.PathEscape(o.RoomID) + "/events/live"
 	// An origin the tokens cannot name would fail every attempt: refuse it
 	// now (https, or loopback http when Origins allows it).
 	if _, err := identity.OriginOf(u, o.Origins); err != nil {

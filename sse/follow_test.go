@@ -266,6 +266,14 @@ func TestFollowPermanentRefusals(t *testing.T) {
 			t.Fatalf("final error %v", err)
 		}
 	})
+	t.Run("slash in room ID stays one segment", func(t *testing.T) {
+		opts := h.options("alice")
+		opts.RoomID = h.roomID + "/../" + h.roomID
+		c := follow(t, opts, nil)
+		if err := c.wait(t); !errors.Is(err, adp.ErrRoomNotFound) {
+			t.Fatalf("final error %v", err)
+		}
+	})
 	t.Run("history refused", func(t *testing.T) {
 		h.mu.Lock()
 		h.historyRefuse = &identity.Error{Code: adp.CodeMembershipRequired, Message: "no", Status: http.StatusForbidden}
@@ -522,6 +530,8 @@ func TestFollowBadOptions(t *testing.T) {
 		"http origin":  func(o *sse.Options) { o.API = "http://api.example/v1"; o.Origins = nil },
 		"relative API": func(o *sse.Options) { o.API = "/v1" },
 		"no room":      func(o *sse.Options) { o.RoomID = "" },
+		"dot-dot room": func(o *sse.Options) { o.RoomID = ".." },
+		"API query":    func(o *sse.Options) { o.API += "?x=1" },
 		"no signer":    func(o *sse.Options) { o.Signer = nil },
 		"no history":   func(o *sse.Options) { o.History = nil },
 		"other room":   func(o *sse.Options) { o.Room = adp.NewRoom("other", nil) },
