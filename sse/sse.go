@@ -43,9 +43,10 @@ const (
 // ascending seq order (GET /v1/rooms/{room_id}/events?after_seq=, §16). The
 // ADP HTTP client provides one; tests may serve a store directly. An error
 // that is an *identity.Error with HTTP status 401, 403 or 404 ends the
-// subscription; any other error is retried with backoff. History must
-// return fresh, unverified records (parse them from the wire): the client
-// verifies every one.
+// subscription; an *identity.Error without a status (the History refused
+// a record it verified itself) counts as a failed verification; any other
+// error is retried with backoff. The client verifies every record History
+// returns, whether or not History verified it first.
 type History interface {
 	Records(ctx context.Context, roomID string, afterSeq int64) iter.Seq2[*adp.Record, error]
 }
