@@ -419,9 +419,13 @@ func TestFollowStart(t *testing.T) {
 
 // Leaving the range loop early ends everything.
 func TestFollowBreakNoLeak(t *testing.T) {
-	base := runtime.NumGoroutine()
 	h := newTestHost(t)
 	h.sayN("bob", 10)
+	// The host is up (its listener runs); nothing of the subscription's
+	// may outlive it — not even the stream's connection — while the host
+	// keeps running.
+	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+	base := runtime.NumGoroutine()
 	n := 0
 	for it, err := range sse.Follow(t.Context(), h.options("alice")) {
 		if err != nil {
@@ -433,7 +437,6 @@ func TestFollowBreakNoLeak(t *testing.T) {
 			}
 		}
 	}
-	h.close()
 	checkNoLeak(t, base)
 }
 
