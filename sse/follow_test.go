@@ -1,7 +1,9 @@
 package sse_test
 
 import (
+	"context"
 	"errors"
+	"iter"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -578,4 +580,28 @@ func TestFollowBootstrapOrder(t *testing.T) {
 	if !streamOpen.Load() {
 		t.Fatal("the history was read before the stream was open")
 	}
+}
+
+// Cancelling the context ends the subscription even while the history
+// call hangs, and the final value says why.
+func TestFollowCancelDuringHistory(t *testing.T) {
+	h := newTestHost(t)
+	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+	base := runtime.NumGoroutine()
+	entered := make(chan struct{})
+	opts := h.options("alice")
+	opts.History = sse.HistoryFunc(func(ctx context.Context, _ string, _ int64) iter.Seq2[*adp.Record, error] {
+		return func(yield func(*adp.Record, error) bool) {
+			close(entered)
+			<-ctx.Done() // a host that never answers
+			yield(nil, ctx.Err())
+		}
+	})
+	c := follow(t, opts, nil)
+	<-entered
+	c.cancel()
+	if err := c.wait(t); !errors.Is(err, context.Canceled) {
+		t.Fatalf("final error %v, want context.Canceled", err)
+	}
+	checkNoLeak(t, base)
 }
