@@ -516,6 +516,7 @@ func (f *follower) connect(ctx context.Context, events chan<- raw) error {
 			base:      base,
 			idle:      f.o.IdleTimeout,
 			lastSeq:   &f.lastSeq,
+			maxWait:   f.o.Backoff.Max,
 		},
 		// The SDK's redirect policy (same origin only); a redirect it
 		// refuses reaches the validator as a 3xx and ends the

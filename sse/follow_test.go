@@ -605,3 +605,24 @@ func TestFollowCancelDuringHistory(t *testing.T) {
 	}
 	checkNoLeak(t, base)
 }
+
+// A 429 or 503 with Retry-After holds the next attempt that long, capped at
+// Backoff.Max.
+func TestFollowRetryAfter(t *testing.T) {
+	h := newTestHost(t)
+	h.failNext = []int{http.StatusTooManyRequests}
+	h.retryAfter = "1"
+	opts := h.options("alice")
+	opts.Backoff.Max = 5 * time.Second
+	c := follow(t, opts, nil)
+	c.waitSeq(t, h.seq())
+	c.stop(t)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.connectTimes) < 2 {
+		t.Fatalf("%d stream requests", len(h.connectTimes))
+	}
+	if gap := h.connectTimes[1].Sub(h.connectTimes[0]); gap < 900*time.Millisecond {
+		t.Fatalf("retried after %v, Retry-After asked for 1 s", gap)
+	}
+}

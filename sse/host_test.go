@@ -48,6 +48,10 @@ type testHost struct {
 	mutate func(seq int64, data []byte) [][]byte
 	// failNext answers the next stream requests with these statuses.
 	failNext []int
+	// retryAfter is the Retry-After header of the failNext answers.
+	retryAfter string
+	// connectTimes are the times of the stream requests.
+	connectTimes []time.Time
 	// heartbeat is the comment interval (0: none).
 	heartbeat time.Duration
 
@@ -264,6 +268,7 @@ func (h *testHost) live(w http.ResponseWriter, r *http.Request) {
 	}
 	h.mu.Lock()
 	h.tokens = append(h.tokens, tok)
+	h.connectTimes = append(h.connectTimes, time.Now())
 	if len(h.failNext) > 0 {
 		st := h.failNext[0]
 		h.failNext = h.failNext[1:]
@@ -271,6 +276,9 @@ func (h *testHost) live(w http.ResponseWriter, r *http.Request) {
 		code := identity.CodeInternalError
 		if st == http.StatusTooManyRequests {
 			code = identity.CodeRateLimited
+		}
+		if h.retryAfter != "" {
+			w.Header().Set("Retry-After", h.retryAfter)
 		}
 		identity.WriteError(w, &identity.Error{Code: code, Message: "injected", Status: st})
 		return
