@@ -490,7 +490,7 @@ func (c *Client) RequestJoin(ctx context.Context, roomID string, in JoinRequestI
 	if err != nil {
 		return nil, err
 	}
-	b, _, err := c.do(ctx, request{method: http.MethodPost, path: roomPath(roomID) + "/join-requests", body: body, auth: true})
+	b, _, err := c.do(ctx, request{method: http.MethodPost, path: roomPath(roomID) + "/join-requests", body: body, auth: true, once: true})
 	if err != nil {
 		return nil, err
 	}

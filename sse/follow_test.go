@@ -188,12 +188,12 @@ func TestFollowStallWithoutHeartbeats(t *testing.T) {
 // Heartbeat comments keep a quiet connection alive: no reconnect.
 func TestFollowHeartbeatsKeepAlive(t *testing.T) {
 	h := newTestHost(t)
-	h.heartbeat = 20 * time.Millisecond
+	h.heartbeat = 10 * time.Millisecond
 	opts := h.options("alice")
-	opts.IdleTimeout = 300 * time.Millisecond
+	opts.IdleTimeout = time.Second // 100 heartbeats: a wide margin on a loaded machine
 	c := follow(t, opts, nil)
 	c.waitSeq(t, h.seq())
-	time.Sleep(time.Second) // ≥ 3 idle timeouts of silence but for heartbeats
+	time.Sleep(2500 * time.Millisecond) // 2.5 idle timeouts of silence but for heartbeats
 	h.say("bob", "still here")
 	c.waitSeq(t, h.seq())
 	c.stop(t)
@@ -573,8 +573,9 @@ func TestFollowBootstrapOrder(t *testing.T) {
 			h.say("bob", "accepted during the history read")
 		})
 	}
+	want := h.seq() + 1 // and the record the hook adds
 	c := follow(t, h.options("alice"), nil)
-	c.waitSeq(t, h.seq())
+	c.waitSeq(t, want)
 	c.stop(t)
 	c.checkExactly(t, h)
 	if !streamOpen.Load() {

@@ -67,6 +67,9 @@ func (h *Host) createJoinRequest(w http.ResponseWriter, r *http.Request) {
 		err = writable(room.Status(now))
 	}
 	if err == nil {
+		err = h.checkPending(r, hr.id)
+	}
+	if err == nil {
 		err = h.limiter.take(rateKey{agent: who, class: "join-request"}, h.limits.JoinRequests, now)
 	}
 	if err != nil {
@@ -94,6 +97,25 @@ func (h *Host) createJoinRequest(w http.ResponseWriter, r *http.Request) {
 	}
 	h.publishJoinRequest(hr, jr)
 	writeJSON(w, http.StatusCreated, jr)
+}
+
+// checkPending bounds a room's pending requests, so that the list the
+// reviewers read stays bounded whatever applicants do.
+func (h *Host) checkPending(r *http.Request, roomID string) error {
+	list, err := h.store.JoinRequests(r.Context(), roomID)
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, jr := range list {
+		if h.effective(jr).Status == adp.JoinPending {
+			n++
+		}
+	}
+	if n >= h.maxPending {
+		return identity.Errorf(identity.CodeRateLimited, "the room has %d pending join requests", n)
+	}
+	return nil
 }
 
 // canReview reports whether who may list and review the room's join

@@ -131,3 +131,20 @@ func TestLiveHeaders(t *testing.T) {
 		t.Fatalf("first line %q, %v", line, err)
 	}
 }
+
+// TestLiveBounds: one agent holds at most MaxStreams streams on a room,
+// and a room at most MaxPendingJoinRequests pending requests.
+func TestLiveBounds(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t, &adptest.Options{MaxStreams: 2, MaxPendingJoinRequests: 2, RateLimits: adptest.Unlimited()})
+	alice, _, room := setup(t, w, adp.VisibilityRestricted)
+	subscribe(t, alice, room)
+	subscribe(t, alice, room)
+	_, err := alice.Live(ctx, room)
+	wantCode(t, err, adp.ErrRateLimited, 429)
+	for _, name := range []string{"p1", "p2"} {
+		mustv(w.client(name).RequestJoin(ctx, room, adp.JoinRequestInput{Role: adp.RoleSpeaker}))
+	}
+	_, err = w.client("p3").RequestJoin(ctx, room, adp.JoinRequestInput{Role: adp.RoleSpeaker})
+	wantCode(t, err, adp.ErrRateLimited, 429)
+}

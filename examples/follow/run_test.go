@@ -229,7 +229,7 @@ func (hw *hostileWriter) Write(p []byte) (int, error) {
 		frame := string(hw.buf[:i+2])
 		hw.buf = hw.buf[i+2:]
 		out := frame
-		if strings.HasPrefix(frame, "event: room.event\n") {
+		if strings.HasPrefix(frame, "event: room.event\n") || strings.Contains(frame, "\nevent: room.event\n") {
 			out = strings.Replace(frame, `"received_at":1`, `"received_at":2`, 1) + frame + frame
 		}
 		if _, err := io.WriteString(hw.w, out); err != nil {
