@@ -159,7 +159,7 @@ func (f *follower) prepare(typ, data string) raw {
 	}
 	r.data = ""
 	r.rec, r.err = adp.ParseRecord([]byte(data))
-	if last := f.lastSeq.Load(); r.err == nil && r.rec.Seq > last && r.rec.Seq <= last+int64(f.o.MaxPending) {
+	if last := f.lastSeq.Load(); r.err == nil && r.rec.RoomID == f.o.RoomID && r.rec.Seq > last && r.rec.Seq <= last+int64(f.o.MaxPending) {
 		_ = r.rec.Envelope.Verify()
 	}
 	return r
