@@ -627,3 +627,34 @@ func TestFollowRetryAfter(t *testing.T) {
 		t.Fatalf("retried after %v, Retry-After asked for 1 s", gap)
 	}
 }
+
+// A record that links correctly and carries a valid signature, but whose
+// event was signed for another room (a replay across rooms), is refused.
+func TestFollowEventFromAnotherRoom(t *testing.T) {
+	h := newTestHost(t)
+	c := follow(t, h.options("alice"), nil)
+	c.waitSeq(t, h.seq())
+	h.mu.Lock()
+	h.mutate = func(seq int64, d []byte) [][]byte {
+		prev, err := adp.ParseRecord(h.records[seq-2])
+		if err != nil {
+			t.Error(err)
+			return nil
+		}
+		env, err := adp.NewMessage(h.ctx, h.authors["bob"], adp.Base{RoomID: "anotherroom000000000", Seq: prev.Seq, Hash: prev.Hash},
+			adp.Message{ContentType: "text/plain", Content: adp.TextContent("meant elsewhere")})
+		if err != nil {
+			t.Error(err)
+			return nil
+		}
+		return [][]byte{adp.NewRecord(h.roomID, prev, h.now.UnixMilli(), env).AppendJSON(nil)}
+	}
+	h.mu.Unlock()
+	h.sayN("bob", 3)
+	c.waitSeq(t, h.seq())
+	c.stop(t)
+	c.checkExactly(t, h)
+	if !c.hasError(identity.ErrInvalidEvent) {
+		t.Fatalf("no invalid_event item: %v", c.errors())
+	}
+}
