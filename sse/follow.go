@@ -165,6 +165,14 @@ func (f *follower) prepare(typ, data string) raw {
 	return r
 }
 
+// Batches between the reading goroutine and the ordered stage: with two
+// batches queued, what a stream can make the subscriber hold there stays
+// within a few MiB.
+const (
+	maxBatch      = 64
+	maxBatchBytes = 1 << 20
+)
+
 // errStopped ends a sync because the consumer left the loop.
 var errStopped = errors.New("sse: consumer stopped")
 
@@ -176,7 +184,7 @@ func (e *verifyError) Unwrap() error { return e.err }
 
 func (f *follower) run(parent context.Context) {
 	ctx, cancel := context.WithCancel(parent)
-	events := make(chan raw, 16)
+	events := make(chan []raw, 2)
 	done := make(chan error, 1)
 	go func() { done <- f.connect(ctx, events) }()
 	finished := false
@@ -272,28 +280,33 @@ func (f *follower) run(parent context.Context) {
 			if !syncNow() {
 				return
 			}
-		case ev := <-events:
-			ok := true
-			switch ev.kind {
-			case rawConnected:
-				// §17.3: the stream is open; now the history after the
-				// last verified record, then the live records.
-				b.reset()
-				ok = syncNow()
-			case rawRetry:
-				ok = f.emit(fmt.Errorf("sse: reconnecting: %w", ev.err))
-			case rawEvent:
-				var resync bool
-				resync, ok = f.onEvent(ctx, ev)
-				if ok && resync {
-					ok = requestSync()
+		case batch := <-events:
+			for _, ev := range batch {
+				if !f.handle(ctx, ev, b, syncNow, requestSync) {
+					return
 				}
-			}
-			if !ok {
-				return
 			}
 		}
 	}
+}
+
+// handle processes one item from the reading goroutine; it reports false
+// when the iterator must end.
+func (f *follower) handle(ctx context.Context, ev raw, b *backoff, syncNow, requestSync func() bool) bool {
+	switch ev.kind {
+	case rawConnected:
+		// §17.3: the stream is open; now the history after the last
+		// verified record, then the live records.
+		b.reset()
+		return syncNow()
+	case rawRetry:
+		return f.emit(fmt.Errorf("sse: reconnecting: %w", ev.err))
+	}
+	resync, ok := f.onEvent(ctx, ev)
+	if ok && resync {
+		ok = requestSync()
+	}
+	return ok
 }
 
 // onEvent handles one SSE event. It reports whether a backfill is needed
@@ -491,11 +504,26 @@ func connectError(err error) error {
 
 // connect runs the go-sse connection loop until ctx is done or the host
 // refuses permanently, reporting to the run loop through events.
-func (f *follower) connect(ctx context.Context, events chan<- raw) error {
-	send := func(r raw) {
+func (f *follower) connect(ctx context.Context, events chan<- []raw) error {
+	// Items travel in batches: the reading goroutine hands over what it
+	// parsed when it is about to wait for the network (or the batch is
+	// full), so a busy stream costs one hand-off per read, not per event.
+	var batch []raw
+	var batchBytes int
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
 		select {
-		case events <- r:
+		case events <- batch:
 		case <-ctx.Done():
+		}
+		batch, batchBytes = nil, 0
+	}
+	send := func(r raw) {
+		batch = append(batch, r)
+		if batchBytes += r.size; len(batch) >= maxBatch || batchBytes >= maxBatchBytes || r.kind != rawEvent {
+			flush()
 		}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.url, nil)
@@ -512,11 +540,12 @@ func (f *follower) connect(ctx context.Context, events chan<- raw) error {
 	}
 	hc := &http.Client{
 		Transport: &transport{
-			authorize: httpc.New(tokens).Authorize,
-			base:      base,
-			idle:      f.o.IdleTimeout,
-			lastSeq:   &f.lastSeq,
-			maxWait:   f.o.Backoff.Max,
+			authorize:  httpc.New(tokens).Authorize,
+			base:       base,
+			idle:       f.o.IdleTimeout,
+			lastSeq:    &f.lastSeq,
+			beforeRead: flush,
+			maxWait:    f.o.Backoff.Max,
 		},
 		// The SDK's redirect policy (same origin only); a redirect it
 		// refuses reaches the validator as a 3xx and ends the

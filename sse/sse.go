@@ -146,9 +146,10 @@ type Options struct {
 	// the history later.
 	MaxPending int
 	// MaxPendingBytes bounds their total wire size; 0 means
-	// DefaultMaxPendingBytes. With MaxEventSize and the 16 events queued
-	// between the reading goroutine and the ordered stage it bounds what
-	// a hostile stream can make the subscriber hold.
+	// DefaultMaxPendingBytes. With MaxEventSize and the two batches (at
+	// most 64 events or 1 MiB each, plus one event) queued between the
+	// reading goroutine and the ordered stage, it bounds what a hostile
+	// stream can make the subscriber hold.
 	MaxPendingBytes int
 	// MaxFailedSyncs is how many consecutive backfills may fail because
 	// the history itself does not verify before Follow ends with the

@@ -36,6 +36,9 @@ type transport struct {
 	lastSeq   *atomic.Int64
 	// maxWait caps how long a Retry-After answer holds the next attempt.
 	maxWait time.Duration
+	// beforeRead runs on the reading goroutine before each read of a
+	// stream's body, while the watchdog is not counting.
+	beforeRead func()
 }
 
 // retryableError is a 429 or 5xx answer, retried like a dropped connection.
@@ -82,7 +85,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
 		return resp, nil
 	}
-	resp.Body = newIdleBody(resp.Body, t.idle, cancel)
+	resp.Body = newIdleBody(resp.Body, t.idle, cancel, t.beforeRead)
 	return resp, nil
 }
 
@@ -110,11 +113,13 @@ type idleBody struct {
 	limit  time.Duration
 	timer  *time.Timer
 	fired  atomic.Bool
-	once   sync.Once
+	// beforeRead, if set, runs before each read.
+	beforeRead func()
+	once       sync.Once
 }
 
-func newIdleBody(rc io.ReadCloser, limit time.Duration, cancel context.CancelFunc) *idleBody {
-	b := &idleBody{rc: rc, cancel: cancel, limit: limit}
+func newIdleBody(rc io.ReadCloser, limit time.Duration, cancel context.CancelFunc, beforeRead func()) *idleBody {
+	b := &idleBody{rc: rc, cancel: cancel, limit: limit, beforeRead: beforeRead}
 	b.timer = time.AfterFunc(limit, func() {
 		b.fired.Store(true)
 		cancel()
@@ -124,6 +129,9 @@ func newIdleBody(rc io.ReadCloser, limit time.Duration, cancel context.CancelFun
 }
 
 func (b *idleBody) Read(p []byte) (int, error) {
+	if b.beforeRead != nil {
+		b.beforeRead()
+	}
 	if b.fired.Load() {
 		return 0, fmt.Errorf("%w: no data or heartbeat for %v", ErrIdle, b.limit)
 	}
