@@ -658,3 +658,32 @@ func TestFollowEventFromAnotherRoom(t *testing.T) {
 		t.Fatalf("no invalid_event item: %v", c.errors())
 	}
 }
+
+// A record whose pre_hash does not link to the previous record (its own
+// record hash recomputed, its signature valid) is refused: the chain is
+// checked, not only the record.
+func TestFollowBrokenChain(t *testing.T) {
+	h := newTestHost(t)
+	c := follow(t, h.options("alice"), nil)
+	c.waitSeq(t, h.seq())
+	h.mu.Lock()
+	h.mutate = func(seq int64, d []byte) [][]byte {
+		rec, err := adp.ParseRecord(d)
+		if err != nil {
+			t.Error(err)
+			return nil
+		}
+		bad := *rec
+		bad.PreHash[0] ^= 1
+		bad.Hash = bad.ComputeHash()
+		return [][]byte{bad.AppendJSON(nil)}
+	}
+	h.mu.Unlock()
+	h.sayN("bob", 3)
+	c.waitSeq(t, h.seq())
+	c.stop(t)
+	c.checkExactly(t, h)
+	if !c.hasError(adp.ErrInvalidRecord) {
+		t.Fatalf("no invalid_record item: %v", c.errors())
+	}
+}
