@@ -9,7 +9,9 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -146,12 +148,8 @@ type raw struct {
 	rec *adp.Record
 }
 
-// prepare turns an SSE event into a raw item on the reading goroutine.
-// A record is parsed there and, when it is ahead of the last delivered
-// one, its signature is checked there too (Envelope remembers a success):
-// the expensive work happens next to the read, with its bytes still in
-// cache, and the ordered stage only links and delivers. A failed check is
-// repeated, and reported, by the ordered stage.
+// prepare turns an SSE event into a raw item on the reading goroutine,
+// parsing a record there, next to the read.
 func (f *follower) prepare(typ, data string) raw {
 	r := raw{kind: rawEvent, typ: typ, data: data, size: len(data)}
 	if typ != EventRecord {
@@ -159,10 +157,46 @@ func (f *follower) prepare(typ, data string) raw {
 	}
 	r.data = ""
 	r.rec, r.err = adp.ParseRecord([]byte(data))
-	if last := f.lastSeq.Load(); r.err == nil && r.rec.RoomID == f.o.RoomID && r.rec.Seq > last && r.rec.Seq <= last+int64(f.o.MaxPending) {
-		_ = r.rec.Envelope.Verify()
-	}
 	return r
+}
+
+// minPerWorker is the fewest signatures per goroutine: a stream read
+// brings a few records (4 KiB), and each costs ~40 µs, far above the cost
+// of a goroutine.
+const minPerWorker = 2
+
+// checkAhead checks the signatures of a batch's records that are ahead of
+// the last delivered one and of the followed room, before the batch goes
+// to the ordered stage: on the reading goroutine, and on up to GOMAXPROCS
+// goroutines for a large batch (a backlog after a reconnect). An Envelope
+// remembers a success, so the ordered stage's own check is then free; a
+// failure is repeated, and reported, there. The goroutines end before
+// checkAhead returns.
+func (f *follower) checkAhead(batch []raw) {
+	last := f.lastSeq.Load()
+	var todo []*adp.Record
+	for _, r := range batch {
+		if rec := r.rec; rec != nil && rec.RoomID == f.o.RoomID && rec.Seq > last && rec.Seq <= last+int64(f.o.MaxPending) {
+			todo = append(todo, rec)
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(todo)/minPerWorker)
+	if workers <= 1 {
+		for _, rec := range todo {
+			_ = rec.Envelope.Verify()
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(len(todo)); i = next.Add(1) - 1 {
+				_ = todo[i].Envelope.Verify()
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // Batches between the reading goroutine and the ordered stage: with two
@@ -514,6 +548,7 @@ func (f *follower) connect(ctx context.Context, events chan<- []raw) error {
 		if len(batch) == 0 {
 			return
 		}
+		f.checkAhead(batch)
 		select {
 		case events <- batch:
 		case <-ctx.Done():

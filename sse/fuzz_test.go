@@ -136,12 +136,19 @@ func FuzzStream(f *testing.F) {
 		if _, err := fl.sync(ctx); err != nil {
 			t.Fatal(err)
 		}
-		events := 0
+		// The events arrive as one batch, as from one read: their
+		// signatures are checked ahead (in parallel when there are
+		// several), then the ordered stage takes them one by one.
+		var batch []raw
 		for ev, err := range gosse.Read(bytes.NewReader(stream), &gosse.ReadConfig{MaxEventSize: 1 << 16}) {
-			if events++; err != nil || events > maxEvents {
+			if err != nil || len(batch) == maxEvents {
 				break
 			}
-			resync, ok := fl.onEvent(ctx, fl.prepare(ev.Type, ev.Data))
+			batch = append(batch, fl.prepare(ev.Type, ev.Data))
+		}
+		fl.checkAhead(batch)
+		for _, ev := range batch {
+			resync, ok := fl.onEvent(ctx, ev)
 			if !ok {
 				t.Fatal("stopped")
 			}
