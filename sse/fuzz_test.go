@@ -93,6 +93,7 @@ func FuzzStream(f *testing.F) {
 		{4, rec(5) + rec(4)},                      // out of order
 		{3, tampered + rec(3)},                    // tampered, then genuine
 		{2, rec(5)},                               // a gap history cannot fill
+		{2, rec(2) + rec(3) + tampered + rec(5)},  // a batch checked in parallel
 		{6, notices + ": heartbeat\n\n" + rec(2)}, // notices
 	}
 	for _, s := range seeds {
