@@ -14,8 +14,10 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/adp/adptest"
 	"github.com/agentprotocols/go-sdk/archive"
 	"github.com/agentprotocols/go-sdk/envelope"
+	"github.com/agentprotocols/go-sdk/identity"
 	"github.com/agentprotocols/go-sdk/packs"
 )
 
@@ -72,7 +74,7 @@ func TestVerifyVectorsMainRoom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m2.Host != "al.ink" || m2.GeneratedAt != T0.Add(3*60*60*1000*1e6).UnixMilli() || m2.EventsSHA3256 != m.EventsSHA3256 {
+	if m2.Host != "al.ink" || m2.GeneratedAt != adptest.T0.Add(3*60*60*1000*1e6).UnixMilli() || m2.EventsSHA3256 != m.EventsSHA3256 {
 		t.Fatalf("manifest %+v", m2)
 	}
 }
@@ -97,7 +99,7 @@ func TestVerifyExternalPackAndRedefinition(t *testing.T) {
 	// §13.4: the early finding is invalid under the definition in force at
 	// the end, yet the archive verifies, because each payload is judged
 	// by the definition in force at its seq.
-	if err := w.room.Registry().Validate("review.finding", []byte(`{"severity":"low","summary":"<script>x</script>"}`)); !errors.Is(err, adp.ErrPayloadSchemaViolation) {
+	if err := w.Room.Registry().Validate("review.finding", []byte(`{"severity":"low","summary":"<script>x</script>"}`)); !errors.Is(err, adp.ErrPayloadSchemaViolation) {
 		t.Fatalf("the v1 payload is valid under v2: %v", err)
 	}
 	for _, merkle := range []bool{false, true} {
@@ -120,7 +122,7 @@ func TestVerifyExternalPackAndRedefinition(t *testing.T) {
 		if err != nil {
 			t.Fatalf("merkle=%v: %v", merkle, err)
 		}
-		if !rep.Valid || rep.MerkleRoot != merkle || len(rep.Packs) != 1 || rep.Packs[0].Pack != triageURI || rep.Definitions != 3 {
+		if !rep.Valid || rep.MerkleRoot != merkle || len(rep.Packs) != 1 || rep.Packs[0].Pack != triageURI || rep.Definitions != 4 { // reaction.create, triage.label, triage.assign, review.finding
 			t.Fatalf("report %+v", rep)
 		}
 		if merkle {
@@ -290,15 +292,20 @@ func TestParseManifest(t *testing.T) {
 		return b
 	}
 	for name, b := range map[string][]byte{
-		"later-draft manifest (packs member)": mutate(func(c map[string]any) { c["packs"] = []any{} }),
-		"no events_sha3_256":                  mutate(func(c map[string]any) { delete(c, "events_sha3_256") }),
-		"wrong type":                          mutate(func(c map[string]any) { c["type"] = "room.export" }),
-		"wrong protocol":                      mutate(func(c map[string]any) { c["protocol"] = "agent-discourse/2.0" }),
-		"padded hash":                         mutate(func(c map[string]any) { c["last_hash"] = c["last_hash"].(string) + "=" }),
-		"unsafe integer":                      mutate(func(c map[string]any) { c["event_count"] = 1e17 }),
-		"extra not an object":                 mutate(func(c map[string]any) { c["extra"] = []any{} }),
-		"duplicate member":                    append([]byte(`{"room_id":"x",`), good[1:]...),
-		"not JSON":                            []byte("manifest"),
+		"later-draft manifest": mutate(func(c map[string]any) {
+			for _, k := range []string{"host", "event_count", "first_seq", "events_sha3_256", "archive_root"} {
+				delete(c, k)
+			}
+			c["packs"] = []any{}
+		}),
+		"no events_sha3_256":  mutate(func(c map[string]any) { delete(c, "events_sha3_256") }),
+		"wrong type":          mutate(func(c map[string]any) { c["type"] = "room.export" }),
+		"wrong protocol":      mutate(func(c map[string]any) { c["protocol"] = "agent-discourse/2.0" }),
+		"padded hash":         mutate(func(c map[string]any) { c["last_hash"] = c["last_hash"].(string) + "=" }),
+		"unsafe integer":      mutate(func(c map[string]any) { c["event_count"] = 1e17 }),
+		"extra not an object": mutate(func(c map[string]any) { c["extra"] = []any{} }),
+		"duplicate member":    append([]byte(`{"room_id":"x",`), good[1:]...),
+		"not JSON":            []byte("manifest"),
 	} {
 		if _, err := archive.ParseManifest(b); !errors.Is(err, archive.ErrInvalidManifest) {
 			t.Errorf("%s: %v", name, err)
@@ -315,6 +322,53 @@ func TestParseManifest(t *testing.T) {
 	}
 }
 
+// §19 gives the manifest as "recommended": members it does not name are
+// kept and reported, not refused.
+func TestParseManifestKeepsUnknownMembers(t *testing.T) {
+	recs := vectorRecords(t, "main")
+	m, log, _ := build(t, recs, fixedClock)
+	good, err := m.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := append([]byte(`{"witness":{"log":"https://w.example","n":1},"packs":[],`), good[1:]...)
+	m2, err := archive.ParseManifest(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m2.UnknownMembers(); !slices.Equal(got, []string{"packs", "witness"}) {
+		t.Fatalf("unknown members %q", got)
+	}
+	if string(m2.Unknown["witness"]) != `{"log":"https://w.example","n":1}` {
+		t.Fatalf("witness kept as %s", m2.Unknown["witness"])
+	}
+	// They survive a round trip through MarshalJSON.
+	again, err := m2.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m3, err := archive.ParseManifest(again)
+	if err != nil || !slices.Equal(m3.UnknownMembers(), []string{"packs", "witness"}) {
+		t.Fatalf("round trip: %v %v", err, m3)
+	}
+	// Verify reports them and still verifies the archive.
+	rep, err := archive.Verify(context.Background(), m2, bytes.NewReader(log), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rep.ManifestUnknown, []string{"packs", "witness"}) {
+		t.Fatalf("report lists %q", rep.ManifestUnknown)
+	}
+	// Known members keep their types.
+	wrong := bytes.Replace(b, []byte(`"host": "al.ink"`), []byte(`"host": 5`), 1)
+	if bytes.Equal(wrong, b) {
+		t.Fatal("no host member to change")
+	}
+	if _, err := archive.ParseManifest(wrong); !errors.Is(err, archive.ErrInvalidManifest) {
+		t.Fatal("a known member of the wrong type was accepted")
+	}
+}
+
 func TestPackFileName(t *testing.T) {
 	name, err := archive.PackFileName(triageDoc.Digest)
 	if err != nil || !strings.HasPrefix(name, "sha256-") || !strings.HasSuffix(name, ".json") || strings.ContainsAny(name, "/\\:") {
@@ -324,5 +378,32 @@ func TestPackFileName(t *testing.T) {
 		if _, err := archive.PackFileName(d); !errors.Is(err, packs.ErrPackUnavailable) {
 			t.Errorf("%s: %v", d, err)
 		}
+	}
+}
+
+// Offline verification judges the room by the host policy the caller
+// passes in VerifyOptions.Room, not by fixed constants; Verify keeps its
+// own fetcher (the archived documents).
+func TestVerifyRoomOptions(t *testing.T) {
+	recs, docs, _ := externalRoom(t)
+	m, log, _ := build(t, recs, nil)
+	verify := func(room *adp.RoomOptions) (*archive.Report, error) {
+		return archive.Verify(context.Background(), m, bytes.NewReader(log), &archive.VerifyOptions{Packs: docs, Room: room})
+	}
+	// The host's defaults accept the room.
+	if _, err := verify(&adp.RoomOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// A host whose payload limit is 40 bytes would have refused the
+	// room.create (633 bytes).
+	rep, err := verify(&adp.RoomOptions{MaxPayloadBytes: 40})
+	wantFailure(t, rep, err, identity.CodePayloadTooLarge, 1)
+	// A host that serves only text/plain would have refused it too.
+	rep, err = verify(&adp.RoomOptions{AcceptContentType: func(ct string) bool { return ct == "text/plain" }})
+	wantFailure(t, rep, err, identity.CodeInvalidEvent, 5)
+	// The caller's fetcher is not used: packs come from the archive only.
+	rep, err = verify(&adp.RoomOptions{Packs: &packs.Options{Fetcher: packs.StaticFetcher{}}})
+	if err != nil || !rep.Valid {
+		t.Fatalf("the caller's fetcher replaced the archived documents: %v", err)
 	}
 }

@@ -44,11 +44,11 @@
 // correct implementation) gives the same digest.
 //
 // archive_root is a copy of events_sha3_256 by default. With
-// Options.MerkleRoot it is instead the MerkleRoot of the raw record
-// hashes in seq order, an RFC 6962 tree over SHA3-256 with 0x00/0x01
-// domain separation between leaves and interior nodes (see MerkleRoot).
-// Verify accepts either: archive_root must equal events_sha3_256 or the
-// Merkle root.
+// Options.MerkleRoot it is instead the MerkleRoot of the record hashes in
+// seq order: §19's leaves, the raw record-hash bytes, with RFC 6962's tree
+// shape and interior nodes SHA3-256(0x01 || left || right) (see
+// MerkleRoot for the exact rule). Verify accepts either: archive_root
+// must equal events_sha3_256 or that Merkle root.
 //
 // # Verification
 //
@@ -59,11 +59,10 @@
 // force at its seq. External packs resolve only from the archived
 // documents, through a packs.StaticFetcher; nothing touches the network.
 //
-// JSONL line order is not trusted. Verify replays by seq and accepts a
-// log whose lines are out of order as long as no record waits for an
-// earlier one for more than VerifyOptions.ReorderWindow records (4096 by
-// default; negative for unbounded, which holds a fully shuffled log in
-// memory). A seq that repeats or is missing is invalid_record.
+// JSONL line order is not trusted, and any order is accepted: Verify
+// replays by seq, and a record that arrives before an earlier seq waits
+// on disk until its turn (see Memory). A seq that repeats or is missing
+// is invalid_record.
 //
 // Every failure is an *identity.Error. A record the host should have
 // refused carries the §20 code the host should have answered
@@ -77,11 +76,19 @@
 // # Memory
 //
 // Verify never holds the log: it reads it line by line, and its memory is
-// bounded by the reorder window, the pipeline's bounded queues and the
-// replay index. The index is not adp.MemoryIndex (about 80 bytes per
-// record) but 64-bit fingerprints keyed by hash/maphash under a seed drawn
-// at random for each verification: about 19 bytes per record, so a
-// 1,000,000-record archive verifies in under 64 MiB. A fingerprint can
+// bounded by the pipeline's bounded queues, about 1 MiB for records out
+// of seq order, and the replay index. Records out of order wait in an
+// external merge sort: their (seq, line, offset) entries collect in a
+// 32,768-entry heap, which goes to a temporary file (VerifyOptions.TempDir)
+// as a sorted run when full; the runs are merged back a 4 KiB chunk at a
+// time. The lines themselves are read again at their offset when the log
+// is an io.ReaderAt and io.Seeker (an *os.File, a bytes.Reader), or
+// appended to the temporary file for a plain stream. The file is removed
+// before Verify returns. The index is not adp.MemoryIndex (about 80
+// bytes per record) but 64-bit fingerprints keyed by hash/maphash under a
+// seed drawn at random for each verification: about 19 bytes per record,
+// so a 1,000,000-record archive verifies in under 64 MiB, in any line
+// order. A fingerprint can
 // collide: for each lookup of a hash the room does not hold, the chance
 // of a false match is at most n/2^64 for n records (≈5·10⁻¹⁴ at
 // n = 10⁶). Because the seed does not exist until verification starts,
@@ -97,8 +104,9 @@
 // lines, VerifyOptions.Workers goroutines (GOMAXPROCS by default) parse
 // records and envelopes and check Ed25519 signatures in parallel, and the
 // calling goroutine takes the batches back in order and does everything
-// that depends on order — the reorder window, the hash chain, the room
-// replay and the digests — alone. The queues between them are bounded.
+// that depends on order — the out-of-order store, the hash chain, the
+// room replay and the digests — alone; when records that waited get their
+// turn, it sends them back to the same workers in batches. The queues between them are bounded.
 // Verify waits for its workers before returning; if it returns early
 // while the reader is blocked in a Read of the log, that Read completes in
 // the background and nothing reads again. Separate Verify calls share
@@ -112,19 +120,29 @@
 // Agent messages and payloads are untrusted (§22): the transcript never
 // lets them be interpreted as Markdown or HTML. Multi-line content goes in
 // fenced code blocks whose fence is longer than any backtick run inside;
-// single-line text is backslash-escaped (EscapeText) or put in code spans
-// (CodeSpan); control and bidirectional-override characters are replaced.
-// The transcript is a view: it is covered by no digest.
+// single-line text is backslash-escaped or put in code spans; control and
+// bidirectional-override characters are replaced. Payloads are read
+// through adp's payload types (adp.RoomCreate, adp.Join, adp.Message, …);
+// one that does not decode is shown as raw JSON. The transcript is a
+// view: it is covered by no digest.
 //
 // # Readings of the specification
 //
 // Where the seed text is open, the package chooses as follows. An archive
 // holds the room from its room.create: first_seq must be 1 and
-// event_count must equal last_seq. The manifest is a closed object
-// (extensions belong in extra); host, url, generated_at, formats and
+// event_count must equal last_seq. Host, url, generated_at, formats and
 // extra are optional and are the host's assertions (§22), reported but
-// not verified. Blank lines and CRLF line ends in the log are tolerated.
-// Archived pack documents are matched by digest, whatever URI an import
+// not verified; members the seed manifest does not name are kept and
+// reported (Manifest.Unknown, Report.ManifestUnknown), since §19 gives the
+// manifest as "recommended". Blank lines (empty or white space only) and
+// CRLF line ends in the log are tolerated: §19 names JSONL without
+// defining its framing, JSON Lines lets white space surround a value and
+// a log end with a line feed, and no digest covers the framing (the
+// digest is over the JCS form of the records). They cost the reading of
+// their bytes and nothing more. The host policy for the replay (payload
+// limit, registry quotas) is VerifyOptions.Room, the SDK host's defaults
+// when nil. The Merkle form of archive_root is the one MerkleRoot
+// defines; §19 fixes only its leaves. Archived pack documents are matched by digest, whatever URI an import
 // names: the digest pins the content. The room status reported is the
 // status at generated_at.
 package archive

@@ -29,7 +29,7 @@ func FuzzVerify(f *testing.F) {
 			}
 			return
 		}
-		rep, err := archive.Verify(context.Background(), m, bytes.NewReader(records), &archive.VerifyOptions{Workers: 2, ReorderWindow: 8})
+		rep, err := archive.Verify(context.Background(), m, bytes.NewReader(records), &archive.VerifyOptions{Workers: 2})
 		var ie *identity.Error
 		switch {
 		case err == nil:

@@ -2,28 +2,38 @@ package archive
 
 import (
 	"crypto/sha3"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"strings"
 	"testing"
 
 	"github.com/agentprotocols/go-sdk/envelope"
 )
 
-// mth is RFC 6962's recursive definition, with SHA3-256.
+// mth is the recursive definition of MerkleRoot's tree: raw record
+// hashes as leaves, RFC 6962's split and 0x01-prefixed interior nodes.
 func mth(d []envelope.Hash) envelope.Hash {
 	switch len(d) {
 	case 0:
 		return sha3.Sum256(nil)
 	case 1:
-		return sha3.Sum256(append([]byte{0}, d[0][:]...))
+		return d[0]
 	}
 	k := 1
 	for k*2 < len(d) {
 		k *= 2
 	}
 	l, r := mth(d[:k]), mth(d[k:])
+	return node(l, r)
+}
+
+func node(l, r envelope.Hash) envelope.Hash {
 	return sha3.Sum256(append(append([]byte{1}, l[:]...), r[:]...))
 }
 
-func TestMerkleRootMatchesRFC6962(t *testing.T) {
+func TestMerkleRootMatchesDefinition(t *testing.T) {
 	var leaves []envelope.Hash
 	for n := 0; n <= 70; n++ {
 		if got, want := MerkleRoot(leaves), mth(leaves); got != want {
@@ -31,10 +41,36 @@ func TestMerkleRootMatchesRFC6962(t *testing.T) {
 		}
 		leaves = append(leaves, sha3.Sum256([]byte{byte(n), byte(n >> 8)}))
 	}
-	// A leaf is never confused with an interior node.
-	two := leaves[:2]
-	if MerkleRoot([]envelope.Hash{mth(two)}) == MerkleRoot(two) {
-		t.Fatal("second preimage: interior node accepted as a leaf")
+}
+
+// TestMerkleRootSmallTrees spells the trees out by hand: §19's leaves are
+// the raw record-hash bytes (no leaf hashing), interior nodes are
+// SHA3-256(0x01 || left || right), and an unbalanced tree splits at the
+// largest power of two below n.
+func TestMerkleRootSmallTrees(t *testing.T) {
+	var h [5]envelope.Hash
+	for i := range h {
+		h[i] = sha3.Sum256([]byte{'r', byte('0' + i)})
+	}
+	n01, n23 := node(h[0], h[1]), node(h[2], h[3])
+	for _, c := range []struct {
+		leaves []envelope.Hash
+		want   envelope.Hash
+	}{
+		{h[:1], h[0]}, // one record: the root is its hash
+		{h[:2], n01},
+		{h[:3], node(n01, h[2])},
+		{h[:4], node(n01, n23)},
+		{h[:5], node(node(n01, n23), h[4])},
+	} {
+		if got := MerkleRoot(c.leaves); got != c.want {
+			t.Errorf("%d leaves: %s, want %s", len(c.leaves), got, c.want)
+		}
+	}
+	// A fixed value, so that another implementation can check itself:
+	// leaves SHA3-256("r0"), SHA3-256("r1"), SHA3-256("r2").
+	if got := MerkleRoot(h[:3]).String(); got != merkle3 {
+		t.Errorf("3-leaf root %s, want %s", got, merkle3)
 	}
 }
 
@@ -61,5 +97,29 @@ func TestFingerprintIndex(t *testing.T) {
 	}
 	if x.HasRecord(0, recs[0]) || x.HasRecord(1001, recs[0]) {
 		t.Fatal("HasRecord out of range")
+	}
+}
+
+// merkle3 is MerkleRoot of the three leaves of TestMerkleRootSmallTrees,
+// computed independently with Python's hashlib.sha3_256.
+const merkle3 = "dw39DVj1qIq0Q6DMSrjNDWqVFJzB5Q3qt4QVzd6FfcY"
+
+// The Markdown escapers are the transcript's own business, not API.
+func TestMarkdownHelpersUnexported(t *testing.T) {
+	pkgs, err := parser.ParseDir(token.NewFileSet(), ".", func(fi fs.FileInfo) bool {
+		return !strings.HasSuffix(fi.Name(), "_test.go")
+	}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range pkgs["archive"].Files {
+		for _, d := range f.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil {
+				switch fd.Name.Name {
+				case "EscapeText", "CodeSpan", "FencedBlock":
+					t.Errorf("%s is exported", fd.Name.Name)
+				}
+			}
+		}
 	}
 }

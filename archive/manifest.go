@@ -2,6 +2,8 @@ package archive
 
 import (
 	"crypto/sha3"
+	"maps"
+	"slices"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -41,7 +43,15 @@ type Manifest struct {
 	Formats map[string]string `json:"formats"`
 	// Extra is opaque extension data (a JSON object).
 	Extra jsontext.Value `json:"extra"`
+	// Unknown holds the members §19's manifest does not name, kept as
+	// they were (the manifest is only "recommended", so a host may add
+	// members). They are host assertions like extra: reported, never
+	// verified, and written back by MarshalJSON.
+	Unknown map[string]jsontext.Value `json:",embed"`
 }
+
+// UnknownMembers returns the names in Unknown, sorted.
+func (m *Manifest) UnknownMembers() []string { return slices.Sorted(maps.Keys(m.Unknown)) }
 
 // MerkleRooted reports whether ArchiveRoot is a Merkle root rather than a
 // copy of EventsSHA3256.
@@ -76,34 +86,38 @@ func (m *Manifest) MarshalJSON() ([]byte, error) {
 // manifestWire detects absent members: every member the verifier needs is
 // required; host, url, generated_at, formats and extra are optional.
 type manifestWire struct {
-	Protocol      *string            `json:"protocol"`
-	Type          *string            `json:"type"`
-	Host          string             `json:"host"`
-	RoomID        *string            `json:"room_id"`
-	URL           string             `json:"url"`
-	GeneratedAt   int64              `json:"generated_at"`
-	EventCount    *int64             `json:"event_count"`
-	FirstSeq      *int64             `json:"first_seq"`
-	LastSeq       *int64             `json:"last_seq"`
-	LastHash      *string            `json:"last_hash"`
-	EventsSHA3256 *string            `json:"events_sha3_256"`
-	ArchiveRoot   *string            `json:"archive_root"`
-	Formats       *map[string]string `json:"formats"`
-	Extra         jsontext.Value     `json:"extra"`
+	Protocol      *string                   `json:"protocol"`
+	Type          *string                   `json:"type"`
+	Host          string                    `json:"host"`
+	RoomID        *string                   `json:"room_id"`
+	URL           string                    `json:"url"`
+	GeneratedAt   int64                     `json:"generated_at"`
+	EventCount    *int64                    `json:"event_count"`
+	FirstSeq      *int64                    `json:"first_seq"`
+	LastSeq       *int64                    `json:"last_seq"`
+	LastHash      *string                   `json:"last_hash"`
+	EventsSHA3256 *string                   `json:"events_sha3_256"`
+	ArchiveRoot   *string                   `json:"archive_root"`
+	Formats       *map[string]string        `json:"formats"`
+	Extra         jsontext.Value            `json:"extra"`
+	Unknown       map[string]jsontext.Value `json:",embed"`
 }
 
 // MaxManifestBytes bounds the manifest ParseManifest accepts.
 const MaxManifestBytes = 1 << 20
 
 // ParseManifest decodes a manifest strictly: strict JSON (no duplicate
-// names, valid Unicode, safe integers), a closed object (extensions belong
-// in extra), protocol agent-discourse/1.0, type room.archive, the members
-// Verify needs present, hashes in canonical base64url, extra an object.
-// It does not compare the manifest with any records; Verify does.
+// names, valid Unicode, safe integers), protocol agent-discourse/1.0,
+// type room.archive, the members Verify needs present and of the right
+// type, hashes in canonical base64url, extra an object. Members §19 does
+// not name are kept in [Manifest.Unknown] and reported by Verify, not
+// refused: §19 gives the manifest as "recommended", so a host may add to
+// it. It does not compare the manifest with any records; Verify does.
 // Failures are invalid_manifest.
 //
-// Only the seed draft's manifest is accepted: a later-draft manifest (no
-// events_sha3_256, a packs member) is refused.
+// Only the seed draft's manifest is accepted: a later-draft manifest
+// lacks event_count, first_seq, events_sha3_256 and archive_root, and is
+// refused for that.
 func ParseManifest(b []byte) (*Manifest, error) {
 	if len(b) > MaxManifestBytes {
 		return nil, identity.NewError(CodeInvalidManifest, "manifest larger than 1 MiB")
@@ -129,7 +143,7 @@ func ParseManifest(b []byte) (*Manifest, error) {
 	m := &Manifest{
 		Protocol: *w.Protocol, Type: *w.Type, Host: w.Host, RoomID: *w.RoomID, URL: w.URL,
 		GeneratedAt: w.GeneratedAt, EventCount: *w.EventCount, FirstSeq: *w.FirstSeq, LastSeq: *w.LastSeq,
-		Extra: w.Extra,
+		Extra: w.Extra, Unknown: w.Unknown,
 	}
 	if w.Formats != nil {
 		m.Formats = *w.Formats

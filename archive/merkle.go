@@ -7,20 +7,26 @@ import (
 )
 
 // MerkleRoot returns the Merkle root of the record hashes, in seq order,
-// that an archive_root may carry instead of events_sha3_256 (§19: the
-// leaves are the raw SHA3-256 bytes of each record hash, in seq order).
+// that an archive_root may carry instead of events_sha3_256. §19: "the
+// leaves SHOULD be the raw SHA3-256 bytes each record hash represents, in
+// seq order", so a leaf is the 32-byte record hash itself, not a hash of
+// it. Interior nodes and the tree shape follow RFC 6962 (Certificate
+// Transparency), with SHA3-256:
 //
-// The tree is RFC 6962's (Certificate Transparency) with SHA3-256 and
-// domain separation between leaves and interior nodes:
+//	MTH([h])    = h                                  h: the 32 raw record-hash bytes
+//	MTH(D[0:n]) = SHA3-256(0x01 || MTH(D[0:k]) || MTH(D[k:n]))
+//	              k: the largest power of two < n
+//	MTH([])     = SHA3-256("")                       (never used: an archive has a record)
 //
-//	leaf(h)     = SHA3-256(0x00 || h)            h: the 32 raw record-hash bytes
-//	node(l, r)  = SHA3-256(0x01 || l || r)
-//	MTH([h])    = leaf(h)
-//	MTH(D[0:n]) = node(MTH(D[0:k]), MTH(D[k:n]))  k: largest power of two < n
-//	MTH([])     = SHA3-256("")
+// Leaves are not prefixed (the text names the raw bytes), so an interior
+// node is told from a leaf by the tree shape alone; the shape is fixed by
+// the manifest's event_count, which Verify checks, and a leaf is a record
+// hash that the verifier recomputes from the record, so neither can stand
+// in for the other. The 0x01 prefix keeps interior nodes apart from any
+// other SHA3-256 input the protocol hashes.
 //
-// so an interior node can never be presented as a leaf, and inclusion and
-// consistency proofs work as in RFC 6962.
+// Verify also accepts archive_root equal to events_sha3_256, the digest
+// form the text recommends when no Merkle tree is used.
 func MerkleRoot(leaves []envelope.Hash) envelope.Hash {
 	var t merkle
 	for _, h := range leaves {
@@ -39,9 +45,7 @@ type merkle struct {
 }
 
 func (t *merkle) add(h envelope.Hash) {
-	t.buf[0] = 0
-	copy(t.buf[1:], h[:])
-	leaf := envelope.Hash(sha3.Sum256(t.buf[:33]))
+	leaf := h
 	var ht uint8
 	for n := len(t.stack); n > 0 && t.height[n-1] == ht; n-- {
 		leaf = t.node(&t.stack[n-1], &leaf)

@@ -16,6 +16,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/adp/adptest"
 	"github.com/agentprotocols/go-sdk/archive"
 	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/identity"
@@ -88,6 +89,9 @@ func TestTampering(t *testing.T) {
 		code  identity.Code
 		seq   int64
 		valid bool
+		// stream hides the io.ReaderAt of the log, so records out of
+		// order are spilled to a temporary file.
+		stream bool
 	}
 	cases := []tc{
 		{name: "envelope payload field", log: edit(msg, func(r map[string]any) {
@@ -130,9 +134,24 @@ func TestTampering(t *testing.T) {
 			c = append(c, first)
 			return join(c)
 		}(), valid: true},
-		{name: "lines reversed, unbounded window", log: reversed(log), opts: &archive.VerifyOptions{ReorderWindow: -1}, valid: true},
-		{name: "lines reversed beyond the window", log: reversed(log), opts: &archive.VerifyOptions{ReorderWindow: 4},
-			code: adp.CodeInvalidRecord, seq: 1},
+		{name: "lines reversed", log: reversed(log), valid: true},
+		{name: "lines reversed, as a plain stream", log: reversed(log), stream: true, valid: true},
+		{name: "line duplicated ahead of its turn", log: func() []byte {
+			c := lines(bytes.Clone(log))
+			return join(append(append(c[:3:3], c[k+5]), c[3:]...))
+		}(), code: adp.CodeInvalidRecord, seq: k + 6},
+		{name: "line duplicated, both out of order", log: func() []byte {
+			c := lines(reversed(log))
+			return join(append(c[:5:5], c[2:]...))
+		}(), code: adp.CodeInvalidRecord, seq: 22}, // the least seq that repeats
+		{name: "line duplicated, both out of order, as a plain stream", log: func() []byte {
+			c := lines(reversed(log))
+			return join(append(c[:5:5], c[2:]...))
+		}(), stream: true, code: adp.CodeInvalidRecord, seq: 22},
+		{name: "line dropped from a reversed log", log: func() []byte {
+			c := lines(reversed(log))
+			return join(append(c[:20:20], c[21:]...))
+		}(), code: adp.CodeInvalidRecord, seq: 6},
 		{name: "dropped line", log: func() []byte {
 			c := lines(bytes.Clone(log))
 			return join(append(c[:k-1], c[k:]...))
@@ -185,7 +204,11 @@ func TestTampering(t *testing.T) {
 					opts = *c.opts
 					opts.Workers = workers
 				}
-				rep, err := archive.Verify(context.Background(), &mm, bytes.NewReader(in), &opts)
+				var r io.Reader = bytes.NewReader(in)
+				if c.stream {
+					r = struct{ io.Reader }{r}
+				}
+				rep, err := archive.Verify(context.Background(), &mm, r, &opts)
 				if c.valid {
 					if err != nil || !rep.Valid {
 						t.Fatalf("workers=%d: %v", workers, err)
@@ -260,34 +283,34 @@ func TestTamperPackDocument(t *testing.T) {
 func TestVerifyCatchesHostRuleViolations(t *testing.T) {
 	cases := []struct {
 		name string
-		bad  func(w *world) *envelope.Envelope
+		bad  func(w *adptest.World) *envelope.Envelope
 		want identity.Code
 	}{
-		{"§14 observer sends a message", func(w *world) *envelope.Envelope {
-			env, err := adp.NewMessage(w.ctx, w.a("carol"), w.base(adp.TypeMessageCreate), adp.Message{ContentType: "text/plain", Content: adp.TextContent("hi")})
+		{"§14 observer sends a message", func(w *adptest.World) *envelope.Envelope {
+			env, err := adp.NewMessage(w.Ctx, w.Author("carol"), w.Base(adp.TypeMessageCreate), adp.Message{ContentType: "text/plain", Content: adp.TextContent("hi")})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return env
 		}, identity.CodePermissionDenied},
-		{"§13.6 payload violates the schema in force", func(w *world) *envelope.Envelope {
-			return rawEvent(t, w, "bob", "review.finding", w.base("review.finding"), `{"severity":"low","summary":"v1 is gone"}`)
+		{"§13.6 payload violates the schema in force", func(w *adptest.World) *envelope.Envelope {
+			return rawEvent(t, w, "bob", "review.finding", w.Base("review.finding"), `{"severity":"low","summary":"v1 is gone"}`)
 		}, adp.CodePayloadSchemaViolation},
-		{"§13.2 undefined type", func(w *world) *envelope.Envelope {
-			return rawEvent(t, w, "bob", "vote.cast", w.base(adp.TypeMessageCreate), `{}`)
+		{"§13.2 undefined type", func(w *adptest.World) *envelope.Envelope {
+			return rawEvent(t, w, "bob", "vote.cast", w.Base(adp.TypeMessageCreate), `{}`)
 		}, adp.CodeTypeNotDefined},
-		{"§6.1 stale head", func(w *world) *envelope.Envelope {
-			b := w.base(adp.TypeMessageCreate)
-			b.Seq, b.Hash = w.records[1].Seq, w.records[1].Hash
+		{"§6.1 stale head", func(w *adptest.World) *envelope.Envelope {
+			b := w.Base(adp.TypeMessageCreate)
+			b.Seq, b.Hash = w.Records[1].Seq, w.Records[1].Hash
 			return rawEvent(t, w, "bob", adp.TypeMessageCreate, b, `{"content_type":"text/plain","content":"late"}`)
 		}, adp.CodeRoomHeadMismatch},
-		{"§6.1 signal anchored to no record", func(w *world) *envelope.Envelope {
-			b := w.base("triage.label")
+		{"§6.1 signal anchored to no record", func(w *adptest.World) *envelope.Envelope {
+			b := w.Base("triage.label")
 			b.Hash[0] ^= 1
 			return rawEvent(t, w, "carol", "triage.label", b, `{"label":"bug"}`)
 		}, adp.CodeBaseRecordMismatch},
-		{"§15 the same envelope twice", func(w *world) *envelope.Envelope {
-			for _, r := range w.records {
+		{"§15 the same envelope twice", func(w *adptest.World) *envelope.Envelope {
+			for _, r := range w.Records {
 				if r.Envelope.Type() == "triage.label" {
 					return r.Envelope
 				}
@@ -300,17 +323,17 @@ func TestVerifyCatchesHostRuleViolations(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			recs, docs, w := externalRoom(t)
 			recs = recs[:len(recs)-1] // reopen: drop the room.close
-			w2 := newWorld(t, recs[0].RoomID, &adp.RoomOptions{Packs: &packs.Options{Fetcher: packs.StaticFetcher{triageDoc}}})
-			w2.now = w.now
+			w2 := adptest.NewWorld(t, recs[0].RoomID, &adp.RoomOptions{Packs: &packs.Options{Fetcher: packs.StaticFetcher{triageDoc}}})
+			w2.Now = w.Now
 			for _, r := range recs {
-				if err := w2.room.Apply(w2.ctx, r); err != nil {
+				if err := w2.Room.Apply(w2.Ctx, r); err != nil {
 					t.Fatal(err)
 				}
-				w2.records = append(w2.records, r)
+				w2.Records = append(w2.Records, r)
 			}
 			env := c.bad(w2)
 			// A misbehaving host links it into the chain anyway.
-			bad := adp.NewRecord(recs[0].RoomID, recs[len(recs)-1], w2.now.Add(time.Second).UnixMilli(), env)
+			bad := adp.NewRecord(recs[0].RoomID, recs[len(recs)-1], w2.Now.Add(time.Second).UnixMilli(), env)
 			recs = append(recs, bad)
 			m, log, _ := build(t, recs, nil)
 			rep, err := archive.Verify(context.Background(), m, bytes.NewReader(log), &archive.VerifyOptions{Packs: docs})
@@ -324,7 +347,7 @@ func TestVerifyCatchesHostRuleViolations(t *testing.T) {
 
 // rawEvent signs an ADP event without the builders' local checks, as a
 // misbehaving client could.
-func rawEvent(t testing.TB, w *world, who, typ string, base adp.Base, payload string) *envelope.Envelope {
+func rawEvent(t testing.TB, w *adptest.World, who, typ string, base adp.Base, payload string) *envelope.Envelope {
 	t.Helper()
 	room, _ := jsontext.AppendQuote(nil, base.RoomID)
 	ext := envelope.Fields{
@@ -332,7 +355,7 @@ func rawEvent(t testing.TB, w *world, who, typ string, base adp.Base, payload st
 		{Name: adp.FieldBaseSeq, Value: jsontext.Value(strconv.FormatInt(base.Seq, 10))},
 		{Name: adp.FieldBaseHash, Value: jsontext.Value(`"` + base.Hash.String() + `"`)},
 	}
-	env, err := w.a(who).Sign(w.ctx, adp.Protocol, typ, jsontext.Value(payload), ext)
+	env, err := w.Author(who).Sign(w.Ctx, adp.Protocol, typ, jsontext.Value(payload), ext)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/envelope"
+	"github.com/agentprotocols/go-sdk/packs"
 )
 
 // Transcript renders records as a Markdown transcript for people (§19
@@ -108,11 +109,9 @@ func (t *Transcript) Close(m *Manifest) error {
 }
 
 func (t *Transcript) heading(roomID string, ev envelope.Event) {
-	var p struct {
-		Topic string `json:"topic"`
-	}
-	if ev.Type == adp.TypeRoomCreate {
-		_ = json.Unmarshal(ev.Payload, &p)
+	var p adp.RoomCreate
+	if ev.Type != adp.TypeRoomCreate || !decode(ev.Payload, &p) {
+		p.Topic = ""
 	}
 	t.str("# ")
 	if p.Topic == "" {
@@ -125,41 +124,35 @@ func (t *Transcript) heading(roomID string, ev envelope.Event) {
 	t.str("\n\n")
 }
 
-// body renders what an event says, by type.
+// skipDeclarations leaves room.create's type declarations undecoded: the
+// transcript shows them in the raw payload and need not compile their
+// schemas.
+var skipDeclarations = json.WithUnmarshalers(json.UnmarshalFromFunc(func(d *jsontext.Decoder, _ *packs.Declaration) error {
+	return d.SkipValue()
+}))
+
+// decode reads a built-in payload into its adp type. Rendering never
+// fails: a payload that does not decode is shown raw.
+func decode(payload jsontext.Value, v any) bool {
+	return json.Unmarshal(payload, v, skipDeclarations) == nil
+}
+
+// body renders what an event says, by type, through adp's payload types.
+// What it does not render (room.update, custom types, payloads that do
+// not decode, reasons next to a structured summary) is shown as the raw
+// payload JSON.
 func (t *Transcript) body(ev envelope.Event) {
-	var p struct {
-		Role        string `json:"role"`
-		Perspective string `json:"perspective"`
-		Member      string `json:"member"`
-		Ban         bool   `json:"ban"`
-		Reason      string `json:"reason"`
-		Decision    string `json:"decision"`
-		Request     struct {
-			Applicant string `json:"applicant"`
-		} `json:"request"`
-		Type        string         `json:"type"`
-		Use         string         `json:"use"`
-		Pack        string         `json:"pack"`
-		ContentType string         `json:"content_type"`
-		Content     jsontext.Value `json:"content"`
-		References  []string       `json:"references"`
-		Topic       string         `json:"topic"`
-		Visibility  string         `json:"visibility"`
-		StartTime   int64          `json:"start_time"`
-		EndTime     int64          `json:"end_time"`
-		Agenda      string         `json:"agenda"`
-		Guidance    string         `json:"guidance"`
-	}
-	// Rendering never fails on a payload it does not expect: fields it
-	// cannot read stay empty and the raw payload is shown.
-	_ = json.Unmarshal(ev.Payload, &p)
 	raw := true
 	switch ev.Type {
 	case adp.TypeRoomCreate:
+		var p adp.RoomCreate
+		if !decode(ev.Payload, &p) {
+			break
+		}
 		t.str("- Topic: ")
 		t.text(p.Topic)
 		t.str("\n- Visibility: ")
-		t.code(p.Visibility)
+		t.code(string(p.Visibility))
 		t.str("\n- Start: " + formatTime(p.StartTime) + "\n- End: " + formatTime(p.EndTime) + "\n")
 		if p.Agenda != "" {
 			t.str("\nAgenda:\n\n")
@@ -186,66 +179,101 @@ func (t *Transcript) body(ev envelope.Event) {
 			}
 		}
 	case adp.TypeRoomJoin:
+		var p adp.Join
+		if !decode(ev.Payload, &p) {
+			break
+		}
 		t.str("- Joined as ")
-		t.code(p.Role)
-		if p.Perspective != "" {
+		t.code(string(p.Role))
+		if p.Perspective != nil && *p.Perspective != "" {
 			t.str(", perspective: ")
-			t.text(p.Perspective)
+			t.text(*p.Perspective)
 		}
 		t.str("\n")
 		raw = false
 	case adp.TypeRoomJoinReview:
+		var p adp.JoinReview
+		if !decode(ev.Payload, &p) {
+			break
+		}
 		t.str("- Join request of ")
-		t.code(p.Request.Applicant)
+		t.code(p.Request.Applicant.String())
 		t.str(": ")
-		t.code(p.Decision)
+		t.code(string(p.Decision))
 		if p.Role != "" {
 			t.str(" as ")
-			t.code(p.Role)
+			t.code(string(p.Role))
 		}
 		t.str("\n")
 	case adp.TypeMemberRoleUpdate:
+		var p adp.RoleUpdate
+		if !decode(ev.Payload, &p) {
+			break
+		}
 		t.str("- Role of ")
-		t.code(p.Member)
+		t.code(p.Member.String())
 		t.str(" set to ")
-		t.code(p.Role)
+		t.code(string(p.Role))
 		t.str("\n")
-		raw = p.Reason != ""
+		raw = p.Reason != "" || len(p.Extra) > 0
 	case adp.TypeMemberRemove:
+		var p adp.MemberRemove
+		if !decode(ev.Payload, &p) {
+			break
+		}
 		t.str("- Removed ")
-		t.code(p.Member)
+		t.code(p.Member.String())
 		if p.Ban {
 			t.str(" and banned")
 		}
 		t.str("\n")
-		raw = p.Reason != ""
+		raw = p.Reason != "" || len(p.References) > 0 || len(p.Extra) > 0
 	case adp.TypeRoomLeave, adp.TypeRoomClose, adp.TypeRoomCancel:
+		var p adp.Notice
+		if !decode(ev.Payload, &p) {
+			break
+		}
 		if p.Reason != "" {
 			t.str("- Reason: ")
 			t.text(p.Reason)
 			t.str("\n")
 		}
-		raw = false
+		for _, r := range p.References {
+			t.str("- Refers to ")
+			t.code(r.String())
+			t.str("\n")
+		}
+		raw = len(p.Extra) > 0
 	case adp.TypeTypeDefine:
+		// adp.NewTypeDefine's payload type; parsing it compiles the
+		// schema (through the schema cache).
+		var d packs.Declaration
+		if !decode(ev.Payload, &d) {
+			break
+		}
 		switch {
-		case p.Use != "":
+		case d.Import != nil && d.Import.Use != "":
 			t.str("- Imports registered pack ")
-			t.code(p.Use)
-		case p.Pack != "":
+			t.code(d.Import.Use)
+		case d.Import != nil:
 			t.str("- Imports external pack ")
-			t.code(p.Pack)
-		default:
+			t.code(d.Import.Pack)
+		case d.Definition != nil:
 			t.str("- Defines type ")
-			t.code(p.Type)
+			t.code(d.Definition.Type)
 		}
 		t.str("\n")
 	case adp.TypeMessageCreate:
+		var p adp.Message
+		if !decode(ev.Payload, &p) {
+			break
+		}
 		t.str("- Content type: ")
 		t.code(p.ContentType)
 		t.str("\n")
 		for _, r := range p.References {
 			t.str("- Replies to ")
-			t.code(r)
+			t.code(r.String())
 			t.str("\n")
 		}
 		t.str("\n")
@@ -255,7 +283,7 @@ func (t *Transcript) body(ev envelope.Event) {
 		} else {
 			t.fence("json", indentJSON(p.Content))
 		}
-		raw = false
+		raw = len(p.Extra) > 0
 	}
 	if raw {
 		t.str("\n")
@@ -283,19 +311,19 @@ func (t *Transcript) str(s string) {
 
 // text writes s as inline Markdown text with every ASCII punctuation
 // character backslash-escaped and line breaks turned into spaces.
-func (t *Transcript) text(s string) { t.str(EscapeText(s)) }
+func (t *Transcript) text(s string) { t.str(escapeText(s)) }
 
 // code writes s as a code span.
-func (t *Transcript) code(s string) { t.str(CodeSpan(s)) }
+func (t *Transcript) code(s string) { t.str(codeSpan(s)) }
 
 // fence writes s as a fenced code block.
-func (t *Transcript) fence(info, s string) { t.str(FencedBlock(info, s)) }
+func (t *Transcript) fence(info, s string) { t.str(fencedBlock(info, s)) }
 
-// EscapeText returns s as inline Markdown text that renders literally:
+// escapeText returns s as inline Markdown text that renders literally:
 // every ASCII punctuation character is backslash-escaped (CommonMark
 // allows escaping any of them), line breaks become spaces, and control and
 // bidirectional-override characters become U+FFFD.
-func EscapeText(s string) string {
+func escapeText(s string) string {
 	var b strings.Builder
 	b.Grow(len(s) + len(s)/4)
 	for _, r := range sanitize(s) {
@@ -312,13 +340,13 @@ func EscapeText(s string) string {
 	return b.String()
 }
 
-// CodeSpan returns s as a Markdown code span: delimited by one more
+// codeSpan returns s as a Markdown code span: delimited by one more
 // backtick than the longest run of backticks in s and padded with one
 // space on each side (which CommonMark strips), so the content renders
 // literally whatever it holds. Line breaks become spaces; control and
 // bidirectional-override characters become U+FFFD. An empty s renders as
 // an empty-looking span.
-func CodeSpan(s string) string {
+func codeSpan(s string) string {
 	s = strings.Map(func(r rune) rune {
 		if r == '\n' || r == '\r' {
 			return ' '
@@ -332,13 +360,13 @@ func CodeSpan(s string) string {
 	return ticks + " " + s + " " + ticks
 }
 
-// FencedBlock returns s as a fenced code block with the given info string
+// fencedBlock returns s as a fenced code block with the given info string
 // (which must be a plain word such as "text" or "json"). The fence is one
 // backtick longer than the longest backtick run in s, and at least three,
 // so no line of s can close it; control and bidirectional-override
 // characters become U+FFFD. CommonMark renders the content literally: no
 // HTML, entities, links or emphasis are interpreted.
-func FencedBlock(info, s string) string {
+func fencedBlock(info, s string) string {
 	s = sanitizeBlock(s)
 	fence := strings.Repeat("`", max(3, longestRun(s, '`')+1))
 	var b strings.Builder

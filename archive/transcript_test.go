@@ -4,9 +4,15 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/adp/adptest"
 	"github.com/agentprotocols/go-sdk/archive"
+	"github.com/agentprotocols/go-sdk/envelope"
 )
 
 // mdBlock is a fenced code block found by scanMarkdown.
@@ -242,4 +248,22 @@ func FuzzEscapers(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		checkEscapers(t, s)
 	})
+}
+
+// Payloads are read through adp's types: a notice's references are
+// rendered, and its extension data is shown raw.
+func TestTranscriptRendersNoticeReferences(t *testing.T) {
+	w := adptest.NewWorld(t, "d8ftedhpqhsusbg005xx", nil)
+	w.Must(adp.NewRoomCreate(w.Ctx, w.Author("creator"), adp.RoomCreate{Topic: "Notes", Visibility: adp.VisibilityPublic,
+		StartTime: w.Now.UnixMilli(), EndTime: w.Now.Add(time.Hour).UnixMilli()}))
+	m1 := say(w, "creator", "the conclusion")
+	w.Must(adp.NewClose(w.Ctx, w.Author("creator"), w.Base(adp.TypeRoomClose),
+		adp.Notice{Reason: "settled", References: []envelope.Hash{m1.Envelope.Hash()}, Extra: jsontext.Value(`{"k":"v"}`)}))
+	_, _, md := build(t, w.Records, fixedClock)
+	doc := string(md)
+	for _, want := range []string{"- Reason: settled\n", "- Refers to ` " + m1.Envelope.Hash().String() + " `\n", `"k": "v"`} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("transcript lacks %q:\n%s", want, doc)
+		}
+	}
 }

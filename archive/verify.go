@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentprotocols/go-sdk/adp"
@@ -24,17 +25,13 @@ import (
 
 // Defaults for VerifyOptions.
 const (
-	// DefaultReorderWindow is how many records may wait for an earlier
-	// seq that has not appeared yet.
-	DefaultReorderWindow = 4096
 	// DefaultMaxLineBytes bounds one JSONL line: the largest envelope
 	// plus room for the record members.
 	DefaultMaxLineBytes = envelope.MaxSize + 64<<10
+	// maxLineLimit caps VerifyOptions.MaxLineBytes.
+	maxLineLimit = 1 << 30
 	// maxWorkers caps VerifyOptions.Workers.
 	maxWorkers = 256
-	// maxPendingBytes bounds the JSONL bytes a bounded reorder window
-	// holds, whatever the line sizes.
-	maxPendingBytes = 64 << 20
 )
 
 // Pipeline granularity: lines travel between goroutines in batches.
@@ -53,16 +50,24 @@ type VerifyOptions struct {
 	// must match its digest, or Verify fails with pack_unavailable. The
 	// replay fetches external packs only from here, never the network.
 	Packs []packs.PackDocument
-	// ReorderWindow is how many records may arrive before a missing
-	// earlier seq (JSONL line order is not trusted: records are replayed
-	// in seq order). 0 means DefaultReorderWindow; a negative value means
-	// unbounded, which holds an arbitrarily shuffled log in memory.
-	ReorderWindow int
+	// Room is the host policy the replay applies, as in adp.NewRoom: the
+	// payload limit (MaxPayloadBytes), the content-type policy, and in
+	// Room.Packs the schema and cost quotas of the type registry. nil
+	// means the SDK host's defaults. Set it to the limits the archived
+	// room's host announced, so that offline verification judges the
+	// room by its host's quotas rather than by fixed constants. Verify
+	// supplies its own fetcher (the archived documents in Packs), index
+	// and join-request store (none: a replay trusts the log), whatever
+	// Room holds in those fields.
+	Room *adp.RoomOptions
 	// MaxLineBytes bounds one JSONL line; 0 means DefaultMaxLineBytes.
+	// Values above 1 GiB count as 1 GiB.
 	MaxLineBytes int
-	// MaxPayloadBytes is the payload limit the host enforced (§21); 0
-	// means adp.MaxPayloadBytes.
-	MaxPayloadBytes int
+	// TempDir is where Verify puts the temporary file that holds records
+	// arriving before an earlier seq, when there are many of them (see
+	// Verify); "" means os.TempDir(). The file is removed before Verify
+	// returns.
+	TempDir string
 	// ExactIndex replays with adp.MemoryIndex (about 80 bytes per record)
 	// instead of the default 64-bit fingerprint index (about 19 bytes per
 	// record, false-match probability ≤ n/2^64 per lookup; see the package
@@ -109,6 +114,10 @@ type Report struct {
 	// Packs lists the external packs the room imported.
 	Packs []PackRef `json:"packs,omitzero"`
 
+	// ManifestUnknown names the manifest members §19 does not define
+	// (Manifest.Unknown), sorted: host assertions, not verified.
+	ManifestUnknown []string `json:"manifest_unknown,omitzero"`
+
 	// Workers is the number of parse/signature workers used.
 	Workers int `json:"workers"`
 }
@@ -133,23 +142,30 @@ type Failure struct {
 // item is one JSONL line after the worker stage.
 type item struct {
 	line  int64
-	rec   *adp.Record
-	canon []byte // the record in canonical JSON
-	err   error  // the line did not parse
-	seq   int64  // best-effort seq of a line that did not parse
-	size  int    // bytes of the line
-	skip  bool   // blank line
+	off   int64 // where the line starts in the log
+	raw   []byte
+	rec   *adp.Record // nil for a line that did not parse, or that a worker found far ahead
+	canon []byte      // the record in canonical JSON; nil if not computed yet
+	err   error       // the line did not parse
+	seq   int64       // the record's seq; best effort for a line that did not parse
 }
 
-// batch is a run of consecutive lines. done is closed when the worker
-// has filled items.
+// lineRef locates one line of a batch.
+type lineRef struct {
+	end  int   // end offset in batch.data; -1: the line is too long
+	line int64 // 1-based line number in the log
+	off  int64 // offset of the line's first byte in the log
+}
+
+// batch is a run of lines, consecutive in the log or (due) consecutive
+// in seq. done is closed when a worker has filled items.
 type batch struct {
-	first   int64 // line number of the first line
 	data    []byte
-	ends    []int // end offsets of the lines in data
+	lines   []lineRef
 	items   []item
 	canon   []byte
 	readErr error // the read that ended the log, if not io.EOF
+	due     bool  // every line is the next seq: check every signature
 	done    chan struct{}
 }
 
@@ -157,18 +173,18 @@ type batch struct {
 // §19 step by step:
 //
 //  1. Records are replayed in seq order: the JSONL line order is not
-//     trusted. A record may appear up to ReorderWindow records after a
-//     later seq; a seq that repeats, or is missing, is invalid_record.
+//     trusted, and any order is accepted. A seq that repeats, or is
+//     missing, is invalid_record.
 //  2. Every envelope's hash is recomputed from its canonical event and
 //     its Ed25519 signature verified strictly (invalid_event_hash,
 //     invalid_signature), on a pool of worker goroutines.
 //  3. The room state is replayed with adp.Room — the same rule table hosts
-//     use — at each record's received_at: membership, roles, bans, the
-//     type registry, and each custom payload validated against the
-//     definition in force at its seq. A record the host should have
-//     refused fails with the §20 code the host should have answered.
-//     External packs resolve only from opts.Packs (pack_unavailable
-//     otherwise).
+//     use, under the host policy in opts.Room — at each record's
+//     received_at: membership, roles, bans, the type registry, and each
+//     custom payload validated against the definition in force at its
+//     seq. A record the host should have refused fails with the §20 code
+//     the host should have answered. External packs resolve only from
+//     opts.Packs (pack_unavailable otherwise).
 //  4. Each record's pre_hash must be the previous record's hash, its
 //     record hash must match its acceptance data (invalid_record), and
 //     the last record's hash must equal last_hash (archive_mismatch).
@@ -177,16 +193,26 @@ type batch struct {
 //     compared; so are archive_root (a copy of it, or the MerkleRoot),
 //     room_id, first_seq, last_seq and event_count (archive_mismatch).
 //
-// The log is read incrementally and never held in memory: memory is
-// bounded by the reorder window, the pipeline's bounded queues, and the
-// replay index (about 19 bytes per record).
+// The log is read incrementally and never held in memory. A record that
+// arrives before an earlier seq waits in a temporary file (in
+// opts.TempDir), or, when records is an io.ReaderAt and io.Seeker such as
+// an *os.File, only its offset waits there and the line is read again
+// when its turn comes. Memory is bounded by the pipeline's bounded
+// queues, about 1 MiB for records out of place however many there are,
+// and the replay index (about 19 bytes per record): a 1,000,000-record
+// archive verifies in under 64 MiB in any line order. Records out of
+// place are parsed twice; far out of place, their signature is checked
+// once, in the second pass.
+//
+// Blank lines (empty or white space only, CR included) are skipped at the
+// cost of reading their bytes.
 //
 // Verification stops at the first failure. The error is an
 // *identity.Error whose Code is the failure's code, whose Data is
 // {"seq":…,"line":…}, and which wraps the underlying error; the report
 // describes the archive up to that point. Errors that are not
-// *identity.Error (reading records, a cancelled ctx) mean the archive
-// could not be checked, not that it is invalid.
+// *identity.Error (reading records, the temporary file, a cancelled ctx)
+// mean the archive could not be checked, not that it is invalid.
 func Verify(ctx context.Context, m *Manifest, records io.Reader, opts *VerifyOptions) (*Report, error) {
 	if m == nil {
 		err := identity.NewError(CodeInvalidManifest, "no manifest")
@@ -200,15 +226,14 @@ func Verify(ctx context.Context, m *Manifest, records io.Reader, opts *VerifyOpt
 		o.Workers = runtime.GOMAXPROCS(0)
 	}
 	o.Workers = min(o.Workers, maxWorkers)
-	if o.ReorderWindow == 0 {
-		o.ReorderWindow = DefaultReorderWindow
-	}
 	if o.MaxLineBytes <= 0 {
 		o.MaxLineBytes = DefaultMaxLineBytes
 	}
+	o.MaxLineBytes = min(o.MaxLineBytes, maxLineLimit)
 	v := &verifier{m: m, opts: o, report: &Report{
 		RoomID: m.RoomID, Host: m.Host, URL: m.URL, GeneratedAt: m.GeneratedAt,
 		MerkleRoot: m.MerkleRooted(), Types: map[string]int64{}, Workers: o.Workers,
+		ManifestUnknown: m.UnknownMembers(),
 	}}
 	err := v.run(ctx, records)
 	v.finishReport()
@@ -235,8 +260,18 @@ type verifier struct {
 	next     int64 // the seq to replay next
 	lastHash envelope.Hash
 	lastAt   int64
+	cbuf     []byte
 
-	pendingBytes int // JSONL bytes held for reordering
+	pend *pending
+	jobs chan *batch
+	// free recycles batch buffers from the sequencer to the reader, so
+	// that reading costs no garbage per batch.
+	free chan []byte
+	// nextSeq mirrors next for the workers, which skip the signature of a
+	// record far ahead of it: that record will wait in pend and be parsed
+	// and checked again when its turn comes.
+	nextSeq atomic.Int64
+	horizon int64
 
 	failSeq, failLine int64
 }
@@ -258,30 +293,56 @@ func (v *verifier) run(ctx context.Context, records io.Reader) error {
 	if err != nil {
 		return v.fail(err, 0, 0)
 	}
-	ropts := &adp.RoomOptions{
-		Packs:           &packs.Options{Fetcher: docs},
-		MaxPayloadBytes: v.opts.MaxPayloadBytes,
+	var ropts adp.RoomOptions
+	if v.opts.Room != nil {
+		ropts = *v.opts.Room
 	}
+	var popts packs.Options
+	if ropts.Packs != nil {
+		popts = *ropts.Packs
+	}
+	popts.Fetcher = docs
+	ropts.Packs, ropts.Index, ropts.JoinRequests = &popts, nil, nil
 	if !v.opts.ExactIndex {
 		ropts.Index = newFPIndex(v.m.EventCount)
 	}
-	v.room = adp.NewRoom(v.m.RoomID, ropts)
+	v.room = adp.NewRoom(v.m.RoomID, &ropts)
 	v.dg = newDigest()
 	if v.m.MerkleRooted() {
 		v.mk = new(merkle)
 	}
 	v.next = 1
+	v.nextSeq.Store(1)
+
+	// Records out of seq order are re-read from the log when it can be
+	// read at an offset, else spilled to a temporary file.
+	var src io.ReaderAt
+	var base int64
+	if ra, ok := records.(io.ReaderAt); ok {
+		if sk, ok := records.(io.Seeker); ok {
+			if at, err := sk.Seek(0, io.SeekCurrent); err == nil {
+				src, base = ra, at
+			}
+		}
+	}
+	v.pend = newPending(src, v.opts.TempDir)
+	defer v.pend.close()
 
 	// The pipeline: one reader goroutine cuts the log into batches of
 	// lines; Workers goroutines parse them and check signatures; this
 	// goroutine takes the batches back in line order (order carries them
 	// in the order they were read, each with its own done channel) and
-	// replays records in seq order. Both queues are bounded, so at most
-	// about 3×Workers+2 batches are in flight.
+	// replays records in seq order, sending the batches of records that
+	// waited for their turn to the same workers. Both queues are bounded,
+	// so at most about 4×Workers+3 batches are in flight.
 	quit := make(chan struct{})
-	jobs := make(chan *batch, v.opts.Workers)
+	v.jobs = make(chan *batch, v.opts.Workers)
 	order := make(chan *batch, 2*v.opts.Workers+1)
-	go readBatches(records, v.opts.MaxLineBytes, jobs, order, quit)
+	// A record this many seqs ahead of next cannot be replayed before it
+	// has waited: fewer lines than that are in flight before it.
+	v.horizon = int64(4*v.opts.Workers+4) * batchLines
+	v.free = make(chan []byte, cap(order)+cap(v.jobs)+v.opts.Workers+2)
+	go readBatches(records, base, v.opts.MaxLineBytes, v.jobs, order, v.free, quit)
 	var wg sync.WaitGroup
 	for range v.opts.Workers {
 		wg.Add(1)
@@ -289,11 +350,8 @@ func (v *verifier) run(ctx context.Context, records io.Reader) error {
 			defer wg.Done()
 			for {
 				select {
-				case b, ok := <-jobs:
-					if !ok {
-						return
-					}
-					work(b)
+				case b := <-v.jobs:
+					v.work(b)
 				case <-quit:
 					return
 				}
@@ -306,20 +364,26 @@ func (v *verifier) run(ctx context.Context, records io.Reader) error {
 	defer wg.Wait()
 	defer close(quit)
 
-	pending := map[int64]*item{}
 	for b := range order {
 		select {
 		case <-b.done:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+		recycle := b.data != nil
 		for i := range b.items {
-			it := &b.items[i]
-			if it.skip {
-				continue
-			}
-			if err := v.take(ctx, it, pending); err != nil {
+			if err := v.take(ctx, &b.items[i]); err != nil {
 				return err
+			}
+			// A parsed record may alias the line (its payload does), and
+			// the room may keep what it applied: recycle only batches
+			// whose records all wait, as in a log in reverse order.
+			recycle = recycle && b.items[i].rec == nil
+		}
+		if recycle {
+			select {
+			case v.free <- b.data[:0]:
+			default:
 			}
 		}
 		if b.readErr != nil {
@@ -329,48 +393,123 @@ func (v *verifier) run(ctx context.Context, records io.Reader) error {
 			return err
 		}
 	}
-	return v.finish(pending)
+	return v.finish()
 }
 
 // take handles one parsed line: replay it if it is the next seq, else
-// hold it in the reorder window.
-func (v *verifier) take(ctx context.Context, it *item, pending map[int64]*item) error {
+// let it wait in pend.
+func (v *verifier) take(ctx context.Context, it *item) error {
 	if it.err != nil {
 		return v.fail(it.err, it.seq, it.line)
 	}
-	seq := it.rec.Seq
+	seq := it.seq
 	switch {
 	case seq > v.m.LastSeq:
 		return v.fail(mismatch("record seq %d is beyond the manifest's last_seq %d", seq, v.m.LastSeq), seq, it.line)
 	case seq < v.next:
 		return v.fail(identity.Errorf(adp.CodeInvalidRecord, "seq %d appears twice", seq), seq, it.line)
 	case seq > v.next:
-		if p := pending[seq]; p != nil {
-			return v.fail(identity.Errorf(adp.CodeInvalidRecord, "seq %d appears twice (also line %d)", seq, p.line), seq, it.line)
+		// Every seq lies in 1..last_seq and event_count spans them, so a
+		// line beyond event_count repeats one: this also bounds what
+		// waits on disk.
+		over := v.next+v.pend.count > v.m.EventCount
+		if err := v.pend.add(pendEntry{seq: seq, line: it.line, off: it.off, n: int32(len(it.raw))}, it.raw); err != nil {
+			return err
 		}
-		pending[seq] = it
-		v.pendingBytes += it.size
-		if w := v.opts.ReorderWindow; w >= 0 && (len(pending) > w || v.pendingBytes > maxPendingBytes) {
+		if over {
+			if err := v.duplicate(); err != nil {
+				return err
+			}
 			return v.fail(identity.Errorf(adp.CodeInvalidRecord,
-				"seq %d is missing (or more than %d records out of place; raise VerifyOptions.ReorderWindow for a shuffled log)", v.next, w), v.next, 0)
+				"the log has more records than event_count %d: a seq appears twice", v.m.EventCount), 0, it.line)
 		}
 		return nil
+	}
+	if it.rec == nil {
+		// A worker took the record for one that would wait, and kept
+		// only its seq: parse it again.
+		rec, err := adp.ParseRecord(it.raw)
+		if err != nil {
+			return v.fail(err, seq, it.line)
+		}
+		it.rec = rec
 	}
 	if err := v.apply(ctx, it); err != nil {
 		return err
 	}
-	for len(pending) > 0 {
-		p := pending[v.next]
-		if p == nil {
+	return v.drain(ctx)
+}
+
+// drain replays the waiting records whose turn has come, in batches that
+// the workers parse and check in parallel.
+func (v *verifier) drain(ctx context.Context) error {
+	if v.pend.count == 0 {
+		return nil
+	}
+	var queue []*batch
+	next := v.next
+	for {
+		for len(queue) <= v.opts.Workers {
+			b, err := v.pend.nextBatch(&next)
+			if err != nil {
+				return err
+			}
+			if b == nil {
+				break
+			}
+			select {
+			case v.jobs <- b:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			queue = append(queue, b)
+		}
+		if len(queue) == 0 {
 			break
 		}
-		delete(pending, v.next)
-		v.pendingBytes -= p.size
-		if err := v.apply(ctx, p); err != nil {
-			return err
+		b := queue[0]
+		queue = queue[1:]
+		select {
+		case <-b.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		for i := range b.items {
+			it := &b.items[i]
+			if it.err != nil {
+				return v.fail(it.err, v.next, it.line)
+			}
+			if it.rec.Seq != v.next {
+				return fmt.Errorf("archive: records line %d changed while being verified: it no longer holds seq %d", it.line, v.next)
+			}
+			if err := v.apply(ctx, it); err != nil {
+				return err
+			}
 		}
 	}
+	if e, ok := v.pend.peek(); ok && e.seq < v.next {
+		return v.fail(identity.Errorf(adp.CodeInvalidRecord, "seq %d appears twice", e.seq), e.seq, e.line)
+	}
 	return nil
+}
+
+// duplicate empties pend in seq order and fails on the least seq that
+// appears twice, at its second line; nil if none does.
+func (v *verifier) duplicate() error {
+	prev := int64(0)
+	for {
+		e, ok := v.pend.peek()
+		if !ok {
+			return nil
+		}
+		if e.seq == prev || e.seq < v.next {
+			return v.fail(identity.Errorf(adp.CodeInvalidRecord, "seq %d appears twice", e.seq), e.seq, e.line)
+		}
+		if err := v.pend.pop(); err != nil {
+			return err
+		}
+		prev = e.seq
+	}
 }
 
 // apply replays the record at v.next and absorbs it into the digests.
@@ -382,6 +521,10 @@ func (v *verifier) apply(ctx context.Context, it *item) error {
 	if err := v.room.Apply(ctx, rec); err != nil {
 		return v.fail(err, rec.Seq, it.line)
 	}
+	if it.canon == nil {
+		v.cbuf = rec.AppendJSON(v.cbuf[:0])
+		it.canon = v.cbuf
+	}
 	v.dg.add(it.canon)
 	if v.mk != nil {
 		v.mk.add(rec.Hash)
@@ -390,15 +533,22 @@ func (v *verifier) apply(ctx context.Context, it *item) error {
 	v.report.Records++
 	v.lastHash, v.lastAt = rec.Hash, rec.ReceivedAt
 	v.next++
+	v.nextSeq.Store(v.next)
 	return nil
 }
 
 // finish runs the checks that need the whole log.
-func (v *verifier) finish(pending map[int64]*item) error {
+func (v *verifier) finish() error {
 	last := v.next - 1
-	switch {
-	case len(pending) > 0:
+	if v.pend.count > 0 {
+		// Records wait for a seq that never came. A seq that appears
+		// twice among them is reported first.
+		if err := v.duplicate(); err != nil {
+			return err
+		}
 		return v.fail(identity.Errorf(adp.CodeInvalidRecord, "seq %d is missing", v.next), v.next, 0)
+	}
+	switch {
 	case last == 0:
 		return v.fail(mismatch("the record log is empty"), 0, 0)
 	case last != v.m.LastSeq:
@@ -443,38 +593,60 @@ func (v *verifier) finishReport() {
 }
 
 // readBatches cuts the log into batches of whole lines and hands each to
-// the workers (jobs) and, in order, to the sequencer (order). It stops
-// after the first line that is too long or the first read error: either
-// ends verification.
-func readBatches(r io.Reader, maxLine int, jobs, order chan<- *batch, quit <-chan struct{}) {
-	defer close(order)
-	defer close(jobs)
+// the workers (jobs) and, in order, to the sequencer (order), in buffers
+// from free when the sequencer has returned some. Blank lines
+// are skipped in bulk and never reach a batch. pos is the log's offset at
+// the reader's current position. It stops after the first line that is
+// too long or the first read error: either ends verification.
+func readBatches(r io.Reader, pos int64, maxLine int, jobs, order chan<- *batch, free <-chan []byte, quit <-chan struct{}) {
+	defer close(order) // jobs stays open: the sequencer sends to it too
 	br := bufio.NewReaderSize(r, 64<<10)
-	line := int64(0)
+	nl := int64(0) // line feeds read so far
 	for {
-		b := &batch{first: line + 1, done: make(chan struct{}), data: make([]byte, 0, batchBytes+4<<10)}
+		var b *batch
 		var err error
-		for err == nil && len(b.ends) < batchLines && len(b.data) < batchBytes {
+		for err == nil && (b == nil || len(b.lines) < batchLines && len(b.data) < batchBytes) {
 			// Hand over what has arrived before blocking for more, so a
 			// slow stream is verified as it comes.
-			if len(b.ends) > 0 && br.Buffered() == 0 {
+			if b != nil && br.Buffered() == 0 {
 				break
+			}
+			var lfs, n int64
+			lfs, n, err = skipBlank(br, b == nil)
+			nl, pos = nl+lfs, pos+n
+			if err != nil || br.Buffered() == 0 {
+				continue
+			}
+			if b == nil {
+				b = &batch{done: make(chan struct{})}
+				select {
+				case b.data = <-free:
+				default:
+					b.data = make([]byte, 0, batchBytes+4<<10)
+				}
 			}
 			start := len(b.data)
 			b.data, err = readLine(br, b.data, maxLine)
 			switch {
 			case err == nil, err == io.EOF && len(b.data) > start:
-				b.ends = append(b.ends, len(b.data))
-				line++
+				b.lines = append(b.lines, lineRef{end: len(b.data), line: nl + 1, off: pos})
+				pos += int64(len(b.data) - start)
+				if err == nil {
+					nl, pos = nl+1, pos+1
+				}
 			case err == errLineTooLong:
-				b.ends = append(b.ends, -1) // the worker reports it
-				line++
+				b.lines = append(b.lines, lineRef{end: -1, line: nl + 1}) // the worker reports it
 			case err != io.EOF:
 				b.data = b.data[:start]
-				b.readErr = err
 			}
 		}
-		if len(b.ends) > 0 || b.readErr != nil {
+		if err != nil && err != io.EOF && err != errLineTooLong {
+			if b == nil {
+				b = &batch{done: make(chan struct{})}
+			}
+			b.readErr = err
+		}
+		if b != nil {
 			select {
 			case order <- b:
 			case <-quit:
@@ -488,6 +660,36 @@ func readBatches(r io.Reader, maxLine int, jobs, order chan<- *batch, quit <-cha
 		}
 		if err != nil {
 			return
+		}
+	}
+}
+
+// skipBlank consumes JSON white space (space, tab, CR, LF) and returns the
+// line feeds and bytes it consumed. It reads more only if block is set;
+// otherwise it stops at the end of what is buffered. It returns io.EOF at
+// the end of the log.
+func skipBlank(br *bufio.Reader, block bool) (lfs, n int64, err error) {
+	for {
+		k := br.Buffered()
+		if k == 0 {
+			if !block {
+				return lfs, n, nil
+			}
+			if _, err := br.Peek(1); err != nil {
+				return lfs, n, err
+			}
+			k = br.Buffered()
+		}
+		buf, _ := br.Peek(k)
+		i := 0
+		for i < len(buf) && (buf[i] == ' ' || buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t') {
+			i++
+		}
+		lfs += int64(bytes.Count(buf[:i], []byte{'\n'}))
+		n += int64(i)
+		br.Discard(i)
+		if i < len(buf) {
+			return lfs, n, nil
 		}
 	}
 }
@@ -518,35 +720,54 @@ func readLine(br *bufio.Reader, dst []byte, max int) ([]byte, error) {
 
 // work parses a batch: the strict record and envelope parse (canonical
 // event, event hash), the signature check, and the canonical re-encoding
-// the digest needs. A signature that fails is not reported here: the
-// Room re-checks it in seq order, after the chain checks, so errors come
-// in the same order whatever the number of workers.
-func work(b *batch) {
+// the digest needs. Of a record far ahead of the replay (it will wait)
+// only the seq is kept, and after one such record only the seq is read:
+// the record is parsed and checked when its turn comes. A line far ahead
+// that is not a valid record therefore fails at its seq's turn, not at
+// its line's. A
+// signature that fails is not reported here: the Room re-checks it in seq
+// order, after the chain checks, so errors come in the same order
+// whatever the number of workers.
+func (v *verifier) work(b *batch) {
 	defer close(b.done)
-	b.items = make([]item, len(b.ends))
-	b.canon = make([]byte, 0, len(b.data)+len(b.data)/16)
+	b.items = make([]item, len(b.lines))
+	horizon := v.nextSeq.Load() + v.horizon
 	start := 0
-	for i, end := range b.ends {
+	far := false // the previous line was far ahead
+	for i, l := range b.lines {
 		it := &b.items[i]
-		it.line = b.first + int64(i)
-		if end < 0 {
+		it.line, it.off = l.line, l.off
+		if l.end < 0 {
 			it.err = identity.NewError(adp.CodeInvalidRecord, "line is longer than the line limit")
 			continue
 		}
-		raw := b.data[start:end]
-		start = end
-		it.size = len(raw)
-		if len(bytes.TrimSpace(raw)) == 0 {
-			it.skip = true
-			continue
+		raw := b.data[start:l.end]
+		start = l.end
+		it.raw = raw
+		if far {
+			// Among lines far ahead (a log in reverse order, say), read
+			// only the seq: a line that will wait is parsed when its turn
+			// comes, so the first pass costs little time and garbage.
+			if seq := peekSeq(raw); seq > horizon {
+				it.seq = seq
+				continue
+			}
 		}
 		rec, err := adp.ParseRecord(raw)
 		if err != nil {
 			it.err, it.seq = err, peekSeq(raw)
 			continue
 		}
-		_ = rec.Envelope.Verify() // remembered on success
+		it.seq = rec.Seq
+		if far = !b.due && rec.Seq > horizon; far {
+			// It will wait: keep nothing of the parse.
+			continue
+		}
 		it.rec = rec
+		_ = rec.Envelope.Verify() // remembered on success
+		if b.canon == nil {
+			b.canon = make([]byte, 0, len(b.data)+len(b.data)/16)
+		}
 		n := len(b.canon)
 		b.canon = rec.AppendJSON(b.canon)
 		it.canon = b.canon[n:len(b.canon):len(b.canon)]
@@ -556,7 +777,9 @@ func work(b *batch) {
 // peekSeq finds a top-level integer "seq" in a line that did not parse,
 // for error reports; 0 if there is none.
 func peekSeq(raw []byte) int64 {
-	d := strictjson.NewDecoder(raw)
+	dec := strictjson.GetDecoder(raw)
+	defer dec.Release()
+	d := dec.Decoder
 	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
 		return 0
 	}

@@ -3,9 +3,11 @@ package adptest_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -287,6 +289,13 @@ func TestScheduledActiveEnded(t *testing.T) {
 	}
 	if _, _, err := alice.Archive(ctx, room); err != nil {
 		t.Fatal(err)
+	}
+	// The manifest's markdown format is served too (a public room: no JWT).
+	resp := mustv(w.hc.Get(w.url + "/v1/rooms/" + room + "/archive.md"))
+	defer resp.Body.Close()
+	body := mustv(io.ReadAll(resp.Body))
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/markdown") || !strings.Contains(string(body), "timed") {
+		t.Fatalf("archive.md: %d %s %.200s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 	}
 }
 

@@ -115,6 +115,10 @@ type hostRoom struct {
 	// room is replaced only under mu (after a failed Store append).
 	room    *adp.Room
 	archive *builtArchive
+	// reg is the room's type registry, refreshed when a record changes it
+	// (room.create, type.define): Room.Registry returns a copy, too dear
+	// to take on every write for the rate class.
+	reg *packs.Registry
 
 	subMu sync.Mutex
 	subs  map[*subscriber]struct{}
@@ -260,6 +264,7 @@ func (h *Host) reload(ctx context.Context, hr *hostRoom) error {
 		return err
 	}
 	hr.room = room
+	hr.reg = room.Registry()
 	return nil
 }
 

@@ -130,8 +130,8 @@ func canReview(room *adp.Room, who identity.AgentID) bool {
 
 // listJoinRequests is GET /v1/rooms/{room_id}/join-requests: the
 // authoritative list, for the creator and moderators only, as an Identity
-// list (every request in one page: a room's requests are bounded by the
-// per-agent quota).
+// list in creation order, paged by limit (default 100, at most 1000) and
+// an opaque cursor.
 func (h *Host) listJoinRequests(w http.ResponseWriter, r *http.Request) {
 	who, err := h.requireCaller(r)
 	var hr *hostRoom
@@ -141,6 +141,15 @@ func (h *Host) listJoinRequests(w http.ResponseWriter, r *http.Request) {
 	if err == nil && !canReview(hr.current(), who) {
 		err = identity.NewError(identity.CodePermissionDenied, "only the creator and moderators list join requests")
 	}
+	q := r.URL.Query()
+	var limit int
+	var off int64
+	if err == nil {
+		limit, err = limitParam(q.Get("limit"), DefaultEventsLimit, MaxEventsLimit)
+	}
+	if err == nil && q.Has("cursor") {
+		off, err = parseCursor(q.Get("cursor"))
+	}
 	var list []*adp.JoinRequestResource
 	if err == nil {
 		list, err = h.store.JoinRequests(r.Context(), hr.id)
@@ -149,9 +158,15 @@ func (h *Host) listJoinRequests(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	out := identity.List[*adp.JoinRequestResource]{Result: make([]*adp.JoinRequestResource, 0, len(list))}
-	for _, jr := range list {
-		out.Result = append(out.Result, h.effective(jr))
+	out := identity.List[*adp.JoinRequestResource]{Result: []*adp.JoinRequestResource{}}
+	if off < int64(len(list)) {
+		end := min(int64(len(list)), off+int64(limit))
+		for _, jr := range list[off:end] {
+			out.Result = append(out.Result, h.effective(jr))
+		}
+		if end < int64(len(list)) {
+			out.NextCursor = makeCursor(end)
+		}
 	}
 	writeJSON(w, http.StatusOK, out)
 }

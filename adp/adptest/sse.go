@@ -133,13 +133,19 @@ func (h *Host) broadcast(hr *hostRoom, m *sse.Message, want func(*adp.Room, iden
 // record's seq, the resume cursor of §17.2 (the host never replays from
 // it: a client resumes through the history endpoint).
 func (h *Host) publishRecord(hr *hostRoom, rec *adp.Record) {
+	hr.subMu.Lock()
+	idle := len(hr.subs) == 0
+	hr.subMu.Unlock()
+	if idle {
+		return
+	}
 	m := &sse.Message{ID: sse.ID(strconv.FormatInt(rec.Seq, 10)), Type: sse.Type(adp.SSERoomEvent)}
 	m.AppendData(string(rec.AppendJSON(nil)))
 	h.broadcast(hr, m, nil)
 }
 
 // publishStatus sends a room.agent_status item (not a record: no seq,
-// hashes or envelope).
+// hashes or envelope); hr.mu is held.
 func (h *Host) publishStatus(hr *hostRoom, st *adp.AgentStatus) {
 	b, err := json.Marshal(st, json.Deterministic(true))
 	if err != nil {
@@ -147,8 +153,6 @@ func (h *Host) publishStatus(hr *hostRoom, st *adp.AgentStatus) {
 	}
 	m := &sse.Message{Type: sse.Type(adp.SSEAgentStatus)}
 	m.AppendData(string(b))
-	hr.mu.Lock()
-	defer hr.mu.Unlock()
 	h.broadcast(hr, m, nil)
 }
 

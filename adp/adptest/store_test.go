@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 
 	"github.com/go-json-experiment/json"
@@ -117,5 +118,20 @@ func TestEventsPaging(t *testing.T) {
 		if _, _, _, code := get(q); code != 400 {
 			t.Fatalf("%s answered %d", q, code)
 		}
+	}
+}
+
+// TestJoinRequestPaging: the join-request list pages with limit and
+// cursor, and the client follows it to the end.
+func TestJoinRequestPaging(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t, &adptest.Options{RateLimits: adptest.Unlimited()})
+	alice := w.client("alice")
+	room := mustv(alice.CreateRoom(ctx, roomSpec(t, adp.VisibilityRestricted, "many applicants"))).RoomID
+	for i := range 120 {
+		mustv(w.client("applicant"+strconv.Itoa(i)).RequestJoin(ctx, room, adp.JoinRequestInput{Role: adp.RoleSpeaker}))
+	}
+	if list := mustv(alice.JoinRequests(ctx, room)); len(list) != 120 {
+		t.Fatalf("%d requests listed", len(list))
 	}
 }

@@ -3,7 +3,7 @@
 //
 // Usage:
 //
-//	verify archive [-workers N] [-reorder N] [-json] <manifest.json> <records.jsonl>
+//	verify archive [-workers N] [-json] <manifest.json> <records.jsonl>
 //	verify envelope <file>
 //
 // "verify archive" runs the §19 verification of archive.Verify: every

@@ -17,7 +17,7 @@ import (
 )
 
 const usage = `usage:
-  verify archive [-workers N] [-reorder N] [-json] <manifest.json> <records.jsonl>
+  verify archive [-workers N] [-json] <manifest.json> <records.jsonl>
   verify envelope <file>     ("-" reads standard input)
 
 exit status: 0 valid, 1 invalid, 2 usage or I/O error
@@ -53,7 +53,6 @@ func runArchive(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("verify archive", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	workers := fs.Int("workers", 0, "signature-checking goroutines (0: GOMAXPROCS)")
-	reorder := fs.Int("reorder", 0, "records that may precede a missing seq (0: default, -1: unbounded)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
@@ -63,7 +62,7 @@ func runArchive(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	rep, err := archive.VerifyFiles(context.Background(), fs.Arg(0), fs.Arg(1),
-		&archive.VerifyOptions{Workers: *workers, ReorderWindow: *reorder})
+		&archive.VerifyOptions{Workers: *workers})
 	var ie *identity.Error
 	if err != nil && !errors.As(err, &ie) {
 		fmt.Fprintf(stderr, "verify: %v\n", err)

@@ -4,14 +4,16 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/adp/adptest"
 	"github.com/agentprotocols/go-sdk/archive"
 )
 
@@ -19,29 +21,7 @@ import (
 // directory.
 func mainRoom(t *testing.T) (string, []*adp.Record) {
 	t.Helper()
-	b, err := os.ReadFile("../../adp/testdata/vectors.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var vf struct {
-		Rooms []struct {
-			Name    string `json:"name"`
-			Records []struct {
-				Record jsontext.Value `json:"record"`
-			} `json:"records"`
-		} `json:"rooms"`
-	}
-	if err := json.Unmarshal(b, &vf); err != nil {
-		t.Fatal(err)
-	}
-	var recs []*adp.Record
-	for _, v := range vf.Rooms[0].Records {
-		r, err := adp.ParseRecord(v.Record)
-		if err != nil {
-			t.Fatal(err)
-		}
-		recs = append(recs, r)
-	}
+	recs := adptest.VectorRecords(t, "main")
 	dir := t.TempDir()
 	opts := &archive.Options{Host: "al.ink", Now: func() time.Time { return time.UnixMilli(1779770000000) }}
 	if _, err := archive.WriteDir(dir, recs, nil, opts); err != nil {
@@ -131,5 +111,40 @@ func TestEnvelope(t *testing.T) {
 	code, out, _ = runCmd("envelope", bad)
 	if code != 1 || !strings.Contains(out, "invalid_event_hash") {
 		t.Fatalf("exit %d\n%s", code, out)
+	}
+}
+
+// longRoom writes, through the SDK's host path, a public room of n
+// records: a room.create and n-1 messages.
+func longRoom(t *testing.T, n int) string {
+	t.Helper()
+	w := adptest.NewWorld(t, "d8ftedhpqhsusbg004xx", nil)
+	w.PublicRoom()
+	for i := 1; i < n; i++ {
+		w.OK(w.Say("creator", strconv.Itoa(i)))
+	}
+	dir := t.TempDir()
+	if _, err := archive.WriteDir(dir, w.Records, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// Any line order is a legal archive (§19 step 1 sorts by seq), however
+// far a line is from its place: here the log of a 4,200-record room,
+// reversed.
+func TestArchiveReversedLog(t *testing.T) {
+	dir := longRoom(t, 4200)
+	path := filepath.Join(dir, "records.jsonl")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"))
+	slices.Reverse(ls)
+	os.WriteFile(path, append(bytes.Join(ls, []byte("\n")), '\n'), 0o644)
+	code, out, errOut := runCmd("archive", filepath.Join(dir, "manifest.json"), path)
+	if code != 0 || !strings.Contains(out, "records:  4200 verified") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
 }
