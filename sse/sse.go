@@ -1,0 +1,288 @@
+package sse
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"net/http"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/internal/strictjson"
+)
+
+// The SSE event names of §17.
+const (
+	EventRecord      = "room.event"
+	EventAgentStatus = "room.agent_status"
+	EventJoinRequest = "room.join_request"
+)
+
+// Defaults for Options.
+const (
+	// DefaultIdleTimeout is how long a connection may stay silent (no
+	// data, no heartbeat comment) before the client reconnects.
+	DefaultIdleTimeout = 60 * time.Second
+	// DefaultMaxEventSize bounds one SSE event: the largest record a host
+	// may accept (a 256 KiB hinted payload) with room for its envelope.
+	DefaultMaxEventSize = 1 << 20
+	// DefaultMaxPending bounds the live records held while a gap before
+	// them is filled from the history.
+	DefaultMaxPending = 1024
+	// DefaultMaxPendingBytes bounds the wire size of those records.
+	DefaultMaxPendingBytes = 16 << 20
+	// DefaultMaxFailedSyncs is how many consecutive history backfills may
+	// fail verification before the subscription gives up.
+	DefaultMaxFailedSyncs = 5
+)
+
+// History pages a room's accepted records with seq > afterSeq in
+// ascending seq order (GET /v1/rooms/{room_id}/events?after_seq=, §16). The
+// ADP HTTP client provides one; tests may serve a store directly. An error
+// that is an *identity.Error with HTTP status 401, 403 or 404 ends the
+// subscription; an *identity.Error without a status (the History refused
+// a record it verified itself) counts as a failed verification; any other
+// error is retried with backoff. The client verifies every record History
+// returns, whether or not History verified it first.
+type History interface {
+	Records(ctx context.Context, roomID string, afterSeq int64) iter.Seq2[*adp.Record, error]
+}
+
+// HistoryFunc adapts a function to History.
+type HistoryFunc func(ctx context.Context, roomID string, afterSeq int64) iter.Seq2[*adp.Record, error]
+
+// Records calls f.
+func (f HistoryFunc) Records(ctx context.Context, roomID string, afterSeq int64) iter.Seq2[*adp.Record, error] {
+	return f(ctx, roomID, afterSeq)
+}
+
+// Backoff is the reconnect schedule: the delay starts at Initial, grows by
+// Multiplier up to Max, and each delay is drawn uniformly within ±Jitter of
+// it. A successful connection starts the schedule over. Zero fields take
+// the defaults 500 ms, ×2, 30 s and 0.5.
+type Backoff struct {
+	Initial    time.Duration
+	Max        time.Duration
+	Multiplier float64
+	Jitter     float64 // in (0, 1)
+}
+
+func (b Backoff) withDefaults() Backoff {
+	if b.Initial <= 0 {
+		b.Initial = 500 * time.Millisecond
+	}
+	if b.Max <= 0 {
+		b.Max = 30 * time.Second
+	}
+	if b.Max < b.Initial {
+		b.Max = b.Initial
+	}
+	if b.Multiplier < 1 {
+		b.Multiplier = 2
+	}
+	if b.Jitter <= 0 || b.Jitter >= 1 {
+		b.Jitter = 0.5
+	}
+	return b
+}
+
+// Options configures Follow. API, RoomID, Signer and History are
+// required.
+type Options struct {
+	// API is the host API base URL, for example "https://api.al.ink/v1"
+	// (discovery's endpoints.sse); the stream is API +
+	// "/rooms/{room_id}/events/live".
+	API string
+	// RoomID is the room to follow.
+	RoomID string
+	// Signer is the member whose request tokens authenticate the stream; a
+	// fresh token is minted for every connection attempt.
+	Signer identity.Signer
+	// History pages the accepted records (§17.3: history comes from HTTP).
+	History History
+
+	// Start is the last record the caller already verified; the client
+	// delivers the records after it, checking the first one's pre_hash
+	// against Start.Hash. The zero value starts at seq 1. Ignored when
+	// Room is set (the room's latest record is the start).
+	Start adp.RecordRef
+	// Room, when set, is a replayer that every record is applied to before
+	// it is delivered: the record is then judged by every room rule (§6–§15)
+	// and the room always holds the verified state of what was delivered.
+	// The client must be the only writer to Room while following.
+	//
+	// Without Room the client checks what needs no room state — the
+	// envelope's hash and signature, the record hash, the pre_hash link,
+	// that the event was signed for this room and that room.create comes
+	// first — and holds only the last record, so its memory stays flat.
+	// What only the rules catch (a validly signed event from a non-member,
+	// an envelope accepted twice) then goes unnoticed unless History
+	// checks it (the adp.Client's history does).
+	Room *adp.Room
+
+	// HTTPClient performs the requests; its Transport is used (nil means
+	// http.DefaultTransport) and its Timeout is ignored, since a stream
+	// lives for as long as it is healthy: IdleTimeout bounds silence
+	// instead.
+	HTTPClient *http.Client
+	// Origins configures the token audience computed from API; set
+	// AllowLoopbackHTTP to follow a local development host.
+	Origins *identity.OriginOptions
+	// Mint configures the request tokens (TTL and clock); nil means
+	// defaults.
+	Mint *identity.MintOptions
+	// IdleTimeout is how long a connection may stay silent before the
+	// client reconnects; 0 means DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// Backoff is the reconnect and resync schedule.
+	Backoff Backoff
+	// MaxEventSize bounds one SSE event; 0 means DefaultMaxEventSize.
+	MaxEventSize int
+	// MaxPending bounds the live records held while a gap is filled; 0
+	// means DefaultMaxPending. Records beyond it are dropped and read from
+	// the history later.
+	MaxPending int
+	// MaxPendingBytes bounds their total wire size; 0 means
+	// DefaultMaxPendingBytes. With MaxEventSize and the two batches (at
+	// most 64 events or 1 MiB each, plus one event) queued between the
+	// reading goroutine and the ordered stage, it bounds what a hostile
+	// stream can make the subscriber hold.
+	MaxPendingBytes int
+	// MaxFailedSyncs is how many consecutive backfills may fail because
+	// the history itself does not verify before Follow ends with the
+	// verification error; 0 means DefaultMaxFailedSyncs.
+	MaxFailedSyncs int
+}
+
+// Kind tells what an Item carries.
+type Kind uint8
+
+// The kinds of Item.
+const (
+	// KindRecord is a verified accepted record (room.event).
+	KindRecord Kind = iota + 1
+	// KindAgentStatus is a transient agent status (room.agent_status).
+	KindAgentStatus
+	// KindJoinRequest is a join-request notice (room.join_request).
+	KindJoinRequest
+	// KindError is a problem the subscription recovered from: a record
+	// that failed verification and was dropped, a malformed item, a lost
+	// connection being retried. Err says which.
+	KindError
+)
+
+// String returns the kind's name.
+func (k Kind) String() string {
+	switch k {
+	case KindRecord:
+		return "record"
+	case KindAgentStatus:
+		return "agent_status"
+	case KindJoinRequest:
+		return "join_request"
+	case KindError:
+		return "error"
+	}
+	return "unknown"
+}
+
+// Item is one thing Follow delivers; exactly one of Record, AgentStatus,
+// JoinRequest and Err is set, as Kind says.
+type Item struct {
+	Kind        Kind
+	Record      *adp.Record
+	AgentStatus *AgentStatus
+	JoinRequest *JoinRequest
+	Err         error
+}
+
+// AgentStatus is a room.agent_status item (§17.4): an unsigned,
+// short-lived hint from the host, never a record and never evidence for
+// verification or permissions. Raw holds the whole data member.
+type AgentStatus struct {
+	RoomID    string           `json:"room_id"`
+	AgentID   identity.AgentID `json:"agent_id"`
+	State     string           `json:"state"`
+	SeenSeq   int64            `json:"seen_seq,omitzero"`
+	ExpiresAt int64            `json:"expires_at,omitzero"`
+	Raw       jsontext.Value   `json:"-"`
+}
+
+// JoinRequest is a room.join_request item (§17.5): a notice to reviewers
+// that a join request was created. The authoritative list stays GET
+// /v1/rooms/{room_id}/join-requests. Raw holds the whole data member.
+type JoinRequest struct {
+	RoomID    string           `json:"room_id"`
+	RequestID string           `json:"request_id"`
+	Applicant identity.AgentID `json:"applicant"`
+	Role      adp.Role         `json:"role"`
+	CreatedAt int64            `json:"created_at"`
+	ExpiresAt int64            `json:"expires_at"`
+	Raw       jsontext.Value   `json:"-"`
+}
+
+// ErrNotice is the cause of a KindError item for a notice that was
+// malformed or carried record members (seq, pre_hash, hash, envelope),
+// which §17.4 and §17.5 forbid.
+var ErrNotice = errors.New("sse: malformed notice")
+
+// recordMembers are the members a notice must not carry (§17.4, §17.5).
+type recordMembers struct {
+	Seq      jsontext.Value `json:"seq"`
+	PreHash  jsontext.Value `json:"pre_hash"`
+	Hash     jsontext.Value `json:"hash"`
+	Envelope jsontext.Value `json:"envelope"`
+}
+
+func (m *recordMembers) present() bool {
+	return m.Seq != nil || m.PreHash != nil || m.Hash != nil || m.Envelope != nil
+}
+
+func parseAgentStatus(roomID string, data []byte) (*AgentStatus, error) {
+	var v struct {
+		AgentStatus
+		recordMembers
+	}
+	if err := strictjson.UnmarshalOpen(data, &v); err != nil {
+		return nil, errors.Join(ErrNotice, err)
+	}
+	if err := checkNotice(roomID, v.RoomID, &v.recordMembers); err != nil {
+		return nil, err
+	}
+	if v.AgentID.IsZero() || v.State == "" {
+		return nil, errors.Join(ErrNotice, errors.New("room.agent_status needs agent_id and state"))
+	}
+	v.AgentStatus.Raw = jsontext.Value(data).Clone()
+	return &v.AgentStatus, nil
+}
+
+func parseJoinRequest(roomID string, data []byte) (*JoinRequest, error) {
+	var v struct {
+		JoinRequest
+		recordMembers
+	}
+	if err := strictjson.UnmarshalOpen(data, &v); err != nil {
+		return nil, errors.Join(ErrNotice, err)
+	}
+	if err := checkNotice(roomID, v.RoomID, &v.recordMembers); err != nil {
+		return nil, err
+	}
+	if v.RequestID == "" || v.Applicant.IsZero() {
+		return nil, errors.Join(ErrNotice, errors.New("room.join_request needs request_id and applicant"))
+	}
+	v.JoinRequest.Raw = jsontext.Value(data).Clone()
+	return &v.JoinRequest, nil
+}
+
+func checkNotice(want, got string, m *recordMembers) error {
+	if m.present() {
+		return errors.Join(ErrNotice, errors.New("a notice must not carry seq, pre_hash, hash or envelope"))
+	}
+	if got != want {
+		return errors.Join(ErrNotice, errors.New("notice room_id is not the followed room"))
+	}
+	return nil
+}
