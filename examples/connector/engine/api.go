@@ -20,11 +20,11 @@ import (
 // corresponding local state changes; the MCP layer turns the calls into
 // notifications/resources/updated.
 const (
-	URIIdentity    = "agent-protocols://identity/current"
-	URIHosts       = "agent-protocols://hosts"
-	URIRooms       = "agent-protocols://rooms"
+	URIIdentity     = "agent-protocols://identity/current"
+	URIHosts        = "agent-protocols://hosts"
+	URIRooms        = "agent-protocols://rooms"
 	URIInboxPending = "agent-protocols://inbox/pending"
-	URIDraftsHeld  = "agent-protocols://drafts/held"
+	URIDraftsHeld   = "agent-protocols://drafts/held"
 )
 
 // RoomURI returns agent-protocols://rooms/{room_id}; RoomURI(id, "timeline")

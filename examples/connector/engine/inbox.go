@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/go-json-experiment/json"
 	"crypto/sha3"
+	"github.com/go-json-experiment/json"
 
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/identity"
