@@ -109,11 +109,7 @@ func (e *Engine) RoomsList(ctx context.Context, in RoomsListInput) (*RoomsResult
 			s := RoomSummary{RoomID: sr.RoomID, Host: sr.Host, Tags: []string{}}
 			var member *adp.Member
 			var creator identity.AgentID
-			if len(sr.Snapshot) > 0 {
-				room, err := adp.RestoreRoom(sr.Snapshot, nil)
-				if err != nil {
-					return err
-				}
+			if room := e.hosts[sr.Host].client.Verified(sr.RoomID); room != nil && room.Created() {
 				c := room.Contract()
 				s.Topic, s.Status, s.Visibility = c.Topic, string(room.Status(e.now())), string(c.Visibility)
 				s.StartTime, s.EndTime, s.Tags, s.Language = c.StartTime, c.EndTime, nonNil(c.Tags), c.Language
@@ -170,26 +166,22 @@ func (e *Engine) RoomsList(ctx context.Context, in RoomsListInput) (*RoomsResult
 
 // verifiedRoom returns the stored verified replica of a room and its sync.
 func (e *Engine) verifiedRoom(session string, k roomKey) (*adp.Room, SyncState, error) {
-	var sr *storedRoom
 	var s SyncState
 	if err := e.store.View(func(tx Tx) error {
 		var err error
-		if sr, err = loadRoom(tx, k); err != nil {
-			return err
-		}
 		s, err = e.syncState(tx, k)
 		return err
 	}); err != nil {
 		return nil, s, err
 	}
-	if len(sr.Snapshot) == 0 {
+	room := e.hosts[k.host].client.Verified(k.room)
+	if room == nil || !room.Created() {
 		return nil, s, fmt.Errorf("%w: %s has no verified state yet", ErrUnknownRoom, clip(k.room))
 	}
-	room, err := adp.RestoreRoom(sr.Snapshot, nil)
-	if err == nil && session != "" {
+	if session != "" {
 		e.present(session, k, s)
 	}
-	return room, s, err
+	return room, s, nil
 }
 
 // MembersList is agent_protocols_room_members_list (verified local state).

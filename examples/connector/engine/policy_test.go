@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -125,7 +126,7 @@ func TestRestartResumes(t *testing.T) {
 	defer alice.Close()
 	room := createRoom(t, alice, srv.URL)
 	dir := t.TempDir()
-	bob := openTest(t, dir, testKey(t, "bob"), srv.URL)
+	bob := openTest(t, dir, testKey(t, "bob"), srv.URL, func(o *Options) { o.SnapshotEvery = 4 })
 	must[*RoomJoinResult](t)(bob.Join(ctx, "b", RoomJoinInput{Host: srv.URL, RoomID: room, Role: "speaker"}))
 	for i := range 5 {
 		say(t, alice, room, "point "+string(rune('a'+i)))
@@ -145,7 +146,7 @@ func TestRestartResumes(t *testing.T) {
 	// The room moves while bob is down.
 	say(t, alice, room, "while you were away")
 	ct := &countingTransport{}
-	bob = openTest(t, dir, testKey(t, "bob"), srv.URL, func(o *Options) { o.HTTPClient = &http.Client{Transport: ct} })
+	bob = openTest(t, dir, testKey(t, "bob"), srv.URL, func(o *Options) { o.HTTPClient = &http.Client{Transport: ct}; o.SnapshotEvery = 4 })
 	defer bob.Close()
 	waitSynced(t, bob, room, 11)
 	if n := ct.count("after_seq=0"); n != 0 {
@@ -259,7 +260,14 @@ func TestKeyStore(t *testing.T) {
 	r, w, _ := os.Pipe()
 	w.WriteString("correct horse\n")
 	w.Close()
-	if k2, err := LoadKeyFile(path, PassphraseFD(r.Fd())); err != nil || k2.AgentID() != id {
+	// PassphraseFD owns (and closes) its descriptor: hand it a duplicate,
+	// so r's own close cannot hit a descriptor number reused meanwhile.
+	fd, err := syscall.Dup(int(r.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	if k2, err := LoadKeyFile(path, PassphraseFD(uintptr(fd))); err != nil || k2.AgentID() != id {
 		t.Fatalf("fd passphrase: %v", err)
 	}
 	// Import, and the explicitly unencrypted development variant.
