@@ -3,9 +3,11 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -78,7 +80,25 @@ func TestHostAllowlist(t *testing.T) {
 	}
 }
 
-// TestSecondProcessFailsFast: a state directory has one owner.
+// TestLockChild is the child process of TestSecondProcessFailsFast.
+func TestLockChild(t *testing.T) {
+	dir := os.Getenv("ENGINE_LOCK_DIR")
+	if dir == "" {
+		t.Skip("lock child: only run by TestSecondProcessFailsFast")
+	}
+	_, err := Open(context.Background(), &Options{Dir: dir, Key: testKey(t, "alice"), Hosts: []HostConfig{{Host: os.Getenv("ENGINE_LOCK_HOST")}},
+		AllowLoopbackHTTP: true, LockTimeout: 100 * time.Millisecond})
+	if errors.Is(err, ErrLocked) {
+		fmt.Println("locked:", err)
+		os.Exit(0)
+	}
+	fmt.Println("not locked:", err)
+	os.Exit(5)
+}
+
+// TestSecondProcessFailsFast: a state directory has one owner; a second
+// process (and a second Open in the same process) fails with ErrLocked
+// naming the file, after the short lock timeout.
 func TestSecondProcessFailsFast(t *testing.T) {
 	_, srv := testHost(t)
 	dir := t.TempDir()
@@ -88,6 +108,15 @@ func TestSecondProcessFailsFast(t *testing.T) {
 		AllowLoopbackHTTP: true, LockTimeout: 50 * time.Millisecond})
 	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "state.db") {
 		t.Fatalf("second open: %v, want ErrLocked naming the file", err)
+	}
+	if testing.Short() {
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLockChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "ENGINE_LOCK_DIR="+dir, "ENGINE_LOCK_HOST="+srv.URL)
+	out, err := cmd.Output()
+	if err != nil || !strings.Contains(string(out), "locked: engine: state directory is in use by another process") {
+		t.Fatalf("second process: %v: %s", err, out)
 	}
 }
 
