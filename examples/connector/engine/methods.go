@@ -209,6 +209,11 @@ func (e *Engine) MembersList(ctx context.Context, session string, in MembersList
 		limit = 100
 	}
 	i := 0
+	defer func() {
+		if in.IncludeProfiles && len(res.Members) > 0 {
+			e.attachProfiles(ctx, k.host, res.Members)
+		}
+	}()
 	for _, m := range ms {
 		status := in.Status
 		if status == "" {
@@ -249,6 +254,11 @@ func (e *Engine) MemberGet(ctx context.Context, session string, in MemberGetInpu
 	}
 	creator, _ := room.Creator()
 	res := &MemberGetResult{Member: memberView(m, creator), Sync: s}
+	if in.IncludeProfile {
+		ms := []RoomMemberView{res.Member}
+		e.attachProfiles(ctx, k.host, ms)
+		res.Member = ms[0]
+	}
 	if in.IncludeRecentActivity {
 		live := h.client.Verified(k.room)
 		err := e.store.View(func(tx Tx) error {
@@ -468,4 +478,46 @@ func (e *Engine) ProfileUpdate(ctx context.Context, in ProfileUpdateInput) (*Pro
 		return nil, err
 	}
 	return &ProfileUpdateResult{Profile: doc, Envelope: env.AppendJSON(nil)}, nil
+}
+
+// attachProfiles adds best-effort verified profiles (descriptive only,
+// never a substitute for Agent ID signatures) from the profile service
+// configured for the host, or the first of Options.Profiles. Failures
+// leave profile null.
+func (e *Engine) attachProfiles(ctx context.Context, host string, ms []RoomMemberView) {
+	svc := ""
+	if h := e.hosts[host]; h != nil {
+		svc = h.cfg.ProfileService
+	}
+	if svc == "" && len(e.opts.Profiles) > 0 {
+		svc = e.opts.Profiles[0]
+	}
+	c, err := e.profileService(svc)
+	if err != nil {
+		return
+	}
+	ids := make([]identity.AgentID, 0, len(ms))
+	for _, m := range ms {
+		if id, err := identity.ParseAgentID(m.AgentID); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	vs, err := c.Batch(ctx, ids)
+	if err != nil {
+		return
+	}
+	byID := map[string]*MemberProfile{}
+	for _, v := range vs {
+		if v == nil || v.Document == nil {
+			continue
+		}
+		p := &MemberProfile{Name: v.Document.Name, AvatarURL: v.Document.AvatarURL}
+		if v.Document.Description != nil {
+			p.Description = *v.Document.Description
+		}
+		byID[v.Document.ID.String()] = p
+	}
+	for i := range ms {
+		ms[i].Profile = byID[ms[i].AgentID]
+	}
 }
