@@ -198,6 +198,8 @@ func Open(ctx context.Context, opts *Options) (*Engine, error) {
 		e.Close()
 		return nil, err
 	}
+	e.wg.Add(1)
+	go e.retryOutbox()
 	for _, r := range rooms {
 		if r.Subscribe && !e.opts.NoSubscribe && e.hosts[r.Host] != nil && e.hosts[r.Host].client != nil {
 			e.subscribe(roomKey{r.Host, r.RoomID})
@@ -228,6 +230,30 @@ func (e *Engine) restore(ctx context.Context, h *hostState, r storedRoom) error 
 		}
 	}
 	return nil
+}
+
+// retryOutbox re-sends entries left by transport failures every 30 s, so
+// a write that could not reach its host is delivered without a restart.
+func (e *Engine) retryOutbox() {
+	defer e.wg.Done()
+	t := time.NewTicker(30 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.ctx.Done():
+			return
+		case <-t.C:
+		}
+		n := 0
+		_ = e.store.View(func(tx Tx) error {
+			return tx.Scan(bOutbox, "", func(string, []byte) error { n++; return errStop })
+		})
+		if n > 0 {
+			if err := e.ReplayOutbox(e.ctx); err != nil {
+				e.logf("engine: outbox: %v", err)
+			}
+		}
+	}
 }
 
 // Close stops the subscriptions and closes the store.
