@@ -23,6 +23,7 @@ const (
 	bRooms   = "rooms"
 	bRecords = "records"
 	bInbox   = "inbox"
+	bPending = "inbox_pending"
 	bDrafts  = "drafts"
 	bOutbox  = "outbox"
 	bHosts   = "hosts"
@@ -289,7 +290,7 @@ func (e *Engine) EndSession(session string) {
 	e.mu.Unlock()
 	_ = e.store.Update(func(tx Tx) error {
 		var ids []string
-		if err := tx.Scan(bInbox, "", func(k string, raw []byte) error {
+		if err := tx.Scan(bPending, "", func(k string, raw []byte) error {
 			var it storedInbox
 			if err := unmarshalStored(raw, &it); err != nil {
 				return err
@@ -302,12 +303,12 @@ func (e *Engine) EndSession(session string) {
 			return err
 		}
 		for _, id := range ids {
-			var it storedInbox
-			if ok, err := tx.Get(bInbox, id, &it); err != nil || !ok {
+			it, ok, err := getInbox(tx, id)
+			if err != nil || !ok {
 				continue
 			}
 			it.ClaimedBy = ""
-			if err := tx.Put(bInbox, id, &it); err != nil {
+			if err := putInbox(tx, it); err != nil {
 				return err
 			}
 		}
