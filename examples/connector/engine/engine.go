@@ -92,6 +92,7 @@ type storedRoom struct {
 	SyncedSeq int64          `json:"synced_seq"`
 	RemoteSeq int64          `json:"remote_seq"`
 	ReadSeq   int64          `json:"read_seq"`
+	Unread    int            `json:"unread"` // unread message-like records after ReadSeq
 	Subscribe bool           `json:"subscribe"`
 	// Join request state (§11) of this agent.
 	JoinRequestID     string      `json:"join_request_id,omitempty"`
