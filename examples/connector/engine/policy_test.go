@@ -168,6 +168,14 @@ func TestRestartResumes(t *testing.T) {
 		t.Fatalf("inbox before restart: %+v", before)
 	}
 	say(t, bob, room, "on it")
+	// A draft held when the process stops survives it.
+	seen := must[*RoomStateResult](t)(bob.RoomState(ctx, "b", RoomStateInput{RoomID: room}))
+	say(t, alice, room, "meanwhile")
+	waitSynced(t, bob, room, seen.Sync.SyncedSeq+1)
+	held := must[*WriteResult](t)(bob.SendMessage(ctx, "b", SendMessageInput{RoomID: room, Content: "held across restart"}))
+	if held.Status != StatusHeld {
+		t.Fatalf("not held: %+v", held)
+	}
 	nonce := storedNonce(t, bob)
 	bob.Close()
 
@@ -176,20 +184,24 @@ func TestRestartResumes(t *testing.T) {
 	ct := &countingTransport{}
 	bob = openTest(t, dir, testKey(t, "bob"), srv.URL, func(o *Options) { o.HTTPClient = &http.Client{Transport: ct}; o.SnapshotEvery = 4 })
 	defer bob.Close()
-	waitSynced(t, bob, room, 11)
+	waitSynced(t, bob, room, 12)
 	if n := ct.count("after_seq=0"); n != 0 {
 		t.Fatalf("restart downloaded the history from the start (%d requests): %v", n, ct.urls)
 	}
-	if n := ct.count("after_seq=10"); n == 0 {
-		t.Fatalf("restart did not resume after the stored record 10: %v", ct.urls)
+	if n := ct.count("after_seq=11"); n == 0 {
+		t.Fatalf("restart did not resume after the stored record 11: %v", ct.urls)
 	}
 	after := must[*InboxNextResult](t)(bob.InboxNext(ctx, "b", InboxNextInput{Kinds: []string{KindMention}}))
 	if len(after.Items) != 1 || after.Items[0].ID != before.Items[0].ID {
 		t.Fatalf("inbox after restart: %+v, want the same item %s", after, before.Items[0].ID)
 	}
 	tl := must[*TimelineResult](t)(bob.Timeline(ctx, "b2", TimelineInput{RoomID: room, AfterSeq: ptr(int64(9))}))
-	if len(tl.Items) != 2 || tl.Items[1].Summary != "while you were away" || tl.Sync.HeadSeq != 11 {
+	if len(tl.Items) != 3 || tl.Items[2].Summary != "while you were away" || tl.Sync.HeadSeq != 12 {
 		t.Fatalf("timeline after restart: %+v", tl)
+	}
+	d := must[*DraftGetResult](t)(bob.DraftGet(ctx, "b2", held.Draft.ID))
+	if c := must[*WriteResult](t)(bob.DraftCommit(ctx, "b2", DraftCommitInput{DraftID: d.Draft.ID, Action: ActionSendAsIs})); c.Status != StatusSent {
+		t.Fatalf("draft after restart: %+v", c)
 	}
 	w := must[*WriteResult](t)(bob.SendMessage(ctx, "b2", SendMessageInput{RoomID: room, Content: "back"}))
 	if w.Status != StatusSent {
