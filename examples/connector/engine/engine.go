@@ -267,12 +267,16 @@ func (e *Engine) retryOutbox() {
 	}
 }
 
-// Close stops the subscriptions and closes the store.
+// Close stops the subscriptions, waits for an in-flight write and closes
+// the store. Calls made after Close fail.
 func (e *Engine) Close() error {
 	if e.cancel != nil {
 		e.cancel()
 	}
 	e.wg.Wait()
+	// Let an in-flight write finish its outbox bookkeeping first.
+	e.writeMu.Lock()
+	defer e.writeMu.Unlock()
 	return e.store.Close()
 }
 
