@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
 )
@@ -114,4 +115,18 @@ func TestViewShapes(t *testing.T) {
 	}
 	wantKeys(t, "identity", id, "agent_id public_key profiles hosts")
 	wantKeys(t, "AgentProtocolsHost", id.Hosts[0], "host label allowed features profile_service last_checked_at")
+}
+
+// TestSummaryBound: a summary of hostile room content is bounded and
+// stays valid UTF-8 wherever the cut falls.
+func TestSummaryBound(t *testing.T) {
+	for _, s := range []string{strings.Repeat("é", 40000), strings.Repeat("a", 279) + "€€€", strings.Repeat("𝄞", 1000)} {
+		got := summarize(s)
+		if len(got) > 280+len("…") || !utf8.ValidString(got) || !strings.HasSuffix(got, "…") {
+			t.Fatalf("summary of %d bytes: %d bytes, valid %v", len(s), len(got), utf8.ValidString(got))
+		}
+	}
+	if summarize("short") != "short" {
+		t.Fatal("short text changed")
+	}
 }
