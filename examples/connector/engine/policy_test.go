@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/adp/adptest"
+	"github.com/agentprotocols/go-sdk/identity"
 	"github.com/agentprotocols/go-sdk/packs"
 )
 
@@ -365,4 +367,68 @@ func TestStoreStrict(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// tamperingHost rewrites history pages of an allowlisted host.
+type tamperingHost struct {
+	h        http.Handler
+	old, new string
+	on       atomic.Bool
+}
+
+func (th *tamperingHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !th.on.Load() || r.Method != http.MethodGet || !strings.HasSuffix(r.URL.Path, "/events") {
+		th.h.ServeHTTP(w, r)
+		return
+	}
+	rec := httptest.NewRecorder()
+	th.h.ServeHTTP(rec, r)
+	body := strings.ReplaceAll(rec.Body.String(), th.old, th.new)
+	for k, v := range rec.Header() {
+		w.Header()[k] = v
+	}
+	w.Header().Del("Content-Length")
+	w.WriteHeader(rec.Code)
+	io.WriteString(w, body)
+}
+
+// TestForgedHistoryNotStored: an allowlisted host that alters a record
+// gets an error, and nothing of the forged history is stored or shown.
+func TestForgedHistoryNotStored(t *testing.T) {
+	srv := httptest.NewUnstartedServer(nil)
+	o, err := identity.ParseOrigin("http://"+srv.Listener.Addr().String(), &identity.OriginOptions{AllowLoopbackHTTP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := adptest.New(context.Background(), &adptest.Options{Origin: o, RateLimits: adptest.Unlimited()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	th := &tamperingHost{h: h, old: "genuine words", new: "forged words!"}
+	srv.Config.Handler = th
+	srv.Start()
+	defer srv.Close()
+	ctx := ctxT(t)
+	alice := openTest(t, t.TempDir(), testKey(t, "alice"), srv.URL)
+	defer alice.Close()
+	room := createRoom(t, alice, srv.URL)
+	say(t, alice, room, "genuine words")
+	th.on.Store(true)
+	bob := openTest(t, t.TempDir(), testKey(t, "bob"), srv.URL)
+	defer bob.Close()
+	if _, err := bob.RoomOpen(ctx, "b", RoomOpenInput{Host: srv.URL, RoomID: room}); !errors.Is(err, adp.ErrInvalidRecord) {
+		t.Fatalf("open over a forged history: %v", err)
+	}
+	var recs int
+	bob.store.View(func(tx Tx) error { return tx.Scan(bRecords, "", func(string, []byte) error { recs++; return nil }) })
+	if recs != 0 {
+		t.Fatalf("%d records stored from a forged history", recs)
+	}
+	if tl, err := bob.Timeline(ctx, "b", TimelineInput{RoomID: room}); err == nil {
+		for _, it := range tl.Items {
+			if strings.Contains(it.Summary, "forged") {
+				t.Fatalf("forged content shown: %+v", it)
+			}
+		}
+	}
 }
