@@ -189,20 +189,39 @@ func (e *Engine) ingest(ctx context.Context, k roomKey, h *hostState, recs []*ad
 // ingestDrop is ingest that also removes an outbox entry (the write whose
 // record is being ingested) in the same transaction.
 func (e *Engine) ingestDrop(ctx context.Context, k roomKey, h *hostState, recs []*adp.Record, outboxID string) error {
-	r := e.rt(k)
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	var uris []string
+	err := func() error {
+		r := e.rt(k)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		var err error
+		uris, err = e.ingestLocked(ctx, k, h, recs, outboxID)
+		return err
+	}()
+	// Notify and wake outside the room lock: Notify may call back in.
+	for _, u := range uris {
+		if u == URIInboxPending {
+			e.wakeInbox()
+		}
+	}
+	e.notify(uris...)
+	return err
+}
+
+// ingestLocked is ingestDrop under the room's ingest lock; it returns the
+// resource URIs whose state changed.
+func (e *Engine) ingestLocked(ctx context.Context, k roomKey, h *hostState, recs []*adp.Record, outboxID string) ([]string, error) {
 	var synced int64
 	if err := e.store.View(func(tx Tx) error {
 		sr, err := loadRoom(tx, k)
 		synced = sr.SyncedSeq
 		return err
 	}); err != nil {
-		return err
+		return nil, err
 	}
 	room := h.client.Verified(k.room)
 	if room == nil {
-		return nil
+		return nil, nil
 	}
 	var add []*adp.Record
 	next := synced + 1
@@ -218,7 +237,7 @@ func (e *Engine) ingestDrop(ctx context.Context, k roomKey, h *hostState, recs [
 		}
 		for rec, err := range h.client.Events(ctx, k.room, next-1) {
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if rec.Seq == next {
 				add = append(add, rec)
@@ -228,9 +247,9 @@ func (e *Engine) ingestDrop(ctx context.Context, k roomKey, h *hostState, recs [
 	}
 	if len(add) == 0 && synced != 0 {
 		if outboxID != "" {
-			return e.dropOutbox(outboxID)
+			return nil, e.dropOutbox(outboxID)
 		}
-		return nil
+		return nil, nil
 	}
 	head := room.Head()
 	every := int64(e.opts.SnapshotEvery)
@@ -280,19 +299,19 @@ func (e *Engine) ingestDrop(ctx context.Context, k roomKey, h *hostState, recs [
 		return tx.Put(bRooms, rkey(k.host, k.room), sr)
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var uris []string
 	if len(add) > 0 {
-		e.notify(RoomURI(k.room, "timeline"), RoomURI(k.room))
+		uris = append(uris, RoomURI(k.room, "timeline"), RoomURI(k.room))
 		if changedState {
-			e.notify(RoomURI(k.room, "members"), RoomURI(k.room, "types"))
+			uris = append(uris, RoomURI(k.room, "members"), RoomURI(k.room, "types"))
 		}
 	}
 	if newInbox {
-		e.notify(URIInboxPending)
-		e.wakeInbox()
+		uris = append(uris, URIInboxPending)
 	}
-	return nil
+	return uris, nil
 }
 
 // syncState computes SyncState from the durable state and the replica.

@@ -1,11 +1,13 @@
 package engine
 
 import (
+	"context"
 	stdjson "encoding/json"
 	"maps"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
@@ -128,5 +130,48 @@ func TestSummaryBound(t *testing.T) {
 	}
 	if summarize("short") != "short" {
 		t.Fatal("short text changed")
+	}
+}
+
+// TestNotify: resource-updated URIs arrive for the inbox, the timeline and
+// held drafts, and Notify may call back into the engine.
+func TestNotify(t *testing.T) {
+	_, srv := testHost(t)
+	ctx := ctxT(t)
+	alice := openTest(t, t.TempDir(), testKey(t, "alice"), srv.URL)
+	defer alice.Close()
+	room := createRoom(t, alice, srv.URL)
+	got := make(chan string, 100)
+	var bob *Engine
+	bob = openTest(t, t.TempDir(), testKey(t, "bob"), srv.URL, func(o *Options) {
+		o.Notify = func(uri string) {
+			if uri == URIInboxPending {
+				if _, err := bob.InboxPending(context.Background()); err != nil { // calling back in is fine
+					t.Error(err)
+				}
+			}
+			select {
+			case got <- uri:
+			default:
+			}
+		}
+	})
+	defer bob.Close()
+	must[*RoomJoinResult](t)(bob.Join(ctx, "b", RoomJoinInput{Host: srv.URL, RoomID: room, Role: "speaker"}))
+	must[*RoomStateResult](t)(bob.RoomState(ctx, "b", RoomStateInput{RoomID: room}))
+	say(t, alice, room, "hello")
+	waitSynced(t, bob, room, 3)
+	if r := must[*WriteResult](t)(bob.SendMessage(ctx, "b", SendMessageInput{RoomID: room, Content: "held"})); r.Status != StatusHeld {
+		t.Fatalf("not held: %+v", r)
+	}
+	want := map[string]bool{URIInboxPending: true, RoomURI(room, "timeline"): true, RoomURI(room): true, URIDraftsHeld: true}
+	timeout := time.After(10 * time.Second)
+	for len(want) > 0 {
+		select {
+		case u := <-got:
+			delete(want, u)
+		case <-timeout:
+			t.Fatalf("never notified: %v", want)
+		}
 	}
 }
