@@ -74,6 +74,10 @@ func TestInboxKinds(t *testing.T) {
 	if j.Status != "joined" || j.Member == nil || j.Member.Role != "speaker" {
 		t.Fatalf("join completion: %+v", j)
 	}
+	// The review record, read after joining, adds no second approval item.
+	if r := must[*InboxNextResult](t)(bob.InboxNext(ctx, "b", InboxNextInput{Kinds: []string{KindJoinApproved}})); len(r.Items) != 0 {
+		t.Fatalf("second approval item: %+v", r.Items)
+	}
 
 	// Turn, steer, watched custom type.
 	submit(t, alice, room, "turn.update", `{"turn_id":7,"speaker":"`+bob.AgentID().String()+`"}`)
@@ -194,5 +198,33 @@ func TestJoinAfterRejection(t *testing.T) {
 	}
 	if j2.Status != "approval_required" || r2.Status != "pending" || r2.Request.ID == r1.Request.ID {
 		t.Fatalf("second join: %s after %s", j2.JoinRequest, j1.JoinRequest)
+	}
+}
+
+// TestHistoryIsNotNews: opening a room reads its past without turning it
+// into inbox items (an old mention included); what follows does.
+func TestHistoryIsNotNews(t *testing.T) {
+	_, srv := testHost(t)
+	ctx := ctxT(t)
+	alice := openTest(t, t.TempDir(), testKey(t, "alice"), srv.URL)
+	defer alice.Close()
+	room := createRoom(t, alice, srv.URL)
+	carol := testKey(t, "carol").AgentID().String()
+	for range 3 {
+		must[*WriteResult](t)(alice.SendMessage(ctx, "a", SendMessageInput{RoomID: room, Content: "old", Mentions: []string{carol}, OnHeadMismatch: OnMismatchSendAnyway}))
+	}
+	c := openTest(t, t.TempDir(), testKey(t, "carol"), srv.URL)
+	defer c.Close()
+	must[*RoomOpenResult](t)(c.RoomOpen(ctx, "c", RoomOpenInput{Host: srv.URL, RoomID: room}))
+	if p := must[[]InboxItem](t)(c.InboxPending(ctx)); len(p) != 0 {
+		t.Fatalf("history became inbox items: %+v", p)
+	}
+	must[*RoomJoinResult](t)(c.Join(ctx, "c", RoomJoinInput{RoomID: room, Role: "observer"}))
+	if p := must[[]InboxItem](t)(c.InboxPending(ctx)); len(p) != 0 {
+		t.Fatalf("joining made inbox items: %+v", p)
+	}
+	must[*WriteResult](t)(alice.SendMessage(ctx, "a", SendMessageInput{RoomID: room, Content: "new", Mentions: []string{carol}, OnHeadMismatch: OnMismatchSendAnyway}))
+	if it := waitInbox(t, c, "c", KindMention); it.Seq != 6 {
+		t.Fatalf("new mention: %+v", it)
 	}
 }

@@ -272,7 +272,7 @@ func (e *Engine) ingestLocked(ctx context.Context, k roomKey, h *hostState, recs
 			if err := tx.Put(bRecords, reckey(k.host, k.room, rec.Seq), jsontext.Value(rec.AppendJSON(nil))); err != nil {
 				return err
 			}
-			n, sc, err := e.inboxFromRecord(tx, k, room, sr, rec)
+			n, sc, err := e.inboxFromRecord(tx, k, room, sr, rec, synced == 0)
 			if err != nil {
 				return err
 			}
@@ -697,10 +697,14 @@ func (e *Engine) membershipLost(ctx context.Context, k roomKey, h *hostState, ca
 	if !errors.Is(cause, adp.ErrMembershipRequired) {
 		return
 	}
-	if room := h.client.Verified(k.room); room != nil {
-		if m, ok := room.Member(e.agent); ok && m.Status != adp.MemberActive {
-			return // we left or were removed: already recorded
-		}
+	// Only a membership the verified state shows active can be lost; a
+	// reader who never joined (or already left) has nothing to report.
+	room := h.client.Verified(k.room)
+	if room == nil {
+		return
+	}
+	if m, ok := room.Member(e.agent); !ok || m.Status != adp.MemberActive {
+		return
 	}
 	var added bool
 	_ = e.store.Update(func(tx Tx) error {
