@@ -207,6 +207,11 @@ func Open(ctx context.Context, opts *Options) (*Engine, error) {
 			}
 		}
 	}
+	// Claims belong to MCP sessions, which end with the process.
+	if err := e.releaseClaims(""); err != nil {
+		e.Close()
+		return nil, err
+	}
 	if err := e.ReplayOutbox(ctx); err != nil && !errors.Is(err, ErrPendingOutbox) {
 		e.Close()
 		return nil, err
@@ -303,25 +308,28 @@ func (e *Engine) EndSession(session string) {
 		}
 	}
 	e.mu.Unlock()
-	_ = e.store.Update(func(tx Tx) error {
-		var ids []string
+	if session != "" && e.releaseClaims(session) == nil {
+		e.wakeInbox()
+	}
+}
+
+// releaseClaims releases the inbox claims of a session ("" = every session).
+func (e *Engine) releaseClaims(session string) error {
+	return e.store.Update(func(tx Tx) error {
+		var claimed []*storedInbox
 		if err := tx.Scan(bPending, "", func(k string, raw []byte) error {
 			var it storedInbox
 			if err := unmarshalStored(raw, &it); err != nil {
 				return err
 			}
-			if it.ClaimedBy == session {
-				ids = append(ids, k)
+			if it.ClaimedBy != "" && (session == "" || it.ClaimedBy == session) {
+				claimed = append(claimed, &it)
 			}
 			return nil
 		}); err != nil {
 			return err
 		}
-		for _, id := range ids {
-			it, ok, err := getInbox(tx, id)
-			if err != nil || !ok {
-				continue
-			}
+		for _, it := range claimed {
 			it.ClaimedBy = ""
 			if err := putInbox(tx, it); err != nil {
 				return err

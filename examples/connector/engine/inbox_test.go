@@ -148,6 +148,15 @@ func TestInboxDefer(t *testing.T) {
 		t.Fatalf("inbox: %+v", r)
 	}
 	id := r.Items[0].ID
+	// A claim hides the item from other sessions until its session ends.
+	must[*InboxNextResult](t)(bob.InboxNext(ctx, "s1", InboxNextInput{Claim: true}))
+	if r := must[*InboxNextResult](t)(bob.InboxNext(ctx, "s2", InboxNextInput{})); len(r.Items) != 0 {
+		t.Fatalf("claimed item shown to s2: %+v", r)
+	}
+	bob.EndSession("s1")
+	if r := must[*InboxNextResult](t)(bob.InboxNext(ctx, "s2", InboxNextInput{Claim: true})); len(r.Items) != 1 {
+		t.Fatalf("released item not shown to s2: %+v", r)
+	}
 	must[*InboxAckResult](t)(bob.InboxAck(ctx, "b", InboxAckInput{IDs: []string{id}, Action: AckDefer, DeferUntil: time.Now().Add(time.Hour).UnixMilli()}))
 	if r := must[*InboxNextResult](t)(bob.InboxNext(ctx, "b", InboxNextInput{Kinds: []string{KindMessageNew}})); len(r.Items) != 0 {
 		t.Fatalf("deferred item returned: %+v", r)
