@@ -237,3 +237,36 @@ func TestHistoryIsNotNews(t *testing.T) {
 		t.Fatalf("new mention: %+v", it)
 	}
 }
+
+// TestUnreadCursor: unread counts follow the read cursor; mark_read with a
+// type filter covers only what it returned.
+func TestUnreadCursor(t *testing.T) {
+	_, srv := testHost(t)
+	ctx := ctxT(t)
+	alice := openTest(t, t.TempDir(), testKey(t, "alice"), srv.URL)
+	defer alice.Close()
+	bob := openTest(t, t.TempDir(), testKey(t, "bob"), srv.URL)
+	defer bob.Close()
+	room := createRoom(t, alice, srv.URL)
+	must[*RoomJoinResult](t)(bob.Join(ctx, "b", RoomJoinInput{Host: srv.URL, RoomID: room, Role: "speaker"}))
+	say(t, alice, room, "a")
+	say(t, alice, room, "b")
+	say(t, bob, room, "mine")
+	waitSynced(t, bob, room, 5)
+	st := must[*RoomStateResult](t)(bob.RoomState(ctx, "b", RoomStateInput{RoomID: room}))
+	if st.Sync.UnreadCount != 2 {
+		t.Fatalf("unread %d, want 2 (own messages do not count)", st.Sync.UnreadCount)
+	}
+	tl := must[*TimelineResult](t)(bob.Timeline(ctx, "b", TimelineInput{RoomID: room, Types: []string{"room.join"}, MarkRead: true}))
+	if len(tl.Items) != 1 || tl.Sync.UnreadCount != 2 {
+		t.Fatalf("filtered mark_read: %d items, unread %d", len(tl.Items), tl.Sync.UnreadCount)
+	}
+	tl = must[*TimelineResult](t)(bob.Timeline(ctx, "b", TimelineInput{RoomID: room, UnreadOnly: true, MarkRead: true, Limit: 1}))
+	if len(tl.Items) != 1 || tl.Items[0].Summary != "a" || tl.Sync.UnreadCount != 1 {
+		t.Fatalf("first unread page: %+v", tl)
+	}
+	mr := must[*MarkReadResult](t)(bob.MarkRead(ctx, MarkReadInput{RoomID: room, ThroughSeq: 1000}))
+	if mr.ReadSeq != 5 || mr.UnreadCount != 0 {
+		t.Fatalf("mark read: %+v", mr)
+	}
+}

@@ -618,8 +618,18 @@ func (e *Engine) Timeline(ctx context.Context, session string, in TimelineInput)
 			n := maxSeq
 			res.NextAfterSeq = &n
 		}
-		if in.MarkRead && maxSeq > sr.ReadSeq {
-			sr.ReadSeq = maxSeq
+		// mark_read covers what was returned; records skipped by a type or
+		// actor filter stay unread, while those unread_only skipped are
+		// not unread content anyway.
+		markSeq := maxSeq
+		if len(in.Types) > 0 || len(in.Actors) > 0 {
+			markSeq = 0
+			if n := len(res.Items); n > 0 {
+				markSeq = res.Items[n-1].Seq
+			}
+		}
+		if in.MarkRead && markSeq > sr.ReadSeq {
+			sr.ReadSeq = markSeq
 			if sr.Unread, err = e.unreadCount(tx, k, sr.ReadSeq); err != nil {
 				return err
 			}
