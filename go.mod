@@ -3,6 +3,7 @@ module github.com/agentprotocols/go-sdk
 go 1.26.0
 
 require (
+	filippo.io/age v1.3.2
 	filippo.io/edwards25519 v1.2.0
 	github.com/go-json-experiment/json v1.27.2
 	github.com/gowebpki/jcs v1.0.2
@@ -13,6 +14,8 @@ require (
 )
 
 require (
+	filippo.io/hpke v0.4.0 // indirect
+	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 )
