@@ -44,10 +44,11 @@ type Engine struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu        sync.Mutex
-	rooms     map[roomKey]*roomRT
-	presented map[presKey]adp.RecordRef
-	inboxWake chan struct{} // closed and replaced when the inbox changes
+	mu           sync.Mutex
+	rooms        map[roomKey]*roomRT
+	presented    map[presKey]adp.RecordRef
+	inboxWake    chan struct{} // closed and replaced when the inbox changes
+	lastJoinPoll time.Time
 
 	writeMu sync.Mutex // one signed write at a time: nonce + outbox order
 	limiter *limiter

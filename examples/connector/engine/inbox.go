@@ -13,7 +13,6 @@ import (
 	"github.com/go-json-experiment/json"
 
 	"github.com/agentprotocols/go-sdk/adp"
-	"github.com/agentprotocols/go-sdk/identity"
 	"github.com/agentprotocols/go-sdk/sse"
 )
 
@@ -242,7 +241,16 @@ func (e *Engine) InboxNext(ctx context.Context, session string, in InboxNextInpu
 	}
 	for {
 		e.mu.Lock()
+		poll := e.now().Sub(e.lastJoinPoll) >= 2*time.Second
+		if poll {
+			e.lastJoinPoll = e.now()
+		}
 		wake := e.inboxWake
+		e.mu.Unlock()
+		if poll {
+			e.pollJoinRequests(ctx)
+		}
+		e.mu.Lock()
 		e.mu.Unlock()
 		res := &InboxNextResult{Items: []InboxItem{}}
 		err := e.store.Update(func(tx Tx) error {
@@ -300,6 +308,7 @@ func (e *Engine) InboxNext(ctx context.Context, session string, in InboxNextInpu
 		case <-deadline:
 			return res, nil
 		case <-wake:
+		case <-time.After(2 * time.Second): // re-poll join requests
 		}
 	}
 }
@@ -366,5 +375,3 @@ func (e *Engine) InboxPending(ctx context.Context) ([]InboxItem, error) {
 	})
 	return out, err
 }
-
-var _ = identity.AgentID{}
