@@ -109,6 +109,9 @@ type Options struct {
 	// background goroutine) with a §4.4 resource URI whenever that local
 	// state changed. nil means no notifications.
 	Notify func(uri string)
+	// Logf receives background errors (subscriptions); nil discards them.
+	// Never log to the MCP stdio channel.
+	Logf func(format string, args ...any)
 	// NoSubscribe disables live SSE subscriptions (rooms sync on demand).
 	NoSubscribe bool
 }

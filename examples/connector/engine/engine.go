@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/identity"
@@ -77,13 +79,13 @@ type roomRT struct {
 
 // storedRoom is the durable state of one room.
 type storedRoom struct {
-	Host      string `json:"host"`
-	RoomID    string `json:"room_id"`
-	Snapshot  []byte `json:"snapshot,format:base64"`
-	SyncedSeq int64  `json:"synced_seq"`
-	RemoteSeq int64  `json:"remote_seq"`
-	ReadSeq   int64  `json:"read_seq"`
-	Subscribe bool   `json:"subscribe"`
+	Host      string         `json:"host"`
+	RoomID    string         `json:"room_id"`
+	Snapshot  jsontext.Value `json:"snapshot,omitempty"`
+	SyncedSeq int64          `json:"synced_seq"`
+	RemoteSeq int64          `json:"remote_seq"`
+	ReadSeq   int64          `json:"read_seq"`
+	Subscribe bool           `json:"subscribe"`
 	// Join request state (§11) of this agent.
 	JoinRequestID     string      `json:"join_request_id,omitempty"`
 	JoinRequestStatus string      `json:"join_request_status,omitempty"`

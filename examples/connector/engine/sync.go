@@ -114,6 +114,7 @@ func (e *Engine) subscribe(k roomKey) {
 		}()
 		for ctx.Err() == nil {
 			err := e.follow(ctx, k, h)
+			e.logf("engine: room %s on %s: subscription ended: %v", k.room, k.host, err)
 			if ctx.Err() != nil || isPermanent(err) {
 				return
 			}
@@ -164,6 +165,7 @@ func (e *Engine) follow(ctx context.Context, k roomKey, h *hostState) error {
 		case sse.KindAgentStatus:
 			e.notify(RoomURI(k.room, "agent-status"))
 		case sse.KindError:
+			e.logf("engine: room %s: %v", k.room, it.Err)
 			if it.Err != nil && isPermanent(it.Err) {
 				return it.Err
 			}
@@ -629,4 +631,10 @@ func (e *Engine) MarkRead(ctx context.Context, in MarkReadInput) (*MarkReadResul
 		return nil, err
 	}
 	return res, nil
+}
+
+func (e *Engine) logf(format string, args ...any) {
+	if e.opts.Logf != nil {
+		e.opts.Logf(format, args...)
+	}
 }

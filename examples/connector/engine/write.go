@@ -589,6 +589,7 @@ func (e *Engine) DraftCommit(ctx context.Context, session string, in DraftCommit
 		var nreq *writeReq
 		if req.DraftKind == "message" {
 			var m struct {
+				RoomID      string         `json:"room_id"`
 				Content     string         `json:"content"`
 				ContentType string         `json:"content_type"`
 				Mentions    []string       `json:"mentions"`
@@ -616,6 +617,7 @@ func (e *Engine) DraftCommit(ctx context.Context, session string, in DraftCommit
 			nreq, err = messageReq(k, m.Content, m.ContentType, m.Mentions, m.References, m.Extra)
 		} else {
 			var ev struct {
+				RoomID     string         `json:"room_id"`
 				Type       string         `json:"type"`
 				Payload    jsontext.Value `json:"payload"`
 				Mentions   []string       `json:"mentions"`
