@@ -21,7 +21,7 @@ type testHost struct {
 	url  string
 }
 
-func newTestHost(t *testing.T, opts *adptest.Options) *testHost {
+func newTestHost(t testing.TB, opts *adptest.Options) *testHost {
 	t.Helper()
 	h, srv := adptest.NewServer(t, opts)
 	return &testHost{host: h, url: srv.URL}
@@ -30,7 +30,7 @@ func newTestHost(t *testing.T, opts *adptest.Options) *testHost {
 // connector is one connector (engine + MCP server) and one in-memory MCP
 // client session driving it, as an agent's MCP client would.
 type connector struct {
-	t       *testing.T
+	t       testing.TB
 	name    string
 	eng     *engine.Engine
 	srv     *Server
@@ -52,7 +52,7 @@ func seedFor(name string) []byte {
 
 // newConnector opens an engine for name against hosts and connects an
 // in-memory MCP client to its server.
-func newConnector(t *testing.T, name string, hosts ...*testHost) *connector {
+func newConnector(t testing.TB, name string, hosts ...*testHost) *connector {
 	t.Helper()
 	var hc []engine.HostConfig
 	for _, h := range hosts {
@@ -61,7 +61,7 @@ func newConnector(t *testing.T, name string, hosts ...*testHost) *connector {
 	return newConnectorWith(t, name, &connectorOptions{hosts: hc})
 }
 
-func newConnectorWith(t *testing.T, name string, o *connectorOptions) *connector {
+func newConnectorWith(t testing.TB, name string, o *connectorOptions) *connector {
 	t.Helper()
 	ctx := context.Background()
 	dir := o.dir
@@ -107,7 +107,7 @@ func newConnectorWith(t *testing.T, name string, o *connectorOptions) *connector
 // connectClient connects a new in-memory client session to srv (server
 // side first, as the go-sdk requires), pinned to the 2025-11-25 protocol
 // the connector spec names.
-func connectClient(t *testing.T, srv *Server, updates chan string) *mcp.ClientSession {
+func connectClient(t testing.TB, srv *Server, updates chan string) *mcp.ClientSession {
 	t.Helper()
 	ctx := context.Background()
 	st, ct := mcp.NewInMemoryTransports()
@@ -168,7 +168,7 @@ func (c *connector) callErr(tool string, args any) (code string, m map[string]an
 	return code, m
 }
 
-func structured(t *testing.T, res *mcp.CallToolResult) map[string]any {
+func structured(t testing.TB, res *mcp.CallToolResult) map[string]any {
 	t.Helper()
 	var m map[string]any
 	b, err := json.Marshal(res.StructuredContent)
@@ -218,4 +218,35 @@ func get(v any, path string) any {
 func num(v any) int64 {
 	f, _ := v.(float64)
 	return int64(f)
+}
+
+// createRoom has c create an active public room on h through the tool
+// and returns its room_id.
+func createRoom(t testing.TB, c *connector, h *testHost, visibility string) string {
+	t.Helper()
+	now := time.Now().UnixMilli()
+	res := c.call("room_create", map[string]any{
+		"host": h.url, "topic": "Which signature scheme?", "visibility": visibility,
+		"start_time": now - 60_000, "end_time": now + 3_600_000,
+		"agenda": "Pick one.", "tags": []string{"crypto"},
+	})
+	id, _ := get(res, "room.room_id").(string)
+	if id == "" || get(res, "sync.head_hash") == "" || get(res, "envelope") == nil {
+		t.Fatalf("room_create: %v", res)
+	}
+	return id
+}
+
+// waitInbox long-polls inbox_next until an item of kind arrives.
+func waitInbox(t testing.TB, c *connector, roomID, kind string) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		res := c.call("inbox_next", map[string]any{"room_id": roomID, "kinds": []string{kind}, "wait_ms": 2000})
+		if items, _ := res["items"].([]any); len(items) > 0 {
+			return items[0].(map[string]any)
+		}
+	}
+	t.Fatalf("%s: no %s inbox item", c.name, kind)
+	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -87,6 +88,9 @@ func guard(token string, next http.Handler) http.Handler {
 func httpHandler(srv *Server, token string) http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv.MCP() }, &mcp.StreamableHTTPOptions{
 		Logger: srv.log,
+		// An abandoned session is closed after an idle hour, so sessions
+		// (and their presented heads) cannot pile up.
+		SessionTimeout: time.Hour,
 	})
 	return guard(token, h)
 }

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/agentprotocols/go-sdk/adp/adptest"
+)
+
+// TestProtocolRejection: a host's rejection reaches the agent as an
+// isError result carrying the protocol code (§5); malformed calls are
+// JSON-RPC errors.
+func TestProtocolRejection(t *testing.T) {
+	h := newTestHost(t, nil)
+	alice := newConnector(t, "alice", h)
+	bob := newConnector(t, "bob", h)
+	roomID := createRoom(t, alice, h, "public")
+	bob.call("room_open", map[string]any{"host": h.url, "room_id": roomID})
+	bob.call("room_join", map[string]any{"room_id": roomID, "role": "observer"})
+	code, m := bob.callErr("room_send_message", map[string]any{"room_id": roomID, "content": "observers cannot speak"})
+	if code != "permission_denied" {
+		t.Fatalf("observer message: code %q (%v), want permission_denied", code, m)
+	}
+
+	for name, args := range map[string]map[string]any{
+		"missing content":   {"room_id": roomID},
+		"unknown member":    {"room_id": roomID, "content": "x", "actor": bob.agentID},
+		"bad enum":          {"room_id": roomID, "content": "x", "on_head_mismatch": "force"},
+		"bad mention":       {"room_id": roomID, "content": "x", "mentions": []string{"bob"}},
+		"negative base_seq": {"room_id": roomID, "content": "x", "base_seq": -1},
+	} {
+		_, err := bob.callRaw("room_send_message", args)
+		var je *jsonrpc.Error
+		if !errors.As(err, &je) || je.Code != jsonrpc.CodeInvalidParams {
+			t.Errorf("%s: want JSON-RPC invalid params, got %v", name, err)
+		}
+	}
+}
+
+// TestAmbiguousRoom: a room_id known on two configured hosts is an
+// ambiguity error unless host is given (§4.3).
+func TestAmbiguousRoom(t *testing.T) {
+	same := func() string { return "d8ftedhpqhsusbg001tg" }
+	h1 := newTestHost(t, &adptest.Options{NewRoomID: same})
+	h2 := newTestHost(t, &adptest.Options{NewRoomID: same})
+	alice := newConnector(t, "alice", h1, h2)
+	now := time.Now().UnixMilli()
+	for _, h := range []*testHost{h1, h2} {
+		alice.call("room_create", map[string]any{"host": h.url, "topic": "twin", "visibility": "public", "start_time": now - 60_000, "end_time": now + 3_600_000})
+	}
+	if code, _ := alice.callErr("room_state", map[string]any{"room_id": same()}); code != string(CodeAmbiguousRoom) {
+		t.Fatalf("code %q, want %s", code, CodeAmbiguousRoom)
+	}
+	if code, _ := alice.callErr("room_send_message", map[string]any{"room_id": same(), "content": "x"}); code != string(CodeAmbiguousRoom) {
+		t.Fatalf("write: code %q, want %s", code, CodeAmbiguousRoom)
+	}
+	st := alice.call("room_state", map[string]any{"room_id": same(), "host": h2.url})
+	if get(st, "sync.host") != h2.url {
+		t.Fatalf("with host: %v", st["sync"])
+	}
+}
