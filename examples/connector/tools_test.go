@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,5 +62,33 @@ func TestAmbiguousRoom(t *testing.T) {
 	st := alice.call("room_state", map[string]any{"room_id": same(), "host": h2.url})
 	if get(st, "sync.host") != h2.url {
 		t.Fatalf("with host: %v", st["sync"])
+	}
+}
+
+// TestHostileArguments: oversized or deeply nested arguments are refused
+// as malformed calls before the schema evaluator recurses into them, and
+// within a bounded allocation.
+func TestHostileArguments(t *testing.T) {
+	h := newTestHost(t, nil)
+	c := newConnector(t, "hostile", h)
+	deep := strings.Repeat("[", 500) + strings.Repeat("]", 500)
+	big := `"` + strings.Repeat("a", 2<<20) + `"`
+	for name, extra := range map[string]string{"deep": deep, "big": big} {
+		args := json.RawMessage(`{"room_id":"x","content":"y","extra":` + extra + `}`)
+		_, err := c.callRaw("room_send_message", args)
+		var je *jsonrpc.Error
+		if !errors.As(err, &je) || je.Code != jsonrpc.CodeInvalidParams {
+			t.Errorf("%s: want JSON-RPC invalid params, got %v", name, err)
+		}
+	}
+	// The check itself: a 100,000-deep document costs one linear pass.
+	cs, err := compileSchema("t", object(schema{"extra": freeObject("x")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := []byte(`{"extra":` + strings.Repeat("[", 100000) + strings.Repeat("]", 100000) + `}`)
+	allocs := testing.AllocsPerRun(5, func() { cs.validate(doc) })
+	if allocs > 100 {
+		t.Errorf("rejecting a deep document took %v allocations", allocs)
 	}
 }
