@@ -121,7 +121,29 @@ func TestHTTPStreamableClient(t *testing.T) {
 		t.Fatalf("agent_id %v, want %s", got, c.agentID)
 	}
 
-	// A rejection: a host that is not on the allowlist.
+	// A host's rejection: an observer may not speak (permission_denied).
+	alice := newConnector(t, "alice", h)
+	roomID := createRoom(t, alice, h, "public")
+	for _, step := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"room_open", map[string]any{"host": h.url, "room_id": roomID}},
+		{"room_join", map[string]any{"room_id": roomID, "role": "observer"}},
+	} {
+		if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: toolPrefix + step.tool, Arguments: step.args}); err != nil || res.IsError {
+			t.Fatalf("%s: %v %+v", step.tool, err, res)
+		}
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: toolPrefix + "room_send_message", Arguments: map[string]any{"room_id": roomID, "content": "hi"}})
+	if err != nil {
+		t.Fatalf("rejection came as a JSON-RPC error: %v", err)
+	}
+	if !res.IsError || structured(t, res)["code"] != "permission_denied" {
+		t.Fatalf("want isError permission_denied, got %+v", structured(t, res))
+	}
+
+	// A connector rejection: a host that is not on the allowlist.
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: toolPrefix + "room_open", Arguments: map[string]any{"host": "https://evil.example", "room_id": "d8ftedhpqhsusbg001tg"}})
 	if err != nil {
 		t.Fatalf("rejection came as a JSON-RPC error: %v", err)

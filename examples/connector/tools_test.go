@@ -92,3 +92,45 @@ func TestHostileArguments(t *testing.T) {
 		t.Errorf("rejecting a deep document took %v allocations", allocs)
 	}
 }
+
+// TestPresentedHeadPerSession: two MCP sessions on one connector keep
+// their own presented head (§4.2). Both read the room; another agent
+// speaks; only the session that re-read may write without a base — the
+// other one's write is held, measured against what it actually saw.
+func TestPresentedHeadPerSession(t *testing.T) {
+	h := newTestHost(t, nil)
+	alice := newConnector(t, "alice", h)
+	bob := newConnector(t, "bob", h)
+	roomID := createRoom(t, alice, h, "public")
+	bob.call("room_open", map[string]any{"host": h.url, "room_id": roomID})
+	bob.call("room_join", map[string]any{"room_id": roomID, "role": "speaker"})
+
+	second := &connector{t: t, name: "alice-2", eng: alice.eng, srv: alice.srv, client: connectClient(t, alice.srv, nil), agentID: alice.agentID}
+	t.Cleanup(func() { second.client.Close() })
+	alice.call("room_state", map[string]any{"room_id": roomID, "refresh": true})
+	second.call("room_state", map[string]any{"room_id": roomID, "refresh": true})
+
+	bob.call("room_send_message", map[string]any{"room_id": roomID, "content": "news"})
+	// The second session re-reads (and sees bob's message); the first does not.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st := second.call("room_timeline", map[string]any{"room_id": roomID, "refresh": true})
+		if strings.Contains(fmtJSON(st), "news") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("bob's message never synced")
+		}
+	}
+	if res := second.call("room_send_message", map[string]any{"room_id": roomID, "content": "seen it"}); res["status"] != "sent" {
+		t.Fatalf("session that re-read: %v", res)
+	}
+	if res := alice.call("room_send_message", map[string]any{"room_id": roomID, "content": "stale view"}); res["status"] != "held" {
+		t.Fatalf("session that did not re-read: want held, got %v", res)
+	}
+}
+
+func fmtJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
