@@ -196,3 +196,26 @@ func TestTokenFile(t *testing.T) {
 		t.Fatal("a world-readable token file was accepted")
 	}
 }
+
+// TestHTTPDefaultClientVersion: a go-sdk client left at its default
+// protocol version (2026-07-28 first) still reaches the tools over --http.
+func TestHTTPDefaultClientVersion(t *testing.T) {
+	h := newTestHost(t, nil)
+	c := newConnector(t, "http-default", h)
+	ts := serveHTTP(t, c)
+	ctx := context.Background()
+	cl := mcp.NewClient(&mcp.Implementation{Name: "default", Version: "1"}, nil)
+	cs, err := cl.Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint:   ts.URL,
+		HTTPClient: &http.Client{Transport: bearer{testToken, http.DefaultTransport}},
+		MaxRetries: -1,
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: toolPrefix + "hosts_list", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("hosts_list: %v %+v", err, res)
+	}
+}

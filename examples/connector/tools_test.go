@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentprotocols/go-sdk/adp/adptest"
 )
@@ -133,4 +135,35 @@ func TestPresentedHeadPerSession(t *testing.T) {
 func fmtJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// TestDefaultProtocolVersion: a go-sdk client at its default version
+// (2026-07-28, stateless discovery) gets the same tools and results as
+// the 2025-11-25 client the other tests pin.
+func TestDefaultProtocolVersion(t *testing.T) {
+	h := newTestHost(t, nil)
+	c := newConnector(t, "default-version", h)
+	ctx := context.Background()
+	st, ct := mcp.NewInMemoryTransports()
+	if _, err := c.srv.MCP().Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil || len(tools.Tools) != 27 {
+		t.Fatalf("tools/list: %v", err)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: toolPrefix + "identity_current", Arguments: map[string]any{}})
+	if err != nil || res.IsError || structured(t, res)["agent_id"] != c.agentID {
+		t.Fatalf("identity_current: %v %+v", err, res)
+	}
+	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: toolPrefix + "room_state", Arguments: map[string]any{}})
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) || je.Code != jsonrpc.CodeInvalidParams {
+		t.Fatalf("malformed call: %v", err)
+	}
 }
