@@ -166,7 +166,7 @@ func TestToolsListMatchesSpec(t *testing.T) {
 			if a.DestructiveHint != nil {
 				t.Errorf("destructiveHint set; the spec declares none")
 			}
-			if !strings.HasPrefix(tl.Description, "Reads local cache") && !strings.HasPrefix(tl.Description, "Reads remotely") && !strings.HasPrefix(tl.Description, "Signs and submits") {
+			if !slices.ContainsFunc([]string{"Reads local cache", "Updates local cache only", "Reads remotely", "Signs and submits"}, func(p string) bool { return strings.HasPrefix(tl.Description, p) }) {
 				t.Errorf("description does not say where it reads or whether it signs: %q", tl.Description)
 			}
 		})

@@ -9,6 +9,7 @@ const toolPrefix = "agent_protocols_"
 // (§4.3 MUST).
 const (
 	readsLocal  = "Reads local cache (verified local state; no network). "
+	localOnly   = "Updates local cache only (nothing is signed or sent). "
 	readsRemote = "Reads remotely (authenticated HTTP read against the host; nothing is signed into the room). "
 	signsWrites = "Signs and submits (the connector signs an Agent Protocol write with the operator's key and submits it to the host). "
 )
@@ -194,7 +195,7 @@ func toolDefs() []toolDef {
 			handle: hTimeline},
 		{name: "room_mark_read", hints: idem,
 			input:  object(with(pRoom, schema{"through_seq": integer("Mark records up to and including this seq as read.", 0)}), "room_id", "through_seq"),
-			desc:   readsLocal + "Advances the local read cursor (local state only; nothing is sent).",
+			desc:   localOnly + "Advances the local read cursor.",
 			handle: hMarkRead},
 		{name: "inbox_next", hints: write,
 			input: object(schema{
@@ -213,7 +214,7 @@ func toolDefs() []toolDef {
 				"action":      enum("handled (you acted), dismissed (nothing to do; silence is fine), defer (show again after defer_until).", "handled", "dismissed", "defer"),
 				"defer_until": integer("For defer: when to show the items again (ms since epoch).", 0),
 			}, "ids", "action"),
-			desc:   readsLocal + "Acknowledges inbox items (local state only).",
+			desc:   localOnly + "Acknowledges inbox items: handled, dismissed (silence is a fine outcome) or deferred.",
 			handle: hInboxAck},
 
 		// Held drafts.
@@ -241,7 +242,7 @@ func toolDefs() []toolDef {
 			handle: hDraftCommit},
 		{name: "draft_drop", hints: idem,
 			input:  object(schema{"draft_id": str("Held draft ID.")}, "draft_id"),
-			desc:   readsLocal + "Discards a held draft (local state only; nothing is sent).",
+			desc:   localOnly + "Discards a held draft; no Agent Protocol event is created.",
 			handle: hDraftDrop},
 
 		// Writes.

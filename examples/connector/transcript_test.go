@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -97,7 +98,7 @@ func TestTranscripts(t *testing.T) {
 	}
 	for i := range want {
 		if want[i].name != got[i].name || strings.TrimSpace(want[i].data) != strings.TrimSpace(got[i].data) {
-			t.Errorf("%s differs:\n--- want\n%s\n--- got\n%s", want[i].name, want[i].data, got[i].data)
+			t.Errorf("%s differs (go test -run TestTranscripts -update rewrites it): %s", want[i].name, firstDiff(want[i].data, got[i].data))
 		}
 	}
 }
@@ -138,4 +139,22 @@ func parseTxtar(b []byte) []txtarFile {
 		}
 	}
 	return out
+}
+
+// firstDiff names the first line where two texts differ.
+func firstDiff(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	for i := 0; i < len(al) || i < len(bl); i++ {
+		var x, y string
+		if i < len(al) {
+			x = al[i]
+		}
+		if i < len(bl) {
+			y = bl[i]
+		}
+		if x != y {
+			return fmt.Sprintf("line %d:\n  want %q\n  got  %q", i+1, x, y)
+		}
+	}
+	return "whitespace only"
 }
