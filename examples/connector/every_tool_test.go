@@ -142,4 +142,3 @@ func TestEveryTool(t *testing.T) {
 		}
 	}
 }
-
