@@ -28,6 +28,20 @@ func BenchmarkToolsCall(b *testing.B) {
 	c := newConnector(b, "bench", h)
 	roomID := createRoom(b, c, h, "public")
 
+	// The floor: a tool whose engine call touches no storage or network,
+	// so the figure is the MCP layer (transport, validation, encoding).
+	b.Run("identity_current", func(b *testing.B) {
+		lat := make([]time.Duration, 0, b.N)
+		for b.Loop() {
+			t0 := time.Now()
+			res, err := c.callRaw("identity_current", nil)
+			lat = append(lat, time.Since(t0))
+			if err != nil || res.IsError {
+				b.Fatalf("identity_current: %v %v", err, res)
+			}
+		}
+		reportLatency(b, lat)
+	})
 	b.Run("room_state", func(b *testing.B) {
 		lat := make([]time.Duration, 0, b.N)
 		args := map[string]any{"room_id": roomID}

@@ -9,9 +9,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentprotocols/go-sdk/examples/connector/engine"
 )
 
 const testToken = "test-token-0123456789abcdef"
@@ -217,5 +220,57 @@ func TestHTTPDefaultClientVersion(t *testing.T) {
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: toolPrefix + "hosts_list", Arguments: map[string]any{}})
 	if err != nil || res.IsError {
 		t.Fatalf("hosts_list: %v %+v", err, res)
+	}
+}
+
+// TestHTTPSubscription: over Streamable HTTP a subscribed client gets
+// notifications/resources/updated for the inbox when a mention arrives
+// (notify-then-read, as the 002 seed's clients use subscriptions).
+func TestHTTPSubscription(t *testing.T) {
+	h := newTestHost(t, nil)
+	alice := newConnector(t, "alice", h)
+	bob := newConnector(t, "bob", h)
+	ts := serveHTTP(t, bob)
+	ctx := context.Background()
+	updates := make(chan string, 64)
+	cl := mcp.NewClient(&mcp.Implementation{Name: "sub", Version: "1"}, &mcp.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
+			select {
+			case updates <- r.Params.URI:
+			default:
+			}
+		},
+	})
+	cs, err := cl.Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint:   ts.URL,
+		HTTPClient: &http.Client{Transport: bearer{testToken, http.DefaultTransport}},
+		MaxRetries: -1,
+	}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	roomID := createRoom(t, alice, h, "public")
+	bob.call("room_open", map[string]any{"host": h.url, "room_id": roomID})
+	bob.call("room_join", map[string]any{"room_id": roomID, "role": "speaker"})
+	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: engine.URIInboxPending}); err != nil {
+		t.Fatal(err)
+	}
+	alice.call("room_state", map[string]any{"room_id": roomID, "refresh": true})
+	alice.call("room_send_message", map[string]any{"room_id": roomID, "content": "ping", "mentions": []string{bob.agentID}})
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case uri := <-updates:
+			if uri != engine.URIInboxPending {
+				continue
+			}
+			rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+			if err == nil && len(rr.Contents) == 1 && containsAll(rr.Contents[0].Text, "room.mention", roomID) {
+				return
+			}
+		case <-deadline:
+			t.Fatal("no resources/updated over HTTP after a mention")
+		}
 	}
 }
