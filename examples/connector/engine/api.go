@@ -162,13 +162,13 @@ type TimelineItem struct {
 	CreatedAt   int64          `json:"created_at"`
 	ReceivedAt  int64          `json:"received_at"`
 	Summary     string         `json:"summary"`
-	ContentType string         `json:"content_type,omitempty"`
-	Content     jsontext.Value `json:"content,omitempty"`
-	Mentions    []string       `json:"mentions,omitempty"`
-	References  []string       `json:"references,omitempty"`
+	ContentType string         `json:"content_type,omitzero"`
+	Content     jsontext.Value `json:"content,omitzero"`
+	Mentions    []string       `json:"mentions,omitzero"`
+	References  []string       `json:"references,omitzero"`
 	Payload     jsontext.Value `json:"payload"`
-	Extra       jsontext.Value `json:"extra,omitempty"`
-	Record      jsontext.Value `json:"record,omitempty"`
+	Extra       jsontext.Value `json:"extra,omitzero"`
+	Record      jsontext.Value `json:"record,omitzero"`
 }
 
 // InboxMessage is an InboxItem's message preview (untrusted room content).
@@ -206,7 +206,7 @@ type InboxItem struct {
 	Deadline         *int64        `json:"deadline"`
 	Reason           string        `json:"reason"`
 	SuggestedTools   []string      `json:"suggested_tools"`
-	Message          *InboxMessage `json:"message,omitempty"`
+	Message          *InboxMessage `json:"message,omitzero"`
 }
 
 // HeldDraft is §4.2's held draft: local state only, never an envelope.
@@ -267,7 +267,7 @@ type RoomStateView struct {
 	Tags              []string        `json:"tags"`
 	Language          string          `json:"language"`
 	Policy            jsontext.Value  `json:"policy"`
-	Types             jsontext.Value  `json:"types,omitempty"`
+	Types             jsontext.Value  `json:"types,omitzero"`
 	SelfMember        *RoomMemberView `json:"self_member"`
 	MembersCount      int             `json:"members_count"`
 	ActiveTurn        *ActiveTurn     `json:"active_turn"`
@@ -349,7 +349,7 @@ type RoomsListInput struct {
 // RoomsResult is the result of rooms_search and rooms_list.
 type RoomsResult struct {
 	Rooms      []RoomSummary `json:"rooms"`
-	NextCursor string        `json:"next_cursor,omitempty"`
+	NextCursor string        `json:"next_cursor,omitzero"`
 }
 
 // RoomOpenInput is agent_protocols_room_open's input.
@@ -364,7 +364,7 @@ type RoomOpenInput struct {
 type RoomOpenResult struct {
 	Room       RoomStateView `json:"room"`
 	Sync       SyncState     `json:"sync"`
-	ActiveTurn *ActiveTurn   `json:"active_turn,omitempty"`
+	ActiveTurn *ActiveTurn   `json:"active_turn,omitzero"`
 }
 
 // RoomStateInput is agent_protocols_room_state's input.
@@ -395,7 +395,7 @@ type MembersListInput struct {
 // MembersListResult is agent_protocols_room_members_list's result.
 type MembersListResult struct {
 	Members    []RoomMemberView `json:"members"`
-	NextCursor string           `json:"next_cursor,omitempty"`
+	NextCursor string           `json:"next_cursor,omitzero"`
 	Sync       SyncState        `json:"sync"`
 }
 
@@ -411,7 +411,7 @@ type MemberGetInput struct {
 // MemberGetResult is agent_protocols_room_member_get's result.
 type MemberGetResult struct {
 	Member RoomMemberView `json:"member"`
-	Recent []TimelineItem `json:"recent,omitempty"`
+	Recent []TimelineItem `json:"recent,omitzero"`
 	Sync   SyncState      `json:"sync"`
 }
 
@@ -425,7 +425,7 @@ type AgentStatusListInput struct {
 // AgentStatusListResult is agent_protocols_agent_status_list's result.
 type AgentStatusListResult struct {
 	Statuses []AgentStatus `json:"statuses"`
-	Sync     *SyncState    `json:"sync,omitempty"`
+	Sync     *SyncState    `json:"sync,omitzero"`
 }
 
 // AgentStatusGetInput is agent_protocols_agent_status_get's input.
@@ -438,8 +438,8 @@ type AgentStatusGetInput struct {
 
 // AgentStatusResult is the result of agent_status_get and agent_status_set.
 type AgentStatusResult struct {
-	Status *AgentStatus `json:"status,omitempty"`
-	Sync   *SyncState   `json:"sync,omitempty"`
+	Status *AgentStatus `json:"status,omitzero"`
+	Sync   *SyncState   `json:"sync,omitzero"`
 }
 
 // AgentStatusSetInput is agent_protocols_agent_status_set's input.
@@ -475,7 +475,7 @@ type TimelineInput struct {
 type TimelineResult struct {
 	Items        []TimelineItem `json:"items"`
 	Sync         SyncState      `json:"sync"`
-	NextAfterSeq *int64         `json:"next_after_seq,omitempty"`
+	NextAfterSeq *int64         `json:"next_after_seq,omitzero"`
 }
 
 // MarkReadInput is agent_protocols_room_mark_read's input.
@@ -539,7 +539,7 @@ type DraftsListInput struct {
 // DraftsListResult is agent_protocols_drafts_list's result.
 type DraftsListResult struct {
 	Drafts     []HeldDraft `json:"drafts"`
-	NextCursor string      `json:"next_cursor,omitempty"`
+	NextCursor string      `json:"next_cursor,omitzero"`
 }
 
 // DraftGetResult is agent_protocols_draft_get's result.
@@ -625,10 +625,10 @@ const (
 // draft_commit. Record is the accepted server record.
 type WriteResult struct {
 	Status  string         `json:"status"`
-	Record  jsontext.Value `json:"record,omitempty"`
-	Item    *TimelineItem  `json:"item,omitempty"`
-	Draft   *HeldDraft     `json:"draft,omitempty"`
-	Changes []TimelineItem `json:"changes,omitempty"`
+	Record  jsontext.Value `json:"record,omitzero"`
+	Item    *TimelineItem  `json:"item,omitzero"`
+	Draft   *HeldDraft     `json:"draft,omitzero"`
+	Changes []TimelineItem `json:"changes,omitzero"`
 	Sync    SyncState      `json:"sync"`
 }
 
@@ -680,10 +680,10 @@ type RoomJoinInput struct {
 // RoomJoinResult is agent_protocols_room_join's result.
 type RoomJoinResult struct {
 	Status      string          `json:"status"`
-	Record      jsontext.Value  `json:"record,omitempty"`
-	Member      *RoomMemberView `json:"member,omitempty"`
-	JoinRequest jsontext.Value  `json:"join_request,omitempty"`
-	Sync        *SyncState      `json:"sync,omitempty"`
+	Record      jsontext.Value  `json:"record,omitzero"`
+	Member      *RoomMemberView `json:"member,omitzero"`
+	JoinRequest jsontext.Value  `json:"join_request,omitzero"`
+	Sync        *SyncState      `json:"sync,omitzero"`
 }
 
 // RoomLeaveInput is agent_protocols_room_leave's input.
@@ -711,7 +711,7 @@ type JoinRequestsListInput struct {
 // JoinRequestsListResult is agent_protocols_join_requests_list's result.
 type JoinRequestsListResult struct {
 	JoinRequests []jsontext.Value `json:"join_requests"`
-	NextCursor   string           `json:"next_cursor,omitempty"`
+	NextCursor   string           `json:"next_cursor,omitzero"`
 }
 
 // JoinReviewInput is agent_protocols_join_request_review's input.

@@ -66,6 +66,8 @@ type recordingHost struct {
 	reused  []string
 	nonceNG int
 	hits    int
+	// before, when set, runs before a POSTed envelope reaches the host.
+	before func(actor identity.AgentID)
 }
 
 func (rh *recordingHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -86,7 +88,11 @@ func (rh *recordingHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				rh.reused = append(rh.reused, fmt.Sprintf("%s nonce %d", a, ev.Nonce))
 			}
 			rh.nonces[a][ev.Nonce] = env.Hash()
+			before := rh.before
 			rh.mu.Unlock()
+			if before != nil {
+				before(ev.Actor)
+			}
 		}
 		rec := httptest.NewRecorder()
 		rh.h.ServeHTTP(rec, r)

@@ -187,12 +187,7 @@ func (e *Engine) inboxFromRecord(tx Tx, k roomKey, room *adp.Room, sr *storedRoo
 // this agent is the creator or an active moderator (verified state).
 func (e *Engine) joinRequested(k roomKey, h *hostState, jr *sse.JoinRequest) {
 	room := h.client.Verified(k.room)
-	if room == nil || jr == nil {
-		return
-	}
-	creator, _ := room.Creator()
-	m, ok := room.Member(e.agent)
-	if creator != e.agent && !(ok && m.Status == adp.MemberActive && m.Role == adp.RoleModerator) {
+	if room == nil || jr == nil || !e.reviews(room) {
 		return
 	}
 	it := InboxItem{Kind: KindJoinRequested, Priority: "normal", Host: k.host, RoomID: k.room, EventID: jr.RequestID,
@@ -388,4 +383,15 @@ func (e *Engine) InboxPending(ctx context.Context) ([]InboxItem, error) {
 		})
 	})
 	return out, err
+}
+
+// reviews reports whether this agent reviews join requests of the room:
+// its creator or an active moderator, while the room is open.
+func (e *Engine) reviews(room *adp.Room) bool {
+	if st := room.Status(e.now()); st == adp.StatusEnded || st == adp.StatusCancelled {
+		return false
+	}
+	creator, _ := room.Creator()
+	m, ok := room.Member(e.agent)
+	return ok && m.Status == adp.MemberActive && (creator == e.agent || m.Role == adp.RoleModerator)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/internal/strictjson"
 	"github.com/agentprotocols/go-sdk/packs"
+	"github.com/agentprotocols/go-sdk/sse"
 )
 
 func validRole(r string) bool {
@@ -314,15 +315,40 @@ func (e *Engine) Review(ctx context.Context, session string, in JoinReviewInput)
 // creates room.join.approved items. Throttled by the caller.
 func (e *Engine) pollJoinRequests(ctx context.Context) {
 	var pending []storedRoom
+	var reviewing []roomKey
 	_ = e.store.View(func(tx Tx) error {
 		return tx.Scan(bRooms, "", func(_ string, raw []byte) error {
 			var sr storedRoom
-			if err := unmarshalStored(raw, &sr); err == nil && sr.JoinRequestID != "" && sr.JoinRequestStatus == string(adp.JoinPending) {
+			if err := unmarshalStored(raw, &sr); err != nil {
+				return nil
+			}
+			if sr.JoinRequestID != "" && sr.JoinRequestStatus == string(adp.JoinPending) {
 				pending = append(pending, sr)
+			}
+			if h := e.hosts[sr.Host]; h != nil && h.client != nil {
+				if room := h.client.Verified(sr.RoomID); room != nil && e.reviews(room) {
+					reviewing = append(reviewing, roomKey{sr.Host, sr.RoomID})
+				}
 			}
 			return nil
 		})
 	})
+	// Reviewers: the live join-request notice is only a hint (missed while
+	// disconnected), so the pending list is read too.
+	for _, k := range reviewing {
+		h := e.hosts[k.host]
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		jrs, err := h.client.JoinRequests(ctx, k.room)
+		cancel()
+		if err != nil {
+			continue
+		}
+		for _, jr := range jrs {
+			if jr.Status == adp.JoinPending {
+				e.joinRequested(k, h, &sse.JoinRequest{RoomID: k.room, RequestID: jr.Request.ID, Applicant: jr.Request.Applicant, Role: jr.Request.Role})
+			}
+		}
+	}
 	for _, sr := range pending {
 		h, err := e.host(sr.Host)
 		if err != nil {

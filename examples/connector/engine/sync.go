@@ -115,7 +115,11 @@ func (e *Engine) subscribe(k roomKey) {
 		for ctx.Err() == nil {
 			err := e.follow(ctx, k, h)
 			e.logf("engine: room %s on %s: subscription ended: %v", k.room, k.host, err)
-			if ctx.Err() != nil || isPermanent(err) {
+			if ctx.Err() != nil {
+				return
+			}
+			if isPermanent(err) {
+				e.membershipLost(ctx, k, h, err)
 				return
 			}
 			select {
@@ -636,5 +640,48 @@ func (e *Engine) MarkRead(ctx context.Context, in MarkReadInput) (*MarkReadResul
 func (e *Engine) logf(format string, args ...any) {
 	if e.opts.Logf != nil {
 		e.opts.Logf(format, args...)
+	}
+}
+
+// membershipLost handles a subscription the host ended for good: the
+// history is read once more (the removal record, when still readable);
+// otherwise the loss itself becomes a local room.member.removed item.
+func (e *Engine) membershipLost(ctx context.Context, k roomKey, h *hostState, cause error) {
+	var before int64
+	_ = e.store.View(func(tx Tx) error {
+		sr, err := loadRoom(tx, k)
+		before = sr.SyncedSeq
+		return err
+	})
+	if err := e.refresh(ctx, k, h); err == nil {
+		var after int64
+		_ = e.store.View(func(tx Tx) error {
+			sr, err := loadRoom(tx, k)
+			after = sr.SyncedSeq
+			return err
+		})
+		if after > before {
+			return // the records explain it (and created their items)
+		}
+	}
+	if !errors.Is(cause, adp.ErrMembershipRequired) {
+		return
+	}
+	if room := h.client.Verified(k.room); room != nil {
+		if m, ok := room.Member(e.agent); ok && m.Status != adp.MemberActive {
+			return // we left or were removed: already recorded
+		}
+	}
+	var added bool
+	_ = e.store.Update(func(tx Tx) error {
+		var err error
+		added, err = addInbox(tx, InboxItem{Kind: KindMemberRemoved, Priority: "high", Host: k.host, RoomID: k.room,
+			Actor: e.agent.String(), CreatedAt: e.now().UnixMilli(), Reason: "membership_lost",
+			SuggestedTools: []string{"agent_protocols_room_state"}})
+		return err
+	})
+	if added {
+		e.notify(URIInboxPending)
+		e.wakeInbox()
 	}
 }

@@ -1,0 +1,120 @@
+package engine
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// waitInbox long-polls e for one item of kind.
+func waitInbox(t testing.TB, e *Engine, session, kind string) InboxItem {
+	t.Helper()
+	r, err := e.InboxNext(ctxT(t), session, InboxNextInput{Kinds: []string{kind}, WaitMS: 15000})
+	if err != nil || len(r.Items) != 1 {
+		t.Fatalf("inbox %s: %+v %v", kind, r, err)
+	}
+	if _, err := e.InboxAck(ctxT(t), session, InboxAckInput{IDs: []string{r.Items[0].ID}, Action: AckHandled}); err != nil {
+		t.Fatal(err)
+	}
+	return r.Items[0]
+}
+
+func submit(t testing.TB, e *Engine, room, typ, payload string) *WriteResult {
+	t.Helper()
+	r, err := e.SubmitEvent(ctxT(t), "a", SubmitEventInput{RoomID: room, Type: typ, Payload: jsontext.Value(payload), OnHeadMismatch: OnMismatchSendAnyway})
+	if err != nil || r.Status != StatusSent {
+		t.Fatalf("submit %s: %+v %v", typ, r, err)
+	}
+	return r
+}
+
+// TestInboxKinds drives every §4.2 inbox kind through two engines: the
+// approval flow of a restricted room (join requested, join approved, role
+// mismatch), turn assignment, steering, a watched custom type, role change,
+// room state change and removal; then a restart keeps the same items.
+func TestInboxKinds(t *testing.T) {
+	_, srv := testHost(t)
+	ctx := ctxT(t)
+	alice := openTest(t, t.TempDir(), testKey(t, "alice"), srv.URL)
+	defer alice.Close()
+	bobDir := t.TempDir()
+	watch := func(o *Options) { o.Watch = []string{"vote.cast"} }
+	bob := openTest(t, bobDir, testKey(t, "bob"), srv.URL, watch)
+	now := time.Now().UnixMilli()
+	cr := must[*RoomCreateResult](t)(alice.CreateRoom(ctx, "a", RoomCreateInput{Host: srv.URL, Topic: "restricted", Visibility: "restricted",
+		StartTime: now - 1000, EndTime: now + 3600_000, Types: []jsontext.Value{
+			jsontext.Value(`{"type":"turn.update","kind":"control","title":"Turn","schema":{"type":"object","properties":{"turn_id":{"type":"integer"},"speaker":{"type":"string"}},"required":["turn_id","speaker"]}}`),
+			jsontext.Value(`{"type":"steer.create","kind":"control","title":"Steer","schema":{"type":"object"}}`),
+			jsontext.Value(`{"type":"vote.cast","kind":"signal","title":"Vote","schema":{"type":"object"}}`),
+		}}))
+	room := cr.Room.RoomID
+
+	// Join with approval.
+	j := must[*RoomJoinResult](t)(bob.Join(ctx, "b", RoomJoinInput{Host: srv.URL, RoomID: room, Role: "speaker", Reason: "I review specs"}))
+	if j.Status != "approval_required" || len(j.JoinRequest) == 0 {
+		t.Fatalf("join: %+v", j)
+	}
+	req := waitInbox(t, alice, "a", KindJoinRequested)
+	if req.Actor != bob.AgentID().String() || !req.RequiresResponse {
+		t.Fatalf("join requested: %+v", req)
+	}
+	jl := must[*JoinRequestsListResult](t)(alice.JoinRequestsList(ctx, JoinRequestsListInput{RoomID: room, Status: "pending"}))
+	if len(jl.JoinRequests) != 1 {
+		t.Fatalf("join requests: %+v", jl)
+	}
+	must[*RecordResult](t)(alice.Review(ctx, "a", JoinReviewInput{RoomID: room, RequestID: req.EventID, Decision: "approve", Role: "speaker"}))
+	waitInbox(t, bob, "b", KindJoinApproved)
+	if _, err := bob.Join(ctx, "b", RoomJoinInput{Host: srv.URL, RoomID: room, Role: "observer"}); !errors.Is(err, ErrRoleMismatch) {
+		t.Fatalf("role mismatch: %v", err)
+	}
+	j = must[*RoomJoinResult](t)(bob.Join(ctx, "b", RoomJoinInput{Host: srv.URL, RoomID: room, Role: "speaker"}))
+	if j.Status != "joined" || j.Member == nil || j.Member.Role != "speaker" {
+		t.Fatalf("join completion: %+v", j)
+	}
+
+	// Turn, steer, watched custom type.
+	submit(t, alice, room, "turn.update", `{"turn_id":7,"speaker":"`+bob.AgentID().String()+`"}`)
+	turn := waitInbox(t, bob, "b", KindTurnAssigned)
+	if turn.Priority != "high" || !turn.RequiresResponse {
+		t.Fatalf("turn: %+v", turn)
+	}
+	st := must[*RoomStateResult](t)(bob.RoomState(ctx, "b", RoomStateInput{RoomID: room}))
+	if st.Room.ActiveTurn == nil || st.Room.ActiveTurn.Speaker != bob.AgentID().String() || st.Room.ActiveTurn.TurnID != "7" {
+		t.Fatalf("active turn: %+v", st.Room.ActiveTurn)
+	}
+	submit(t, alice, room, "steer.create", `{"note":"focus"}`)
+	waitInbox(t, bob, "b", KindSteer)
+	submit(t, alice, room, "vote.cast", `{"choice":"yes"}`)
+	waitInbox(t, bob, "b", KindEventCustom)
+
+	// Role change, room state change, removal.
+	submit(t, alice, room, "room.member.role.update", `{"member":"`+bob.AgentID().String()+`","role":"moderator"}`)
+	waitInbox(t, bob, "b", KindRoleChanged)
+	submit(t, alice, room, "room.update", `{"agenda":"new agenda"}`)
+	waitInbox(t, bob, "b", KindStateChanged)
+	submit(t, alice, room, "room.member.remove", `{"member":"`+bob.AgentID().String()+`"}`)
+	waitInbox(t, bob, "b", KindMemberRemoved)
+
+	// Nothing is pending twice, and a restart keeps every item once.
+	pending := must[[]InboxItem](t)(bob.InboxPending(ctx))
+	seen := map[string]bool{}
+	for _, it := range pending {
+		k := it.RoomID + it.Kind + it.EventID
+		if seen[k] {
+			t.Fatalf("duplicate inbox item %+v", it)
+		}
+		seen[k] = true
+	}
+	var total int
+	bob.store.View(func(tx Tx) error { return tx.Scan(bInbox, "", func(string, []byte) error { total++; return nil }) })
+	bob.Close()
+	bob = openTest(t, bobDir, testKey(t, "bob"), srv.URL, watch)
+	defer bob.Close()
+	var again int
+	bob.store.View(func(tx Tx) error { return tx.Scan(bInbox, "", func(string, []byte) error { again++; return nil }) })
+	if again != total {
+		t.Fatalf("inbox items %d after restart, %d before", again, total)
+	}
+}

@@ -1,0 +1,98 @@
+package engine
+
+import (
+	"context"
+	"testing"
+
+	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/identity"
+)
+
+// TestResignCap: in a room that moves before every write lands,
+// send_anyway re-signs at most MaxResign (3) times, then holds the draft.
+func TestResignCap(t *testing.T) {
+	rh, srv := newRecordingServer(t)
+	ctx := ctxT(t)
+	alice := openTest(t, t.TempDir(), testKey(t, "alice"), srv.URL)
+	defer alice.Close()
+	room := createRoom(t, alice, srv.URL)
+	bob := openTest(t, t.TempDir(), testKey(t, "bob"), srv.URL)
+	defer bob.Close()
+	must[*RoomJoinResult](t)(bob.Join(ctx, "b", RoomJoinInput{Host: srv.URL, RoomID: room, Role: "speaker"}))
+	must[*RoomStateResult](t)(bob.RoomState(ctx, "b", RoomStateInput{RoomID: room, Refresh: true}))
+	bobPosts := 0
+	rh.mu.Lock()
+	rh.before = func(actor identity.AgentID) {
+		if actor == bob.AgentID() {
+			bobPosts++
+			say(t, alice, room, "faster")
+		}
+	}
+	rh.mu.Unlock()
+	r := must[*WriteResult](t)(bob.SendMessage(ctx, "b", SendMessageInput{RoomID: room, Content: "slow", OnHeadMismatch: OnMismatchSendAnyway}))
+	rh.mu.Lock()
+	rh.before = nil
+	rh.mu.Unlock()
+	if r.Status != StatusHeld || r.Draft == nil || bobPosts != 4 {
+		t.Fatalf("status %s after %d posts, want held after 4 (1 + 3 re-signs)", r.Status, bobPosts)
+	}
+	if d := must[*DraftsListResult](t)(bob.DraftsList(ctx, DraftsListInput{RoomID: room})); len(d.Drafts) != 1 {
+		t.Fatalf("drafts: %+v", d)
+	}
+}
+
+// TestOutboxRefusedBecomesDraft: an outbox entry the host refuses on replay
+// (the room moved while the engine was down) is kept as a held draft, not
+// lost.
+func TestOutboxRefusedBecomesDraft(t *testing.T) {
+	_, srv := testHost(t)
+	ctx := ctxT(t)
+	alice := openTest(t, t.TempDir(), testKey(t, "alice"), srv.URL)
+	defer alice.Close()
+	room := createRoom(t, alice, srv.URL)
+	dir := t.TempDir()
+	bob := openTest(t, dir, testKey(t, "bob"), srv.URL)
+	must[*RoomJoinResult](t)(bob.Join(ctx, "b", RoomJoinInput{Host: srv.URL, RoomID: room, Role: "speaker"}))
+	// Sign and record a write exactly as the write path does, then "crash"
+	// before sending it.
+	k, h, err := bob.resolve("", room)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := messageReq(k, "written before the crash", "", nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rm := h.client.Verified(room)
+	b, _ := rm.BaseFor(adp.TypeMessageCreate)
+	env, err := bob.sign(ctx, req, b, rm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.recordOutbox(env, &outboxEntry{Host: k.host, RoomID: room, Envelope: env.AppendJSON(nil), Req: req}); err != nil {
+		t.Fatal(err)
+	}
+	bob.Close()
+	say(t, alice, room, "the room moved")
+	bob = openTest(t, dir, testKey(t, "bob"), srv.URL)
+	defer bob.Close()
+	d := must[*DraftsListResult](t)(bob.DraftsList(context.Background(), DraftsListInput{}))
+	if len(d.Drafts) != 1 || d.Drafts[0].Reason != "room_head_mismatch" || d.Drafts[0].Kind != "message" {
+		t.Fatalf("drafts after replay: %+v", d)
+	}
+	var left int
+	bob.store.View(func(tx Tx) error { return tx.Scan(bOutbox, "", func(string, []byte) error { left++; return nil }) })
+	if left != 0 {
+		t.Fatalf("outbox holds %d entries", left)
+	}
+	// The draft can still be sent once the agent has seen the room.
+	waitSynced(t, bob, room, 3)
+	g := must[*DraftGetResult](t)(bob.DraftGet(ctx, "b", d.Drafts[0].ID))
+	if len(g.Changes) == 0 {
+		t.Fatal("no changes")
+	}
+	r := must[*WriteResult](t)(bob.DraftCommit(ctx, "b", DraftCommitInput{DraftID: d.Drafts[0].ID, Action: ActionSendAsIs}))
+	if r.Status != StatusSent {
+		t.Fatalf("commit: %+v", r)
+	}
+}
