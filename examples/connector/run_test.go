@@ -136,3 +136,27 @@ func TestServeStdio(t *testing.T) {
 		t.Fatal("serve did not end at EOF")
 	}
 }
+
+// TestReadmeConfig: the README's config example is a valid config.
+func TestReadmeConfig(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	i := strings.Index(s, "## Configure")
+	j := strings.Index(s[i:], "```json\n")
+	k := strings.Index(s[i+j+8:], "```")
+	if i < 0 || j < 0 || k < 0 {
+		t.Fatal("no config example in README.md")
+	}
+	p := filepath.Join(t.TempDir(), "connector.json")
+	os.WriteFile(p, []byte(s[i+j+8:i+j+8+k]), 0o600)
+	c, err := loadConfig(p, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Hosts) != 1 || c.Hosts[0].Host != "https://api.al.ink" || len(c.Watch) != 1 {
+		t.Fatalf("parsed %+v", c)
+	}
+}
