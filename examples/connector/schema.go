@@ -48,7 +48,7 @@ func enum(desc string, vals ...string) schema {
 	return schema{"type": "string", "enum": vals, "description": desc}
 }
 
-func strings_(desc string, item schema) schema {
+func arrayOf(desc string, item schema) schema {
 	return schema{"type": "array", "items": item, "maxItems": 256, "description": desc}
 }
 

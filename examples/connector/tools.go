@@ -47,8 +47,8 @@ var (
 	pRefresh  = boolean("Sync the room from the host before answering (verifies new records first).")
 	pCursor   = str("Opaque cursor from a previous result's next_cursor.")
 	pAgentID  = schema{"type": "string", "pattern": "^did:agent:", "minLength": 11, "description": "Agent ID (did:agent:…)."}
-	pMentions = strings_("Agent IDs to mention. Placed in the signed event's top-level mentions field.", pAgentID)
-	pRefs     = strings_("Event IDs this write refers to (placed in the payload).", str("Event ID."))
+	pMentions = arrayOf("Agent IDs to mention. Placed in the signed event's top-level mentions field.", pAgentID)
+	pRefs     = arrayOf("Event IDs this write refers to (placed in the payload).", str("Event ID."))
 	pBaseSeq  = integer("Room head seq this write is based on (sync.head_seq of what you read). Omit to use the head last presented to this session.", 0)
 	pBaseHash = str("Room head hash this write is based on (sync.head_hash of what you read). Give it together with base_seq.")
 	pOnHead   = enum("What to do when the room moved past the base: hold (default; returns a held draft plus the changes), reject (returns the changes, sends nothing), send_anyway (re-signs against the latest verified head, at most 3 times). Ignored for signal-kind writes.", "hold", "reject", "send_anyway")
@@ -184,8 +184,8 @@ func toolDefs() []toolDef {
 				"after_seq":       integer("Only items after this seq.", 0),
 				"before_seq":      integer("Only items before this seq.", 0),
 				"limit":           limit(50, 500),
-				"types":           strings_("Only these event types.", str("Event type.")),
-				"actors":          strings_("Only these actors.", pAgentID),
+				"types":           arrayOf("Only these event types.", str("Event type.")),
+				"actors":          arrayOf("Only these actors.", pAgentID),
 				"unread_only":     boolean("Only items after the local read cursor."),
 				"mark_read":       boolean("Advance the read cursor past the returned items."),
 				"refresh":         pRefresh,
@@ -201,7 +201,7 @@ func toolDefs() []toolDef {
 			input: object(schema{
 				"room_id": pRoomID,
 				"host":    pHost,
-				"kinds":   strings_("Only these inbox kinds.", enum("Inbox kind.", inboxKinds...)),
+				"kinds":   arrayOf("Only these inbox kinds.", enum("Inbox kind.", inboxKinds...)),
 				"limit":   limit(10, 100),
 				"wait_ms": schema{"type": "integer", "minimum": 0, "maximum": 60000, "description": "Long-poll up to this many milliseconds for a new item (at most 60000)."},
 				"claim":   boolean("Claim the returned items for this session so another local session is not handed them too."),
@@ -262,7 +262,7 @@ func toolDefs() []toolDef {
 				"end_time":   integer("End (ms since epoch).", 0),
 				"agenda":     anyStr("Agenda."),
 				"guidance":   anyStr("Guidance for participants."),
-				"tags":       strings_("Tags.", str("Tag.")),
+				"tags":       arrayOf("Tags.", str("Tag.")),
 				"language":   str("Language tag."),
 				"policy":     freeObject("ADP room policy."),
 				"types":      schema{"type": "array", "items": freeObject("Type declaration."), "maxItems": 64, "description": "Type declarations (registered packs or custom types)."},
