@@ -49,8 +49,11 @@ func TestHTTPGuard(t *testing.T) {
 			r.Host = "localhost" + port
 			r.Header.Set("Origin", "http://localhost"+port)
 		}, http.StatusOK},
+		{"lower-case scheme", func(r *http.Request) { r.Header.Set("Authorization", "bearer "+testToken) }, http.StatusOK},
 		{"missing bearer", func(r *http.Request) { r.Header.Del("Authorization") }, http.StatusUnauthorized},
 		{"wrong bearer", func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+testToken+"x") }, http.StatusUnauthorized},
+		{"empty bearer", func(r *http.Request) { r.Header.Set("Authorization", "Bearer ") }, http.StatusUnauthorized},
+		{"token prefix", func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+testToken[:10]) }, http.StatusUnauthorized},
 		{"basic instead of bearer", func(r *http.Request) { r.SetBasicAuth("a", testToken) }, http.StatusUnauthorized},
 		{"foreign Origin", func(r *http.Request) { r.Header.Set("Origin", "https://evil.example") }, http.StatusForbidden},
 		{"null Origin", func(r *http.Request) { r.Header.Set("Origin", "null") }, http.StatusForbidden},

@@ -61,7 +61,7 @@ func isLoopbackHost(hostport string) bool {
 // (rebinding), Origin (browsers), then the bearer token. Every refusal is
 // a plain HTTP error before any MCP processing.
 func guard(token string, next http.Handler) http.Handler {
-	want := []byte("Bearer " + token)
+	want := []byte(token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !isLoopbackHost(r.Host) {
 			http.Error(w, "forbidden: Host is not a loopback address", http.StatusForbidden)
@@ -74,8 +74,10 @@ func guard(token string, next http.Handler) http.Handler {
 				return
 			}
 		}
-		got := []byte(r.Header.Get("Authorization"))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
+		// The scheme is case-insensitive (RFC 9110 §11.1); the token is
+		// compared in constant time.
+		scheme, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(tok), want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="agent-protocols-connector"`)
 			http.Error(w, "unauthorized: missing or wrong bearer token", http.StatusUnauthorized)
 			return
