@@ -217,7 +217,8 @@ func serve(ctx context.Context, path, httpAddr string, stdin io.Reader, stdout, 
 	go n.Run(ctx, srv.MCP())
 
 	if httpAddr == "" {
-		t := &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}
+		// One frame is bounded like an HTTP request body (4 MiB).
+		t := &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}, MaxLineLength: mcp.DefaultMaxRequestBodyBytes}
 		if err := srv.MCP().Run(ctx, t); err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
 			fmt.Fprintln(stderr, "connector:", err)
 			return exitError

@@ -214,8 +214,10 @@ func clip(s string) string {
 }
 
 // sessionID names sess for the engine, which tracks the presented head
-// per room and session (§4.2). go-sdk sessions over stdio and in-memory
-// transports have no ID of their own, so the connector assigns one.
+// and inbox claims per session (§4.2, §4.3). go-sdk sessions over stdio
+// and in-memory transports have no ID of their own, so the connector
+// assigns one; when the session ends, the engine forgets it (its claimed
+// inbox items become available to other sessions again).
 func (s *Server) sessionID(sess *mcp.ServerSession) string {
 	if sess == nil {
 		return ""
@@ -225,19 +227,15 @@ func (s *Server) sessionID(sess *mcp.ServerSession) string {
 	if id, ok := s.sessions[sess]; ok {
 		return id
 	}
-	// A new session: forget the sessions that ended.
-	live := map[*mcp.ServerSession]bool{}
-	for ss := range s.mcp.Sessions() {
-		live[ss] = true
-	}
-	for ss, id := range s.sessions {
-		if !live[ss] {
-			delete(s.sessions, ss)
-			s.eng.EndSession(id)
-		}
-	}
 	s.nextSession++
 	id := fmt.Sprintf("mcp-%d", s.nextSession)
 	s.sessions[sess] = id
+	go func() {
+		_ = sess.Wait()
+		s.mu.Lock()
+		delete(s.sessions, sess)
+		s.mu.Unlock()
+		s.eng.EndSession(id)
+	}()
 	return id
 }
