@@ -112,6 +112,10 @@ type Options struct {
 	// Logf receives background errors (subscriptions); nil discards them.
 	// Never log to the MCP stdio channel.
 	Logf func(format string, args ...any)
+	// SnapshotEvery is how many records may follow the stored replica
+	// snapshot before a new one is written; 0 means 256. The records after
+	// it are re-verified locally on Open.
+	SnapshotEvery int
 	// NoSubscribe disables live SSE subscriptions (rooms sync on demand).
 	NoSubscribe bool
 }

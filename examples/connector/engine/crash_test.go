@@ -68,6 +68,8 @@ type recordingHost struct {
 	hits    int
 	// before, when set, runs before a POSTed envelope reaches the host.
 	before func(actor identity.AgentID)
+	// down answers every POST with 503 without passing it on.
+	down bool
 }
 
 func (rh *recordingHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -88,8 +90,12 @@ func (rh *recordingHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				rh.reused = append(rh.reused, fmt.Sprintf("%s nonce %d", a, ev.Nonce))
 			}
 			rh.nonces[a][ev.Nonce] = env.Hash()
-			before := rh.before
+			before, down := rh.before, rh.down
 			rh.mu.Unlock()
+			if down {
+				http.Error(w, `{"error":{"code":"unavailable","message":"down"}}`, http.StatusServiceUnavailable)
+				return
+			}
 			if before != nil {
 				before(ev.Actor)
 			}

@@ -79,9 +79,14 @@ type roomRT struct {
 
 // storedRoom is the durable state of one room.
 type storedRoom struct {
-	Host      string         `json:"host"`
-	RoomID    string         `json:"room_id"`
+	Host   string `json:"host"`
+	RoomID string `json:"room_id"`
+	// Snapshot is the verified replica as of record SnapSeq; the records
+	// after it are in the records bucket and are re-applied on Open.
 	Snapshot  jsontext.Value `json:"snapshot,omitempty"`
+	SnapSeq   int64          `json:"snap_seq,omitempty"`
+	HeadSeq   int64          `json:"head_seq,omitempty"`
+	HeadHash  string         `json:"head_hash,omitempty"`
 	SyncedSeq int64          `json:"synced_seq"`
 	RemoteSeq int64          `json:"remote_seq"`
 	ReadSeq   int64          `json:"read_seq"`
@@ -183,7 +188,7 @@ func Open(ctx context.Context, opts *Options) (*Engine, error) {
 		e.rooms[roomKey{r.Host, r.RoomID}] = &roomRT{remoteSeq: r.RemoteSeq}
 		e.mu.Unlock()
 		if len(r.Snapshot) > 0 {
-			if err := h.client.Restore(r.RoomID, r.Snapshot); err != nil {
+			if err := e.restore(ctx, h, r); err != nil {
 				e.Close()
 				return nil, fmt.Errorf("engine: restoring room %s: %w", r.RoomID, err)
 			}
@@ -193,12 +198,62 @@ func Open(ctx context.Context, opts *Options) (*Engine, error) {
 		e.Close()
 		return nil, err
 	}
+	e.wg.Add(1)
+	go e.retryOutbox()
 	for _, r := range rooms {
 		if r.Subscribe && !e.opts.NoSubscribe && e.hosts[r.Host] != nil && e.hosts[r.Host].client != nil {
 			e.subscribe(roomKey{r.Host, r.RoomID})
 		}
 	}
 	return e, nil
+}
+
+// restore rebuilds a room's verified replica from the stored snapshot and
+// the stored records after it (verified again locally, never downloaded).
+func (e *Engine) restore(ctx context.Context, h *hostState, r storedRoom) error {
+	if err := h.client.Restore(r.RoomID, r.Snapshot); err != nil {
+		return err
+	}
+	from := h.client.Verified(r.RoomID).Latest().Seq
+	var recs []*adp.Record
+	if err := e.store.View(func(tx Tx) error {
+		return e.records(tx, roomKey{r.Host, r.RoomID}, from, 0, func(rec *adp.Record) bool {
+			recs = append(recs, rec)
+			return true
+		})
+	}); err != nil {
+		return err
+	}
+	for _, rec := range recs {
+		if err := h.client.Admit(ctx, r.RoomID, rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// retryOutbox re-sends entries left by transport failures every 30 s, so
+// a write that could not reach its host is delivered without a restart.
+func (e *Engine) retryOutbox() {
+	defer e.wg.Done()
+	t := time.NewTicker(30 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.ctx.Done():
+			return
+		case <-t.C:
+		}
+		n := 0
+		_ = e.store.View(func(tx Tx) error {
+			return tx.Scan(bOutbox, "", func(string, []byte) error { n++; return errStop })
+		})
+		if n > 0 {
+			if err := e.ReplayOutbox(e.ctx); err != nil {
+				e.logf("engine: outbox: %v", err)
+			}
+		}
+	}
 }
 
 // Close stops the subscriptions and closes the store.

@@ -314,6 +314,8 @@ func (e *Engine) InboxNext(ctx context.Context, session string, in InboxNextInpu
 		select {
 		case <-ctx.Done():
 			return res, nil
+		case <-e.ctx.Done():
+			return res, nil
 		case <-deadline:
 			return res, nil
 		case <-wake:

@@ -118,3 +118,40 @@ func TestInboxKinds(t *testing.T) {
 		t.Fatalf("inbox items %d after restart, %d before", again, total)
 	}
 }
+
+// TestInboxDefer: a deferred item is hidden until defer_until, dismissed
+// ones are gone, and unknown actions fail.
+func TestInboxDefer(t *testing.T) {
+	_, srv := testHost(t)
+	ctx := ctxT(t)
+	alice := openTest(t, t.TempDir(), testKey(t, "alice"), srv.URL)
+	defer alice.Close()
+	bob := openTest(t, t.TempDir(), testKey(t, "bob"), srv.URL)
+	defer bob.Close()
+	room := createRoom(t, alice, srv.URL)
+	must[*RoomJoinResult](t)(bob.Join(ctx, "b", RoomJoinInput{Host: srv.URL, RoomID: room, Role: "speaker"}))
+	say(t, alice, room, "one")
+	r := must[*InboxNextResult](t)(bob.InboxNext(ctx, "b", InboxNextInput{Kinds: []string{KindMessageNew}, WaitMS: 15000}))
+	if len(r.Items) != 1 {
+		t.Fatalf("inbox: %+v", r)
+	}
+	id := r.Items[0].ID
+	must[*InboxAckResult](t)(bob.InboxAck(ctx, "b", InboxAckInput{IDs: []string{id}, Action: AckDefer, DeferUntil: time.Now().Add(time.Hour).UnixMilli()}))
+	if r := must[*InboxNextResult](t)(bob.InboxNext(ctx, "b", InboxNextInput{Kinds: []string{KindMessageNew}})); len(r.Items) != 0 {
+		t.Fatalf("deferred item returned: %+v", r)
+	}
+	must[*InboxAckResult](t)(bob.InboxAck(ctx, "b", InboxAckInput{IDs: []string{id}, Action: AckDefer, DeferUntil: time.Now().Add(-time.Second).UnixMilli()}))
+	if r := must[*InboxNextResult](t)(bob.InboxNext(ctx, "b", InboxNextInput{Kinds: []string{KindMessageNew}})); len(r.Items) != 1 || r.Items[0].ID != id {
+		t.Fatalf("item after its defer_until: %+v", r)
+	}
+	must[*InboxAckResult](t)(bob.InboxAck(ctx, "b", InboxAckInput{IDs: []string{id}, Action: AckDismissed}))
+	if r := must[*InboxNextResult](t)(bob.InboxNext(ctx, "b", InboxNextInput{})); len(r.Items) != 0 || r.PendingCount != 0 {
+		t.Fatalf("dismissed item returned: %+v", r)
+	}
+	if _, err := bob.InboxAck(ctx, "b", InboxAckInput{IDs: []string{id}, Action: "later"}); !errors.Is(err, ErrInvalidInput) {
+		t.Fatalf("unknown action: %v", err)
+	}
+	if _, err := bob.InboxAck(ctx, "b", InboxAckInput{IDs: []string{id}, Action: AckDefer}); !errors.Is(err, ErrInvalidInput) {
+		t.Fatalf("defer without defer_until: %v", err)
+	}
+}

@@ -45,6 +45,7 @@ func PassphraseEnv(name string) Passphrase {
 
 // PassphraseFD reads the passphrase from an inherited file descriptor (up
 // to the first newline, at most 4 KiB), e.g. a pipe the operator opened.
+// It takes ownership of fd and closes it after reading.
 func PassphraseFD(fd uintptr) Passphrase {
 	return func() ([]byte, error) {
 		f := os.NewFile(fd, "passphrase")

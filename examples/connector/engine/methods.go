@@ -109,11 +109,7 @@ func (e *Engine) RoomsList(ctx context.Context, in RoomsListInput) (*RoomsResult
 			s := RoomSummary{RoomID: sr.RoomID, Host: sr.Host, Tags: []string{}}
 			var member *adp.Member
 			var creator identity.AgentID
-			if len(sr.Snapshot) > 0 {
-				room, err := adp.RestoreRoom(sr.Snapshot, nil)
-				if err != nil {
-					return err
-				}
+			if room := e.hosts[sr.Host].client.Verified(sr.RoomID); room != nil && room.Created() {
 				c := room.Contract()
 				s.Topic, s.Status, s.Visibility = c.Topic, string(room.Status(e.now())), string(c.Visibility)
 				s.StartTime, s.EndTime, s.Tags, s.Language = c.StartTime, c.EndTime, nonNil(c.Tags), c.Language
@@ -170,26 +166,22 @@ func (e *Engine) RoomsList(ctx context.Context, in RoomsListInput) (*RoomsResult
 
 // verifiedRoom returns the stored verified replica of a room and its sync.
 func (e *Engine) verifiedRoom(session string, k roomKey) (*adp.Room, SyncState, error) {
-	var sr *storedRoom
 	var s SyncState
 	if err := e.store.View(func(tx Tx) error {
 		var err error
-		if sr, err = loadRoom(tx, k); err != nil {
-			return err
-		}
 		s, err = e.syncState(tx, k)
 		return err
 	}); err != nil {
 		return nil, s, err
 	}
-	if len(sr.Snapshot) == 0 {
+	room := e.hosts[k.host].client.Verified(k.room)
+	if room == nil || !room.Created() {
 		return nil, s, fmt.Errorf("%w: %s has no verified state yet", ErrUnknownRoom, clip(k.room))
 	}
-	room, err := adp.RestoreRoom(sr.Snapshot, nil)
-	if err == nil && session != "" {
+	if session != "" {
 		e.present(session, k, s)
 	}
-	return room, s, err
+	return room, s, nil
 }
 
 // MembersList is agent_protocols_room_members_list (verified local state).
@@ -217,6 +209,11 @@ func (e *Engine) MembersList(ctx context.Context, session string, in MembersList
 		limit = 100
 	}
 	i := 0
+	defer func() {
+		if in.IncludeProfiles && len(res.Members) > 0 {
+			e.attachProfiles(ctx, k.host, res.Members)
+		}
+	}()
 	for _, m := range ms {
 		status := in.Status
 		if status == "" {
@@ -257,6 +254,11 @@ func (e *Engine) MemberGet(ctx context.Context, session string, in MemberGetInpu
 	}
 	creator, _ := room.Creator()
 	res := &MemberGetResult{Member: memberView(m, creator), Sync: s}
+	if in.IncludeProfile {
+		ms := []RoomMemberView{res.Member}
+		e.attachProfiles(ctx, k.host, ms)
+		res.Member = ms[0]
+	}
 	if in.IncludeRecentActivity {
 		live := h.client.Verified(k.room)
 		err := e.store.View(func(tx Tx) error {
@@ -476,4 +478,46 @@ func (e *Engine) ProfileUpdate(ctx context.Context, in ProfileUpdateInput) (*Pro
 		return nil, err
 	}
 	return &ProfileUpdateResult{Profile: doc, Envelope: env.AppendJSON(nil)}, nil
+}
+
+// attachProfiles adds best-effort verified profiles (descriptive only,
+// never a substitute for Agent ID signatures) from the profile service
+// configured for the host, or the first of Options.Profiles. Failures
+// leave profile null.
+func (e *Engine) attachProfiles(ctx context.Context, host string, ms []RoomMemberView) {
+	svc := ""
+	if h := e.hosts[host]; h != nil {
+		svc = h.cfg.ProfileService
+	}
+	if svc == "" && len(e.opts.Profiles) > 0 {
+		svc = e.opts.Profiles[0]
+	}
+	c, err := e.profileService(svc)
+	if err != nil {
+		return
+	}
+	ids := make([]identity.AgentID, 0, len(ms))
+	for _, m := range ms {
+		if id, err := identity.ParseAgentID(m.AgentID); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	vs, err := c.Batch(ctx, ids)
+	if err != nil {
+		return
+	}
+	byID := map[string]*MemberProfile{}
+	for _, v := range vs {
+		if v == nil || v.Document == nil {
+			continue
+		}
+		p := &MemberProfile{Name: v.Document.Name, AvatarURL: v.Document.AvatarURL}
+		if v.Document.Description != nil {
+			p.Description = *v.Document.Description
+		}
+		byID[v.Document.ID.String()] = p
+	}
+	for i := range ms {
+		ms[i].Profile = byID[ms[i].AgentID]
+	}
 }

@@ -3,13 +3,16 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -77,7 +80,25 @@ func TestHostAllowlist(t *testing.T) {
 	}
 }
 
-// TestSecondProcessFailsFast: a state directory has one owner.
+// TestLockChild is the child process of TestSecondProcessFailsFast.
+func TestLockChild(t *testing.T) {
+	dir := os.Getenv("ENGINE_LOCK_DIR")
+	if dir == "" {
+		t.Skip("lock child: only run by TestSecondProcessFailsFast")
+	}
+	_, err := Open(context.Background(), &Options{Dir: dir, Key: testKey(t, "alice"), Hosts: []HostConfig{{Host: os.Getenv("ENGINE_LOCK_HOST")}},
+		AllowLoopbackHTTP: true, LockTimeout: 100 * time.Millisecond})
+	if errors.Is(err, ErrLocked) {
+		fmt.Println("locked:", err)
+		os.Exit(0)
+	}
+	fmt.Println("not locked:", err)
+	os.Exit(5)
+}
+
+// TestSecondProcessFailsFast: a state directory has one owner; a second
+// process (and a second Open in the same process) fails with ErrLocked
+// naming the file, after the short lock timeout.
 func TestSecondProcessFailsFast(t *testing.T) {
 	_, srv := testHost(t)
 	dir := t.TempDir()
@@ -87,6 +108,15 @@ func TestSecondProcessFailsFast(t *testing.T) {
 		AllowLoopbackHTTP: true, LockTimeout: 50 * time.Millisecond})
 	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "state.db") {
 		t.Fatalf("second open: %v, want ErrLocked naming the file", err)
+	}
+	if testing.Short() {
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLockChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "ENGINE_LOCK_DIR="+dir, "ENGINE_LOCK_HOST="+srv.URL)
+	out, err := cmd.Output()
+	if err != nil || !strings.Contains(string(out), "locked: engine: state directory is in use by another process") {
+		t.Fatalf("second process: %v: %s", err, out)
 	}
 }
 
@@ -125,7 +155,7 @@ func TestRestartResumes(t *testing.T) {
 	defer alice.Close()
 	room := createRoom(t, alice, srv.URL)
 	dir := t.TempDir()
-	bob := openTest(t, dir, testKey(t, "bob"), srv.URL)
+	bob := openTest(t, dir, testKey(t, "bob"), srv.URL, func(o *Options) { o.SnapshotEvery = 4 })
 	must[*RoomJoinResult](t)(bob.Join(ctx, "b", RoomJoinInput{Host: srv.URL, RoomID: room, Role: "speaker"}))
 	for i := range 5 {
 		say(t, alice, room, "point "+string(rune('a'+i)))
@@ -145,7 +175,7 @@ func TestRestartResumes(t *testing.T) {
 	// The room moves while bob is down.
 	say(t, alice, room, "while you were away")
 	ct := &countingTransport{}
-	bob = openTest(t, dir, testKey(t, "bob"), srv.URL, func(o *Options) { o.HTTPClient = &http.Client{Transport: ct} })
+	bob = openTest(t, dir, testKey(t, "bob"), srv.URL, func(o *Options) { o.HTTPClient = &http.Client{Transport: ct}; o.SnapshotEvery = 4 })
 	defer bob.Close()
 	waitSynced(t, bob, room, 11)
 	if n := ct.count("after_seq=0"); n != 0 {
@@ -259,7 +289,14 @@ func TestKeyStore(t *testing.T) {
 	r, w, _ := os.Pipe()
 	w.WriteString("correct horse\n")
 	w.Close()
-	if k2, err := LoadKeyFile(path, PassphraseFD(r.Fd())); err != nil || k2.AgentID() != id {
+	// PassphraseFD owns (and closes) its descriptor: hand it a duplicate,
+	// so r's own close cannot hit a descriptor number reused meanwhile.
+	fd, err := syscall.Dup(int(r.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	if k2, err := LoadKeyFile(path, PassphraseFD(uintptr(fd))); err != nil || k2.AgentID() != id {
 		t.Fatalf("fd passphrase: %v", err)
 	}
 	// Import, and the explicitly unencrypted development variant.

@@ -28,5 +28,15 @@ func TestProfileUpdate(t *testing.T) {
 		t.Fatalf("foreign id: %v", err)
 	}
 	// A second update goes through too (the nonce moved on).
-	must[*ProfileUpdateResult](t)(e.ProfileUpdate(ctx, ProfileUpdateInput{ProfileService: ps.URL, Profile: jsontext.Value(`{"name":"Alice 2"}`)}))
+	must[*ProfileUpdateResult](t)(e.ProfileUpdate(ctx, ProfileUpdateInput{ProfileService: ps.URL, Profile: jsontext.Value(`{"name":"Alice 2","description":"reviews"}`)}))
+	// Member views carry the verified profile only when asked.
+	room := createRoom(t, e, srv.URL)
+	ml := must[*MembersListResult](t)(e.MembersList(ctx, "a", MembersListInput{RoomID: room}))
+	if ml.Members[0].Profile != nil {
+		t.Fatal("profile without include_profiles")
+	}
+	ml = must[*MembersListResult](t)(e.MembersList(ctx, "a", MembersListInput{RoomID: room, IncludeProfiles: true}))
+	if p := ml.Members[0].Profile; p == nil || p.Name != "Alice 2" || p.Description != "reviews" {
+		t.Fatalf("profile: %+v", p)
+	}
 }

@@ -223,13 +223,14 @@ func (e *Engine) ingest(ctx context.Context, k roomKey, h *hostState, recs []*ad
 	if len(add) == 0 && synced != 0 {
 		return nil
 	}
-	snap, err := room.Snapshot()
-	if err != nil {
-		return err
+	head := room.Head()
+	every := int64(e.opts.SnapshotEvery)
+	if every <= 0 {
+		every = 256
 	}
 	var newInbox bool
 	var changedState bool
-	err = e.store.Update(func(tx Tx) error {
+	err := e.store.Update(func(tx Tx) error {
 		sr, err := loadRoom(tx, k)
 		if err != nil {
 			return err
@@ -246,7 +247,16 @@ func (e *Engine) ingest(ctx context.Context, k roomKey, h *hostState, recs []*ad
 			changedState = changedState || sc
 			sr.SyncedSeq = rec.Seq
 		}
-		sr.Snapshot = snap
+		if head.Seq <= sr.SyncedSeq {
+			sr.HeadSeq, sr.HeadHash = head.Seq, head.Hash.String()
+		}
+		if len(sr.Snapshot) == 0 || sr.SyncedSeq-sr.SnapSeq >= every {
+			snap, err := room.Snapshot()
+			if err != nil {
+				return err
+			}
+			sr.Snapshot, sr.SnapSeq = snap, room.Latest().Seq
+		}
 		if sr.RemoteSeq < sr.SyncedSeq {
 			sr.RemoteSeq = sr.SyncedSeq
 		}
@@ -275,11 +285,7 @@ func (e *Engine) syncState(tx Tx, k roomKey) (SyncState, error) {
 		return SyncState{}, err
 	}
 	s := SyncState{Host: k.host, RoomID: k.room, SyncedSeq: sr.SyncedSeq, RemoteSeq: sr.RemoteSeq}
-	if len(sr.Snapshot) > 0 {
-		if head, ok := snapshotHead(sr.Snapshot); ok {
-			s.HeadSeq, s.HeadHash = head.Seq, head.Hash.String()
-		}
-	}
+	s.HeadSeq, s.HeadHash = sr.HeadSeq, sr.HeadHash
 	e.mu.Lock()
 	if r := e.rooms[k]; r != nil {
 		s.Subscribed = r.subscribed
@@ -292,20 +298,6 @@ func (e *Engine) syncState(tx Tx, k roomKey) (SyncState, error) {
 	}
 	s.PendingInboxCount, err = e.pendingCount(tx, k.host, k.room, "")
 	return s, err
-}
-
-// snapshotHead reads the head out of a stored replica snapshot: the head
-// the stored records end with (the live replica may be a record ahead).
-func snapshotHead(snap []byte) (adp.RecordRef, bool) {
-	var s struct {
-		State struct {
-			Head adp.RecordRef `json:"head"`
-		} `json:"state"`
-	}
-	if err := json.Unmarshal(snap, &s, json.RejectUnknownMembers(false)); err != nil {
-		return adp.RecordRef{}, false
-	}
-	return s.State.Head, true
 }
 
 // present records the head returned to a session for a room.
@@ -482,12 +474,9 @@ func (e *Engine) roomView(k roomKey, h *hostState, types bool) (*RoomStateView, 
 	if err != nil {
 		return nil, s, err
 	}
-	if len(sr.Snapshot) == 0 {
+	room := h.client.Verified(k.room)
+	if room == nil || !room.Created() {
 		return nil, s, fmt.Errorf("%w: %s has no verified state yet", ErrUnknownRoom, clip(k.room))
-	}
-	room, err := adp.RestoreRoom(sr.Snapshot, nil)
-	if err != nil {
-		return nil, s, err
 	}
 	c := room.Contract()
 	creator, createdAt := room.Creator()

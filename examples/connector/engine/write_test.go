@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/agentprotocols/go-sdk/adp"
@@ -94,5 +95,41 @@ func TestOutboxRefusedBecomesDraft(t *testing.T) {
 	r := must[*WriteResult](t)(bob.DraftCommit(ctx, "b", DraftCommitInput{DraftID: d.Drafts[0].ID, Action: ActionSendAsIs}))
 	if r.Status != StatusSent {
 		t.Fatalf("commit: %+v", r)
+	}
+}
+
+// TestOutboxTransient: a write the host could not take (503 after the
+// client's retries) stays in the outbox and is delivered once, with the
+// same envelope, by ReplayOutbox.
+func TestOutboxTransient(t *testing.T) {
+	rh, srv := newRecordingServer(t)
+	ctx := ctxT(t)
+	alice := openTest(t, t.TempDir(), testKey(t, "alice"), srv.URL)
+	defer alice.Close()
+	room := createRoom(t, alice, srv.URL)
+	rh.mu.Lock()
+	rh.down = true
+	rh.mu.Unlock()
+	_, err := alice.SendMessage(ctx, "a", SendMessageInput{RoomID: room, Content: "through the outage"})
+	if !errors.Is(err, ErrPendingOutbox) {
+		t.Fatalf("send during outage: %v", err)
+	}
+	rh.mu.Lock()
+	rh.down = false
+	rh.mu.Unlock()
+	if err := alice.ReplayOutbox(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := alice.ReplayOutbox(ctx); err != nil { // nothing left: a no-op
+		t.Fatal(err)
+	}
+	tl := must[*TimelineResult](t)(alice.Timeline(ctx, "a", TimelineInput{RoomID: room, Refresh: true, Types: []string{adp.TypeMessageCreate}}))
+	if len(tl.Items) != 1 || tl.Items[0].Summary != "through the outage" {
+		t.Fatalf("timeline: %+v", tl.Items)
+	}
+	rh.mu.Lock()
+	defer rh.mu.Unlock()
+	if len(rh.reused) != 0 || rh.nonceNG != 0 {
+		t.Fatalf("nonce reuse %v / nonce_not_greater %d", rh.reused, rh.nonceNG)
 	}
 }
