@@ -24,7 +24,7 @@ const serverVersion = "0.1.0"
 
 // handler runs one tool call whose arguments already passed the schema.
 // A returned error is mapped by [toolResultError]: a protocol rejection
-// becomes an isError result, a [malformed] error a JSON-RPC error.
+// becomes an isError result, a [malformedError] a JSON-RPC error.
 type handler func(ctx context.Context, c *call) (any, error)
 
 // call is one tools/call as a handler sees it.
