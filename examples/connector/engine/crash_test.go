@@ -216,10 +216,19 @@ func TestCrashDuringWrite(t *testing.T) {
 	// host holds every envelope bob's store recorded.
 	e := openTest(t, dir, testKey(t, "bob"), srv.URL, func(o *Options) { o.NoSubscribe = true })
 	defer e.Close()
-	tl := must[*TimelineResult](t)(e.Timeline(ctx, "b", TimelineInput{RoomID: room, Refresh: true, Limit: 200, Actors: []string{e.AgentID().String()}}))
+	var items []TimelineItem
+	after := int64(0)
+	for page := 0; ; page++ {
+		tl := must[*TimelineResult](t)(e.Timeline(ctx, "b", TimelineInput{RoomID: room, Refresh: page == 0, Limit: 200, AfterSeq: &after, Actors: []string{e.AgentID().String()}}))
+		items = append(items, tl.Items...)
+		if tl.NextAfterSeq == nil {
+			break
+		}
+		after = *tl.NextAfterSeq
+	}
 	seen := map[string]bool{}
 	var lastNonce int64
-	for _, it := range tl.Items {
+	for _, it := range items {
 		if seen[it.EventID] {
 			t.Fatalf("event %s accepted twice", it.EventID)
 		}
@@ -243,7 +252,7 @@ func TestCrashDuringWrite(t *testing.T) {
 	}
 	rh.mu.Unlock()
 	t.Logf("%d kills in %v, %d outbox entries replayed after a kill, %d of bob's records, %d envelopes posted",
-		reps, time.Since(start), replayed, len(tl.Items), posted)
+		reps, time.Since(start), replayed, len(items), posted)
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -13,6 +13,31 @@
 // (§4.2) — the head most recently returned to that session for that room —
 // is the default base of its writes.
 //
+// # Methods
+//
+// One method per §4.3 tool; "local" reads only the verified local state,
+// "remote" reads a host, "signs" signs and submits:
+//
+//   - identity and hosts (local): [Engine.IdentityCurrent], [Engine.HostsList];
+//     [Engine.CheckHosts] refreshes the hosts' discovery metadata.
+//   - rooms: [Engine.RoomsSearch] (remote), [Engine.RoomsList] (local),
+//     [Engine.RoomOpen] (remote; subscribes), [Engine.RoomState] (local,
+//     refresh: remote).
+//   - members (local, verified): [Engine.MembersList], [Engine.MemberGet].
+//   - agent status (remote, never signed events): [Engine.AgentStatusList],
+//     [Engine.AgentStatusGet], [Engine.AgentStatusSet].
+//   - timeline and inbox (local): [Engine.Timeline], [Engine.MarkRead],
+//     [Engine.InboxNext] (long-poll), [Engine.InboxAck], [Engine.InboxPending].
+//   - drafts (local; commit signs): [Engine.DraftsList], [Engine.DraftGet],
+//     [Engine.DraftCommit], [Engine.DraftDrop].
+//   - writes (signs): [Engine.SendMessage], [Engine.SubmitEvent],
+//     [Engine.CreateRoom], [Engine.Join], [Engine.Leave], [Engine.Review],
+//     [Engine.ProfileUpdate]; [Engine.JoinRequestsList] is a remote read.
+//   - sessions and recovery: [Engine.EndSession], [Engine.ReplayOutbox].
+//
+// [Options].Notify receives the §4.4 resource URIs ([URIInboxPending],
+// [URIDraftsHeld], [RoomURI]) when the local state behind them changes.
+//
 // # Safety
 //
 //   - The private key is loaded into an opaque [Key]; no method signs

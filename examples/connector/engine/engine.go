@@ -25,6 +25,7 @@ const (
 	bInbox   = "inbox"
 	bDrafts  = "drafts"
 	bOutbox  = "outbox"
+	bHosts   = "hosts"
 )
 
 // Engine is one connector's engine: one Agent ID, the operator's hosts, one
@@ -198,8 +199,16 @@ func Open(ctx context.Context, opts *Options) (*Engine, error) {
 		e.Close()
 		return nil, err
 	}
-	e.wg.Add(1)
+	e.wg.Add(2)
 	go e.retryOutbox()
+	go func() {
+		defer e.wg.Done()
+		ctx, cancel := context.WithTimeout(e.ctx, 30*time.Second)
+		defer cancel()
+		if err := e.CheckHosts(ctx); err != nil {
+			e.logf("engine: host discovery: %v", err)
+		}
+	}()
 	for _, r := range rooms {
 		if r.Subscribe && !e.opts.NoSubscribe && e.hosts[r.Host] != nil && e.hosts[r.Host].client != nil {
 			e.subscribe(roomKey{r.Host, r.RoomID})

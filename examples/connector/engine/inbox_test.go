@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -153,5 +154,38 @@ func TestInboxDefer(t *testing.T) {
 	}
 	if _, err := bob.InboxAck(ctx, "b", InboxAckInput{IDs: []string{id}, Action: AckDefer}); !errors.Is(err, ErrInvalidInput) {
 		t.Fatalf("defer without defer_until: %v", err)
+	}
+}
+
+// TestJoinAfterRejection: a rejected join request is not usable; joining
+// again files a new one.
+func TestJoinAfterRejection(t *testing.T) {
+	_, srv := testHost(t)
+	ctx := ctxT(t)
+	alice := openTest(t, t.TempDir(), testKey(t, "alice"), srv.URL)
+	defer alice.Close()
+	bob := openTest(t, t.TempDir(), testKey(t, "bob"), srv.URL)
+	defer bob.Close()
+	now := time.Now().UnixMilli()
+	room := must[*RoomCreateResult](t)(alice.CreateRoom(ctx, "a", RoomCreateInput{Host: srv.URL, Topic: "closed", Visibility: "restricted",
+		StartTime: now - 1000, EndTime: now + 3600_000})).Room.RoomID
+	j1 := must[*RoomJoinResult](t)(bob.Join(ctx, "b", RoomJoinInput{Host: srv.URL, RoomID: room, Role: "speaker"}))
+	req := waitInbox(t, alice, "a", KindJoinRequested)
+	must[*RecordResult](t)(alice.Review(ctx, "a", JoinReviewInput{RoomID: room, RequestID: req.EventID, Decision: "reject", Reason: "full"}))
+	j2 := must[*RoomJoinResult](t)(bob.Join(ctx, "b", RoomJoinInput{Host: srv.URL, RoomID: room, Role: "speaker"}))
+	var r1, r2 struct {
+		Request struct {
+			ID string `json:"id"`
+		} `json:"request"`
+		Status string `json:"status"`
+	}
+	if err := json.Unmarshal(j1.JoinRequest, &r1, json.RejectUnknownMembers(false)); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(j2.JoinRequest, &r2, json.RejectUnknownMembers(false)); err != nil {
+		t.Fatal(err)
+	}
+	if j2.Status != "approval_required" || r2.Status != "pending" || r2.Request.ID == r1.Request.ID {
+		t.Fatalf("second join: %s after %s", j2.JoinRequest, j1.JoinRequest)
 	}
 }

@@ -131,6 +131,16 @@ func (e *Engine) Join(ctx context.Context, session string, in RoomJoinInput) (*R
 			reqID = sr.JoinRequestID
 		}
 		var jr *adp.JoinRequestResource
+		if reqID != "" {
+			if jr, err = h.client.JoinRequest(ctx, in.RoomID, reqID); err != nil {
+				return nil, err
+			}
+			// A stored request that was rejected or expired is not usable:
+			// a new one is made (a request the caller named is reported).
+			if in.RequestID == "" && jr.Status != adp.JoinPending && jr.Status != adp.JoinApproved {
+				reqID, jr = "", nil
+			}
+		}
 		if reqID == "" {
 			ji := adp.JoinRequestInput{Role: adp.Role(in.Role), Extra: in.Extra}
 			if in.Perspective != "" {
@@ -142,12 +152,9 @@ func (e *Engine) Join(ctx context.Context, session string, in RoomJoinInput) (*R
 			if !e.limiter.allow() {
 				return nil, ErrRateLimited
 			}
-			jr, err = h.client.RequestJoin(ctx, in.RoomID, ji)
-		} else {
-			jr, err = h.client.JoinRequest(ctx, in.RoomID, reqID)
-		}
-		if err != nil {
-			return nil, err
+			if jr, err = h.client.RequestJoin(ctx, in.RoomID, ji); err != nil {
+				return nil, err
+			}
 		}
 		if err := e.store.Update(func(tx Tx) error {
 			sr, err := loadRoom(tx, k)

@@ -22,17 +22,56 @@ func (e *Engine) IdentityCurrent(ctx context.Context) (*IdentityResult, error) {
 	return &IdentityResult{AgentID: e.agent.String(), PublicKey: publicKeyText(e.agent), Profiles: append([]string{}, e.opts.Profiles...), Hosts: h.Hosts}, nil
 }
 
-// HostsList is agent_protocols_hosts_list: the operator allowlist (local read).
+// storedHost is what discovery last said about a configured host. It is
+// metadata only: the allowlist itself is Options.Hosts.
+type storedHost struct {
+	Features      []string `json:"features"`
+	LastCheckedAt int64    `json:"last_checked_at"`
+}
+
+// HostsList is agent_protocols_hosts_list: the operator allowlist with the
+// discovery metadata of the last CheckHosts (local read).
 func (e *Engine) HostsList(ctx context.Context) (*HostsResult, error) {
 	out := &HostsResult{Hosts: []AgentProtocolsHost{}}
+	err := e.store.View(func(tx Tx) error {
+		for _, name := range e.hostOrder {
+			h := e.hosts[name]
+			var sh storedHost
+			if _, err := tx.Get(bHosts, name, &sh); err != nil {
+				return err
+			}
+			out.Hosts = append(out.Hosts, AgentProtocolsHost{
+				Host: h.name, Label: h.cfg.Label, Allowed: h.client != nil, Features: nonNil(sh.Features),
+				ProfileService: h.cfg.ProfileService, LastCheckedAt: sh.LastCheckedAt,
+			})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// CheckHosts reads the discovery document of every enabled configured host
+// and stores its features (Open runs it in the background). It never adds
+// or enables a host.
+func (e *Engine) CheckHosts(ctx context.Context) error {
+	var errs []error
 	for _, name := range e.hostOrder {
 		h := e.hosts[name]
-		out.Hosts = append(out.Hosts, AgentProtocolsHost{
-			Host: h.name, Label: h.cfg.Label, Allowed: h.client != nil, Features: []string{"rooms", "sse-event-stream"},
-			ProfileService: h.cfg.ProfileService,
-		})
+		if h.client == nil {
+			continue
+		}
+		d, err := h.client.Discover(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			continue
+		}
+		sh := storedHost{Features: nonNil(d.Features), LastCheckedAt: e.now().UnixMilli()}
+		if err := e.store.Update(func(tx Tx) error { return tx.Put(bHosts, name, &sh) }); err != nil {
+			return err
+		}
 	}
-	return out, nil
+	e.notify(URIHosts)
+	return errors.Join(errs...)
 }
 
 func summaryOf(host string, s adp.RoomSummary) RoomSummary {

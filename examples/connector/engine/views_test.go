@@ -105,7 +105,13 @@ func TestViewShapes(t *testing.T) {
 	if len(sl.Statuses) != 1 || sl.Statuses[0].State != "drafting" {
 		t.Fatalf("status list: %+v", sl)
 	}
+	if err := bob.CheckHosts(ctx); err != nil {
+		t.Fatal(err)
+	}
 	id := must[*IdentityResult](t)(bob.IdentityCurrent(ctx))
+	if id.Hosts[0].LastCheckedAt == 0 || len(id.Hosts[0].Features) == 0 || !id.Hosts[0].Allowed {
+		t.Errorf("host after discovery: %+v", id.Hosts[0])
+	}
 	wantKeys(t, "identity", id, "agent_id public_key profiles hosts")
 	wantKeys(t, "AgentProtocolsHost", id.Hosts[0], "host label allowed features profile_service last_checked_at")
 }

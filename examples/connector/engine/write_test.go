@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/adp/adptest"
 	"github.com/agentprotocols/go-sdk/identity"
 )
 
@@ -131,5 +132,76 @@ func TestOutboxTransient(t *testing.T) {
 	defer rh.mu.Unlock()
 	if len(rh.reused) != 0 || rh.nonceNG != 0 {
 		t.Fatalf("nonce reuse %v / nonce_not_greater %d", rh.reused, rh.nonceNG)
+	}
+}
+
+// TestPresentedHeadPerSession: the default base is the head presented to
+// that session; a session that was shown nothing writes on the current
+// verified head.
+func TestPresentedHeadPerSession(t *testing.T) {
+	_, srv := testHost(t)
+	ctx := ctxT(t)
+	alice := openTest(t, t.TempDir(), testKey(t, "alice"), srv.URL)
+	defer alice.Close()
+	room := createRoom(t, alice, srv.URL)
+	bob := openTest(t, t.TempDir(), testKey(t, "bob"), srv.URL)
+	defer bob.Close()
+	must[*RoomJoinResult](t)(bob.Join(ctx, "s1", RoomJoinInput{Host: srv.URL, RoomID: room, Role: "speaker"}))
+	seen := must[*TimelineResult](t)(bob.Timeline(ctx, "s1", TimelineInput{RoomID: room}))
+	say(t, alice, room, "moved")
+	waitSynced(t, bob, room, seen.Sync.SyncedSeq+1)
+	if r := must[*WriteResult](t)(bob.SendMessage(ctx, "s2", SendMessageInput{RoomID: room, Content: "fresh session"})); r.Status != StatusSent {
+		t.Fatalf("session without a presented head: %+v", r)
+	}
+	if r := must[*WriteResult](t)(bob.SendMessage(ctx, "s1", SendMessageInput{RoomID: room, Content: "stale session"})); r.Status != StatusHeld || r.Draft.BaseSeq != seen.Sync.HeadSeq {
+		t.Fatalf("session with a stale presented head: %+v", r)
+	}
+	// An explicit base overrides the presented one.
+	cur := must[*RoomStateResult](t)(bob.RoomState(ctx, "s3", RoomStateInput{RoomID: room}))
+	if r := must[*WriteResult](t)(bob.SendMessage(ctx, "s1", SendMessageInput{RoomID: room, Content: "explicit", BaseSeq: &cur.Sync.HeadSeq, BaseHash: cur.Sync.HeadHash})); r.Status != StatusSent {
+		t.Fatalf("explicit base: %+v", r)
+	}
+}
+
+// TestHostHeadMismatch: when the local replica has not seen the move yet,
+// the host's room_head_mismatch answer leads to the same held draft.
+func TestHostHeadMismatch(t *testing.T) {
+	_, srv := testHost(t)
+	ctx := ctxT(t)
+	alice := openTest(t, t.TempDir(), testKey(t, "alice"), srv.URL)
+	defer alice.Close()
+	room := createRoom(t, alice, srv.URL)
+	bob := openTest(t, t.TempDir(), testKey(t, "bob"), srv.URL, func(o *Options) { o.NoSubscribe = true })
+	defer bob.Close()
+	must[*RoomJoinResult](t)(bob.Join(ctx, "b", RoomJoinInput{Host: srv.URL, RoomID: room, Role: "speaker"}))
+	must[*RoomStateResult](t)(bob.RoomState(ctx, "b", RoomStateInput{RoomID: room}))
+	say(t, alice, room, "unseen move")
+	r := must[*WriteResult](t)(bob.SendMessage(ctx, "b", SendMessageInput{RoomID: room, Content: "late"}))
+	if r.Status != StatusHeld || len(r.Changes) == 0 || r.Changes[len(r.Changes)-1].Summary != "unseen move" {
+		t.Fatalf("host mismatch: %+v", r)
+	}
+}
+
+// TestAmbiguousRoom: the same room_id on two hosts needs host.
+func TestAmbiguousRoom(t *testing.T) {
+	same := func() string { return "sameroomid0000000000" }
+	_, s1 := adptest.NewServer(t, &adptest.Options{RateLimits: adptest.Unlimited(), NewRoomID: same})
+	_, s2 := adptest.NewServer(t, &adptest.Options{RateLimits: adptest.Unlimited(), NewRoomID: same})
+	e := openTest(t, t.TempDir(), testKey(t, "alice"), s1.URL, func(o *Options) { o.Hosts = append(o.Hosts, HostConfig{Host: s2.URL}) })
+	defer e.Close()
+	r1 := createRoom(t, e, s1.URL)
+	r2 := createRoom(t, e, s2.URL)
+	if r1 != r2 {
+		t.Fatal("room ids differ")
+	}
+	if _, err := e.RoomState(ctxT(t), "a", RoomStateInput{RoomID: r1}); !errors.Is(err, ErrAmbiguousRoom) {
+		t.Fatalf("ambiguous: %v", err)
+	}
+	if _, err := e.SendMessage(ctxT(t), "a", SendMessageInput{RoomID: r1, Content: "x"}); !errors.Is(err, ErrAmbiguousRoom) {
+		t.Fatalf("ambiguous write: %v", err)
+	}
+	st := must[*RoomStateResult](t)(e.RoomState(ctxT(t), "a", RoomStateInput{Host: s2.URL, RoomID: r1}))
+	if st.Sync.Host != s2.URL {
+		t.Fatalf("host: %+v", st.Sync)
 	}
 }
