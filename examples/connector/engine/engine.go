@@ -23,6 +23,7 @@ const (
 	bRooms   = "rooms"
 	bRecords = "records"
 	bInbox   = "inbox"
+	bPending = "inbox_pending"
 	bDrafts  = "drafts"
 	bOutbox  = "outbox"
 	bHosts   = "hosts"
@@ -91,6 +92,7 @@ type storedRoom struct {
 	SyncedSeq int64          `json:"synced_seq"`
 	RemoteSeq int64          `json:"remote_seq"`
 	ReadSeq   int64          `json:"read_seq"`
+	Unread    int            `json:"unread"` // unread message-like records after ReadSeq
 	Subscribe bool           `json:"subscribe"`
 	// Join request state (§11) of this agent.
 	JoinRequestID     string      `json:"join_request_id,omitempty"`
@@ -289,7 +291,7 @@ func (e *Engine) EndSession(session string) {
 	e.mu.Unlock()
 	_ = e.store.Update(func(tx Tx) error {
 		var ids []string
-		if err := tx.Scan(bInbox, "", func(k string, raw []byte) error {
+		if err := tx.Scan(bPending, "", func(k string, raw []byte) error {
 			var it storedInbox
 			if err := unmarshalStored(raw, &it); err != nil {
 				return err
@@ -302,12 +304,12 @@ func (e *Engine) EndSession(session string) {
 			return err
 		}
 		for _, id := range ids {
-			var it storedInbox
-			if ok, err := tx.Get(bInbox, id, &it); err != nil || !ok {
+			it, ok, err := getInbox(tx, id)
+			if err != nil || !ok {
 				continue
 			}
 			it.ClaimedBy = ""
-			if err := tx.Put(bInbox, id, &it); err != nil {
+			if err := putInbox(tx, it); err != nil {
 				return err
 			}
 		}

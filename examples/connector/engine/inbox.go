@@ -32,18 +32,44 @@ func inboxID(host, room, kind string, seq int64, eventID string) string {
 	return "inbox_" + base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(h[:16])
 }
 
+// Pending items (deferred ones included) live in bPending, acknowledged
+// ones in bInbox, so the hot paths (counts, InboxNext) scan only what is
+// pending while every id stays known for deduplication.
+
+// getInbox reads an item from either bucket.
+func getInbox(tx Tx, id string) (*storedInbox, bool, error) {
+	var it storedInbox
+	for _, b := range []string{bPending, bInbox} {
+		ok, err := tx.Get(b, id, &it)
+		if err != nil || ok {
+			return &it, ok, err
+		}
+	}
+	return nil, false, nil
+}
+
+// putInbox stores an item in the bucket its state belongs to.
+func putInbox(tx Tx, it *storedInbox) error {
+	from, to := bInbox, bPending
+	if it.State != "pending" {
+		from, to = bPending, bInbox
+	}
+	if err := tx.Delete(from, it.Item.ID); err != nil {
+		return err
+	}
+	return tx.Put(to, it.Item.ID, it)
+}
+
 // addInbox stores an item unless its dedup key exists; true when new.
 func addInbox(tx Tx, it InboxItem) (bool, error) {
 	it.ID = inboxID(it.Host, it.RoomID, it.Kind, it.Seq, it.EventID)
-	var old storedInbox
-	ok, err := tx.Get(bInbox, it.ID, &old)
-	if err != nil || ok {
+	if _, ok, err := getInbox(tx, it.ID); err != nil || ok {
 		return false, err
 	}
 	if it.SuggestedTools == nil {
 		it.SuggestedTools = []string{}
 	}
-	return true, tx.Put(bInbox, it.ID, &storedInbox{Item: it, State: "pending"})
+	return true, putInbox(tx, &storedInbox{Item: it, State: "pending"})
 }
 
 // inboxFromRecord creates the inbox items of one verified record (§4.2
@@ -212,7 +238,7 @@ func actionable(it *storedInbox, session string, now int64) bool {
 func (e *Engine) pendingCount(tx Tx, host, room, session string) (int, error) {
 	now := e.now().UnixMilli()
 	n := 0
-	err := tx.Scan(bInbox, "", func(_ string, raw []byte) error {
+	err := tx.Scan(bPending, "", func(_ string, raw []byte) error {
 		var it storedInbox
 		if err := unmarshalStored(raw, &it); err != nil {
 			return err
@@ -265,7 +291,7 @@ func (e *Engine) InboxNext(ctx context.Context, session string, in InboxNextInpu
 		err := e.store.Update(func(tx Tx) error {
 			now := e.now().UnixMilli()
 			var all []storedInbox
-			if err := tx.Scan(bInbox, "", func(_ string, raw []byte) error {
+			if err := tx.Scan(bPending, "", func(_ string, raw []byte) error {
 				var it storedInbox
 				if err := unmarshalStored(raw, &it); err != nil {
 					return err
@@ -295,7 +321,7 @@ func (e *Engine) InboxNext(ctx context.Context, session string, in InboxNextInpu
 				}
 				if in.Claim && all[i].ClaimedBy != session {
 					all[i].ClaimedBy = session
-					if err := tx.Put(bInbox, all[i].Item.ID, &all[i]); err != nil {
+					if err := putInbox(tx, &all[i]); err != nil {
 						return err
 					}
 				}
@@ -338,8 +364,7 @@ func (e *Engine) InboxAck(ctx context.Context, session string, in InboxAckInput)
 	res := &InboxAckResult{Acknowledged: []string{}}
 	err := e.store.Update(func(tx Tx) error {
 		for _, id := range in.IDs {
-			var it storedInbox
-			ok, err := tx.Get(bInbox, id, &it)
+			it, ok, err := getInbox(tx, id)
 			if err != nil {
 				return err
 			}
@@ -352,7 +377,7 @@ func (e *Engine) InboxAck(ctx context.Context, session string, in InboxAckInput)
 			default:
 				it.State, it.ClaimedBy = in.Action, ""
 			}
-			if err := tx.Put(bInbox, id, &it); err != nil {
+			if err := putInbox(tx, it); err != nil {
 				return err
 			}
 			res.Acknowledged = append(res.Acknowledged, id)
@@ -373,7 +398,7 @@ func (e *Engine) InboxPending(ctx context.Context) ([]InboxItem, error) {
 	out := []InboxItem{}
 	err := e.store.View(func(tx Tx) error {
 		now := e.now().UnixMilli()
-		return tx.Scan(bInbox, "", func(_ string, raw []byte) error {
+		return tx.Scan(bPending, "", func(_ string, raw []byte) error {
 			var it storedInbox
 			if err := unmarshalStored(raw, &it); err != nil {
 				return err

@@ -109,12 +109,19 @@ func TestInboxKinds(t *testing.T) {
 		seen[k] = true
 	}
 	var total int
-	bob.store.View(func(tx Tx) error { return tx.Scan(bInbox, "", func(string, []byte) error { total++; return nil }) })
+	count := func(e *Engine) (n int) {
+		e.store.View(func(tx Tx) error {
+			tx.Scan(bPending, "", func(string, []byte) error { n++; return nil })
+			return tx.Scan(bInbox, "", func(string, []byte) error { n++; return nil })
+		})
+		return n
+	}
+	total = count(bob)
 	bob.Close()
 	bob = openTest(t, bobDir, testKey(t, "bob"), srv.URL, watch)
 	defer bob.Close()
 	var again int
-	bob.store.View(func(tx Tx) error { return tx.Scan(bInbox, "", func(string, []byte) error { again++; return nil }) })
+	again = count(bob)
 	if again != total {
 		t.Fatalf("inbox items %d after restart, %d before", again, total)
 	}

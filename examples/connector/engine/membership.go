@@ -307,12 +307,12 @@ func (e *Engine) Review(ctx context.Context, session string, in JoinReviewInput)
 	// The review is handled: its inbox item goes.
 	_ = e.store.Update(func(tx Tx) error {
 		id := inboxID(k.host, k.room, KindJoinRequested, 0, in.RequestID)
-		var it storedInbox
-		if ok, err := tx.Get(bInbox, id, &it); err != nil || !ok {
+		it, ok, err := getInbox(tx, id)
+		if err != nil || !ok {
 			return err
 		}
 		it.State = AckHandled
-		return tx.Put(bInbox, id, &it)
+		return putInbox(tx, it)
 	})
 	return &RecordResult{Record: wr.Record, Sync: wr.Sync}, nil
 }

@@ -186,9 +186,7 @@ func (e *Engine) RoomsList(ctx context.Context, in RoomsListInput) (*RoomsResult
 				return nil
 			}
 			var err error
-			if s.UnreadCount, err = e.unreadCount(tx, k, sr.ReadSeq); err != nil {
-				return err
-			}
+			s.UnreadCount = sr.Unread
 			if s.PendingInboxCount, err = e.pendingCount(tx, k.host, k.room, ""); err != nil {
 				return err
 			}

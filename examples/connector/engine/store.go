@@ -35,6 +35,8 @@ type Tx interface {
 	// Scan calls fn for every key with the prefix, in key order, with the
 	// raw JSON value; fn returning errStop ends the scan early.
 	Scan(bucket, prefix string, fn func(key string, raw []byte) error) error
+	// ScanFrom is Scan starting at the first key >= from.
+	ScanFrom(bucket, prefix, from string, fn func(key string, raw []byte) error) error
 }
 
 var errStop = errors.New("stop")
@@ -112,13 +114,20 @@ func (t boltTx) Delete(bucket, key string) error {
 }
 
 func (t boltTx) Scan(bucket, prefix string, fn func(key string, raw []byte) error) error {
+	return t.ScanFrom(bucket, prefix, prefix, fn)
+}
+
+func (t boltTx) ScanFrom(bucket, prefix, from string, fn func(key string, raw []byte) error) error {
 	b := t.tx.Bucket([]byte(bucket))
 	if b == nil {
 		return nil
 	}
 	c := b.Cursor()
 	p := []byte(prefix)
-	for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
+	if from < prefix {
+		from = prefix
+	}
+	for k, v := c.Seek([]byte(from)); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
 		if err := fn(string(k), v); err != nil {
 			if err == errStop {
 				return nil

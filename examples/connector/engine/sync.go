@@ -183,6 +183,12 @@ func (e *Engine) follow(ctx context.Context, k roomKey, h *hostState) error {
 // create, the new synced_seq and the replica snapshot. recs are records the
 // caller already verified (admitted); gaps are read from history.
 func (e *Engine) ingest(ctx context.Context, k roomKey, h *hostState, recs []*adp.Record) error {
+	return e.ingestDrop(ctx, k, h, recs, "")
+}
+
+// ingestDrop is ingest that also removes an outbox entry (the write whose
+// record is being ingested) in the same transaction.
+func (e *Engine) ingestDrop(ctx context.Context, k roomKey, h *hostState, recs []*adp.Record, outboxID string) error {
 	r := e.rt(k)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -221,6 +227,9 @@ func (e *Engine) ingest(ctx context.Context, k roomKey, h *hostState, recs []*ad
 		}
 	}
 	if len(add) == 0 && synced != 0 {
+		if outboxID != "" {
+			return e.dropOutbox(outboxID)
+		}
 		return nil
 	}
 	head := room.Head()
@@ -235,6 +244,11 @@ func (e *Engine) ingest(ctx context.Context, k roomKey, h *hostState, recs []*ad
 		if err != nil {
 			return err
 		}
+		if outboxID != "" {
+			if err := tx.Delete(bOutbox, outboxID); err != nil {
+				return err
+			}
+		}
 		for _, rec := range add {
 			if err := tx.Put(bRecords, reckey(k.host, k.room, rec.Seq), jsontext.Value(rec.AppendJSON(nil))); err != nil {
 				return err
@@ -246,6 +260,9 @@ func (e *Engine) ingest(ctx context.Context, k roomKey, h *hostState, recs []*ad
 			newInbox = newInbox || n
 			changedState = changedState || sc
 			sr.SyncedSeq = rec.Seq
+			if e.unread(rec, room, sr.ReadSeq) {
+				sr.Unread++
+			}
 		}
 		if head.Seq <= sr.SyncedSeq {
 			sr.HeadSeq, sr.HeadHash = head.Seq, head.Hash.String()
@@ -292,10 +309,7 @@ func (e *Engine) syncState(tx Tx, k roomKey) (SyncState, error) {
 		s.RemoteSeq = max(s.RemoteSeq, r.remoteSeq)
 	}
 	e.mu.Unlock()
-	s.UnreadCount, err = e.unreadCount(tx, k, sr.ReadSeq)
-	if err != nil {
-		return s, err
-	}
+	s.UnreadCount = sr.Unread
 	s.PendingInboxCount, err = e.pendingCount(tx, k.host, k.room, "")
 	return s, err
 }
@@ -329,22 +343,22 @@ func messageLike(typ string, room *adp.Room) bool {
 
 func (e *Engine) unreadCount(tx Tx, k roomKey, readSeq int64) (int, error) {
 	n := 0
-	h := e.hosts[k.host]
 	var room *adp.Room
-	if h != nil && h.client != nil {
+	if h := e.hosts[k.host]; h != nil && h.client != nil {
 		room = h.client.Verified(k.room)
 	}
-	err := tx.Scan(bRecords, rkey(k.host, k.room), func(key string, raw []byte) error {
-		rec, err := adp.ParseRecord(raw)
-		if err != nil {
-			return err
-		}
-		if rec.Seq > readSeq && rec.Envelope.Actor() != e.agent && messageLike(rec.Envelope.Type(), room) {
+	err := e.records(tx, k, readSeq, 0, func(rec *adp.Record) bool {
+		if e.unread(rec, room, readSeq) {
 			n++
 		}
-		return nil
+		return true
 	})
 	return n, err
+}
+
+// unread reports whether a record counts as unread content.
+func (e *Engine) unread(rec *adp.Record, room *adp.Room, readSeq int64) bool {
+	return rec.Seq > readSeq && rec.Envelope.Actor() != e.agent && messageLike(rec.Envelope.Type(), room)
 }
 
 // timelineItem is the §4.2 view of a verified record.
@@ -401,12 +415,15 @@ func summarize(s string) string {
 
 // records reads stored records of a room with after < seq < before (0: no bound).
 func (e *Engine) records(tx Tx, k roomKey, after, before int64, fn func(*adp.Record) bool) error {
-	return tx.Scan(bRecords, rkey(k.host, k.room), func(key string, raw []byte) error {
+	return tx.ScanFrom(bRecords, rkey(k.host, k.room), reckey(k.host, k.room, after+1), func(key string, raw []byte) error {
 		rec, err := adp.ParseRecord(raw)
 		if err != nil {
 			return err
 		}
-		if rec.Seq <= after || (before > 0 && rec.Seq >= before) {
+		if before > 0 && rec.Seq >= before {
+			return errStop
+		}
+		if rec.Seq <= after {
 			return nil
 		}
 		if !fn(rec) {
@@ -584,6 +601,9 @@ func (e *Engine) Timeline(ctx context.Context, session string, in TimelineInput)
 		}
 		if in.MarkRead && maxSeq > sr.ReadSeq {
 			sr.ReadSeq = maxSeq
+			if sr.Unread, err = e.unreadCount(tx, k, sr.ReadSeq); err != nil {
+				return err
+			}
 			if err := tx.Put(bRooms, rkey(k.host, k.room), sr); err != nil {
 				return err
 			}
@@ -612,13 +632,15 @@ func (e *Engine) MarkRead(ctx context.Context, in MarkReadInput) (*MarkReadResul
 		}
 		if in.ThroughSeq > sr.ReadSeq {
 			sr.ReadSeq = min(in.ThroughSeq, sr.SyncedSeq)
+			if sr.Unread, err = e.unreadCount(tx, k, sr.ReadSeq); err != nil {
+				return err
+			}
 			if err := tx.Put(bRooms, rkey(k.host, k.room), sr); err != nil {
 				return err
 			}
 		}
-		res.ReadSeq = sr.ReadSeq
-		res.UnreadCount, err = e.unreadCount(tx, k, sr.ReadSeq)
-		return err
+		res.ReadSeq, res.UnreadCount = sr.ReadSeq, sr.Unread
+		return nil
 	})
 	if err != nil {
 		return nil, err

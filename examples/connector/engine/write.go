@@ -254,10 +254,7 @@ func (e *Engine) write(ctx context.Context, session string, k roomKey, h *hostSt
 // record is persisted, and the session's presented head follows its own
 // head-advancing write.
 func (e *Engine) accepted(ctx context.Context, session string, k roomKey, h *hostState, outboxID string, rec *adp.Record, signal bool) (*WriteResult, error) {
-	if err := e.dropOutbox(outboxID); err != nil {
-		return nil, err
-	}
-	if err := e.ingest(ctx, k, h, []*adp.Record{rec}); err != nil {
+	if err := e.ingestDrop(ctx, k, h, []*adp.Record{rec}, outboxID); err != nil {
 		return nil, err
 	}
 	room := h.client.Verified(k.room)
