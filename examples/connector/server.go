@@ -95,6 +95,16 @@ func NewServer(eng *engine.Engine, opts *ServerOptions) (*Server, error) {
 		SubscribeHandler:   s.subscribe,
 		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 	})
+	// The go-sdk answers logging/setLevel even without the capability;
+	// the connector exposes no Logging (SEP-2577), so it refuses it.
+	s.mcp.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "logging/setLevel" {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "logging is not supported"}
+			}
+			return next(ctx, method, req)
+		}
+	})
 	for _, d := range toolDefs() {
 		if err := s.addTool(d); err != nil {
 			return nil, err

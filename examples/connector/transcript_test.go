@@ -31,6 +31,7 @@ var transcriptSteps = []struct{ name, send string }{
 	{"call-rejected", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"agent_protocols_room_state","arguments":{"room_id":"d8ftedhpqhsusbg001tg"}}}`},
 	{"resources-list", `{"jsonrpc":"2.0","id":6,"method":"resources/list","params":{}}`},
 	{"resource-templates-list", `{"jsonrpc":"2.0","id":7,"method":"resources/templates/list","params":{}}`},
+	{"logging-set-level", `{"jsonrpc":"2.0","id":9,"method":"logging/setLevel","params":{"level":"debug"}}`},
 	{"subscribe-inbox", `{"jsonrpc":"2.0","id":8,"method":"resources/subscribe","params":{"uri":"agent-protocols://inbox/pending"}}`},
 }
 
