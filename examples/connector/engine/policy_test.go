@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -284,20 +283,6 @@ func TestKeyStore(t *testing.T) {
 	}
 	if _, err := GenerateKeyFile(path, pass, &KeyFileOptions{WorkFactor: 10}); err == nil {
 		t.Fatal("an existing key file was overwritten")
-	}
-	// Passphrase from a file descriptor.
-	r, w, _ := os.Pipe()
-	w.WriteString("correct horse\n")
-	w.Close()
-	// PassphraseFD owns (and closes) its descriptor: hand it a duplicate,
-	// so r's own close cannot hit a descriptor number reused meanwhile.
-	fd, err := syscall.Dup(int(r.Fd()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Close()
-	if k2, err := LoadKeyFile(path, PassphraseFD(uintptr(fd))); err != nil || k2.AgentID() != id {
-		t.Fatalf("fd passphrase: %v", err)
 	}
 	// Import, and the explicitly unencrypted development variant.
 	seed := adptest.Seed("carol")

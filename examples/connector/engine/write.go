@@ -190,7 +190,11 @@ func (e *Engine) write(ctx context.Context, session string, k roomKey, h *hostSt
 		}
 	}
 	nonceRetry := false
-	for {
+	for iter := 0; ; iter++ {
+		if iter > 2*e.opts.MaxResign+4 {
+			// A room that keeps moving under every attempt: hold, never loop.
+			return e.mismatch(k, h, req, base, OnMismatchHold)
+		}
 		if !signal && base != room.Head() {
 			// The room moved since what the agent saw.
 			if o.policy == OnMismatchSendAnyway && req.Attempts < e.opts.MaxResign {
