@@ -105,9 +105,10 @@ type Options struct {
 	MaxResign int
 	// Watch lists custom event types that create room.event.custom items.
 	Watch []string
-	// Notify is called (never under an engine lock, possibly from a
-	// background goroutine) with a §4.4 resource URI whenever that local
-	// state changed. nil means no notifications.
+	// Notify is called with a §4.4 resource URI whenever that local state
+	// changed, from one dispatcher goroutine (calls are serialized, repeats
+	// coalesced), never under an engine lock: it may call the engine.
+	// nil means no notifications.
 	Notify func(uri string)
 	// Logf receives background errors (subscriptions); nil discards them.
 	// Never log to the MCP stdio channel.

@@ -5,7 +5,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -53,6 +55,10 @@ type Engine struct {
 	presented    map[presKey]adp.RecordRef
 	inboxWake    chan struct{} // closed and replaced when the inbox changes
 	lastJoinPoll time.Time
+
+	notifyMu      sync.Mutex
+	notifyPending map[string]bool
+	notifyKick    chan struct{}
 
 	writeMu sync.Mutex // one signed write at a time: nonce + outbox order
 	limiter *limiter
@@ -114,7 +120,7 @@ func Open(ctx context.Context, opts *Options) (*Engine, error) {
 	}
 	e := &Engine{opts: *opts, key: opts.Key, agent: opts.Key.AgentID(), now: opts.Now,
 		hosts: map[string]*hostState{}, rooms: map[roomKey]*roomRT{}, presented: map[presKey]adp.RecordRef{},
-		inboxWake: make(chan struct{})}
+		inboxWake: make(chan struct{}), notifyKick: make(chan struct{}, 1)}
 	if e.now == nil {
 		e.now = time.Now
 	}
@@ -167,6 +173,10 @@ func Open(ctx context.Context, opts *Options) (*Engine, error) {
 		e.hostOrder = append(e.hostOrder, name)
 	}
 	e.ctx, e.cancel = context.WithCancel(context.Background())
+	if e.opts.Notify != nil {
+		e.wg.Add(1)
+		go e.dispatchNotifications()
+	}
 	// Restore every known room's verified replica; nothing is downloaded.
 	var rooms []storedRoom
 	if err := st.View(func(tx Tx) error {
@@ -196,6 +206,11 @@ func Open(ctx context.Context, opts *Options) (*Engine, error) {
 				return nil, fmt.Errorf("engine: restoring room %s: %w", r.RoomID, err)
 			}
 		}
+	}
+	// Claims belong to MCP sessions, which end with the process.
+	if err := e.releaseClaims(""); err != nil {
+		e.Close()
+		return nil, err
 	}
 	if err := e.ReplayOutbox(ctx); err != nil && !errors.Is(err, ErrPendingOutbox) {
 		e.Close()
@@ -267,12 +282,16 @@ func (e *Engine) retryOutbox() {
 	}
 }
 
-// Close stops the subscriptions and closes the store.
+// Close stops the subscriptions, waits for an in-flight write and closes
+// the store. Calls made after Close fail.
 func (e *Engine) Close() error {
 	if e.cancel != nil {
 		e.cancel()
 	}
 	e.wg.Wait()
+	// Let an in-flight write finish its outbox bookkeeping first.
+	e.writeMu.Lock()
+	defer e.writeMu.Unlock()
 	return e.store.Close()
 }
 
@@ -289,25 +308,28 @@ func (e *Engine) EndSession(session string) {
 		}
 	}
 	e.mu.Unlock()
-	_ = e.store.Update(func(tx Tx) error {
-		var ids []string
+	if session != "" && e.releaseClaims(session) == nil {
+		e.wakeInbox()
+	}
+}
+
+// releaseClaims releases the inbox claims of a session ("" = every session).
+func (e *Engine) releaseClaims(session string) error {
+	return e.store.Update(func(tx Tx) error {
+		var claimed []*storedInbox
 		if err := tx.Scan(bPending, "", func(k string, raw []byte) error {
 			var it storedInbox
 			if err := unmarshalStored(raw, &it); err != nil {
 				return err
 			}
-			if it.ClaimedBy == session {
-				ids = append(ids, k)
+			if it.ClaimedBy != "" && (session == "" || it.ClaimedBy == session) {
+				claimed = append(claimed, &it)
 			}
 			return nil
 		}); err != nil {
 			return err
 		}
-		for _, id := range ids {
-			it, ok, err := getInbox(tx, id)
-			if err != nil || !ok {
-				continue
-			}
+		for _, it := range claimed {
 			it.ClaimedBy = ""
 			if err := putInbox(tx, it); err != nil {
 				return err
@@ -381,12 +403,43 @@ func clip(s string) string {
 	return strings.ToValidUTF8(s, "?")
 }
 
+// notify queues resource-updated URIs for Options.Notify. It never blocks
+// and never calls Notify itself: a dispatcher goroutine does, coalescing
+// repeats, so Notify runs under no engine lock and may call back in.
 func (e *Engine) notify(uris ...string) {
-	if e.opts.Notify == nil {
+	if e.opts.Notify == nil || len(uris) == 0 {
 		return
 	}
+	e.notifyMu.Lock()
+	if e.notifyPending == nil {
+		e.notifyPending = map[string]bool{}
+	}
 	for _, u := range uris {
-		e.opts.Notify(u)
+		e.notifyPending[u] = true
+	}
+	e.notifyMu.Unlock()
+	select {
+	case e.notifyKick <- struct{}{}:
+	default:
+	}
+}
+
+// dispatchNotifications delivers queued URIs until Close.
+func (e *Engine) dispatchNotifications() {
+	defer e.wg.Done()
+	for {
+		select {
+		case <-e.ctx.Done():
+			return
+		case <-e.notifyKick:
+		}
+		e.notifyMu.Lock()
+		batch := e.notifyPending
+		e.notifyPending = nil
+		e.notifyMu.Unlock()
+		for _, u := range slices.Sorted(maps.Keys(batch)) {
+			e.opts.Notify(u)
+		}
 	}
 }
 

@@ -136,12 +136,36 @@ func TestInteractionLoop(t *testing.T) {
 		t.Fatalf("timeline: %+v", tl)
 	}
 
+	// 3. Decide whether to speak: nobody else claimed the work.
+	if sl := must[*AgentStatusListResult](t)(bob.AgentStatusList(ctx, "b", AgentStatusListInput{RoomID: room})); len(sl.Statuses) != 0 {
+		t.Fatalf("statuses: %+v", sl.Statuses)
+	}
+	// 4. Announce long work; peers see it; seen_seq is the presented head.
+	as := must[*AgentStatusResult](t)(bob.AgentStatusSet(ctx, "b", AgentStatusSetInput{RoomID: room, State: "drafting", ClaimID: "review-6"}))
+	if as.Status.SeenSeq != tl.Sync.HeadSeq || as.Status.SeenHash != tl.Sync.HeadHash {
+		t.Fatalf("status: %+v", as.Status)
+	}
+	if sl := must[*AgentStatusListResult](t)(alice.AgentStatusList(ctx, "a", AgentStatusListInput{RoomID: room})); len(sl.Statuses) != 1 || sl.Statuses[0].ClaimID != "review-6" {
+		t.Fatalf("alice sees: %+v", sl.Statuses)
+	}
+
 	// 5. Write against what was seen: the default base is the presented head.
 	w := must[*WriteResult](t)(bob.SendMessage(ctx, "b", SendMessageInput{RoomID: room, Content: "Looking now."}))
 	if w.Status != StatusSent || w.Sync.HeadSeq != 4 {
 		t.Fatalf("reply: %+v", w)
 	}
+	// 7. Close the loop: ack, and clear the status.
 	mustAck(t, bob, "b", in.Items[0].ID)
+	must[*AgentStatusResult](t)(bob.AgentStatusSet(ctx, "b", AgentStatusSetInput{RoomID: room, State: "idle", ExpiresAt: time.Now().UnixMilli()}))
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		sl := must[*AgentStatusListResult](t)(alice.AgentStatusList(ctx, "a", AgentStatusListInput{RoomID: room}))
+		if len(sl.Statuses) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status not cleared: %+v", sl.Statuses)
+		}
+	}
 
 	// 6. The room moves while bob reasons: his next write is held.
 	hold := func(content string) *WriteResult {

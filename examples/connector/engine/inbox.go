@@ -73,8 +73,11 @@ func addInbox(tx Tx, it InboxItem) (bool, error) {
 }
 
 // inboxFromRecord creates the inbox items of one verified record (§4.2
-// table); the second result says the room state changed.
-func (e *Engine) inboxFromRecord(tx Tx, k roomKey, room *adp.Room, sr *storedRoom, rec *adp.Record) (bool, bool, error) {
+// table) and updates the room's local projections (active turn, join
+// request status); the second result says the room state changed. With
+// backfill set — the first sync of a room, which reads its past — only the
+// projections are updated: history is not news.
+func (e *Engine) inboxFromRecord(tx Tx, k roomKey, room *adp.Room, sr *storedRoom, rec *adp.Record, backfill bool) (bool, bool, error) {
 	ev := rec.Envelope.Event()
 	base := InboxItem{Host: k.host, RoomID: k.room, Seq: rec.Seq, EventID: rec.Envelope.Hash().String(),
 		Actor: ev.Actor.String(), CreatedAt: rec.ReceivedAt}
@@ -157,6 +160,12 @@ func (e *Engine) inboxFromRecord(tx Tx, k roomKey, room *adp.Room, sr *storedRoo
 		if json.Unmarshal(ev.Payload, &rv, json.RejectUnknownMembers(false)) == nil && rv.Request.Applicant == e.agent {
 			if rv.Decision == adp.DecisionApprove {
 				sr.JoinRequestStatus, sr.JoinApprovedRole = "approved", string(rv.Role)
+				// The applicant usually learns of the approval by polling
+				// its request (it cannot read the log yet): that local item,
+				// keyed by the request id, stands for this record too.
+				if _, ok, err := getInbox(tx, inboxID(k.host, k.room, KindJoinApproved, 0, rv.Request.ID)); err != nil || ok {
+					return false, false, err
+				}
 				it := base
 				it.Kind, it.Priority, it.RequiresResponse, it.Reason = KindJoinApproved, "high", true, "join_approved"
 				it.SuggestedTools = []string{"agent_protocols_room_join"}
@@ -197,6 +206,9 @@ func (e *Engine) inboxFromRecord(tx Tx, k roomKey, room *adp.Room, sr *storedRoo
 			it.SuggestedTools = []string{"agent_protocols_room_timeline"}
 			items = append(items, it)
 		}
+	}
+	if backfill {
+		return false, stateChanged, nil
 	}
 	added := false
 	for _, it := range items {

@@ -74,6 +74,10 @@ func TestInboxKinds(t *testing.T) {
 	if j.Status != "joined" || j.Member == nil || j.Member.Role != "speaker" {
 		t.Fatalf("join completion: %+v", j)
 	}
+	// The review record, read after joining, adds no second approval item.
+	if r := must[*InboxNextResult](t)(bob.InboxNext(ctx, "b", InboxNextInput{Kinds: []string{KindJoinApproved}})); len(r.Items) != 0 {
+		t.Fatalf("second approval item: %+v", r.Items)
+	}
 
 	// Turn, steer, watched custom type.
 	submit(t, alice, room, "turn.update", `{"turn_id":7,"speaker":"`+bob.AgentID().String()+`"}`)
@@ -144,6 +148,15 @@ func TestInboxDefer(t *testing.T) {
 		t.Fatalf("inbox: %+v", r)
 	}
 	id := r.Items[0].ID
+	// A claim hides the item from other sessions until its session ends.
+	must[*InboxNextResult](t)(bob.InboxNext(ctx, "s1", InboxNextInput{Claim: true}))
+	if r := must[*InboxNextResult](t)(bob.InboxNext(ctx, "s2", InboxNextInput{})); len(r.Items) != 0 {
+		t.Fatalf("claimed item shown to s2: %+v", r)
+	}
+	bob.EndSession("s1")
+	if r := must[*InboxNextResult](t)(bob.InboxNext(ctx, "s2", InboxNextInput{Claim: true})); len(r.Items) != 1 {
+		t.Fatalf("released item not shown to s2: %+v", r)
+	}
 	must[*InboxAckResult](t)(bob.InboxAck(ctx, "b", InboxAckInput{IDs: []string{id}, Action: AckDefer, DeferUntil: time.Now().Add(time.Hour).UnixMilli()}))
 	if r := must[*InboxNextResult](t)(bob.InboxNext(ctx, "b", InboxNextInput{Kinds: []string{KindMessageNew}})); len(r.Items) != 0 {
 		t.Fatalf("deferred item returned: %+v", r)
@@ -194,5 +207,66 @@ func TestJoinAfterRejection(t *testing.T) {
 	}
 	if j2.Status != "approval_required" || r2.Status != "pending" || r2.Request.ID == r1.Request.ID {
 		t.Fatalf("second join: %s after %s", j2.JoinRequest, j1.JoinRequest)
+	}
+}
+
+// TestHistoryIsNotNews: opening a room reads its past without turning it
+// into inbox items (an old mention included); what follows does.
+func TestHistoryIsNotNews(t *testing.T) {
+	_, srv := testHost(t)
+	ctx := ctxT(t)
+	alice := openTest(t, t.TempDir(), testKey(t, "alice"), srv.URL)
+	defer alice.Close()
+	room := createRoom(t, alice, srv.URL)
+	carol := testKey(t, "carol").AgentID().String()
+	for range 3 {
+		must[*WriteResult](t)(alice.SendMessage(ctx, "a", SendMessageInput{RoomID: room, Content: "old", Mentions: []string{carol}, OnHeadMismatch: OnMismatchSendAnyway}))
+	}
+	c := openTest(t, t.TempDir(), testKey(t, "carol"), srv.URL)
+	defer c.Close()
+	must[*RoomOpenResult](t)(c.RoomOpen(ctx, "c", RoomOpenInput{Host: srv.URL, RoomID: room}))
+	if p := must[[]InboxItem](t)(c.InboxPending(ctx)); len(p) != 0 {
+		t.Fatalf("history became inbox items: %+v", p)
+	}
+	must[*RoomJoinResult](t)(c.Join(ctx, "c", RoomJoinInput{RoomID: room, Role: "observer"}))
+	if p := must[[]InboxItem](t)(c.InboxPending(ctx)); len(p) != 0 {
+		t.Fatalf("joining made inbox items: %+v", p)
+	}
+	must[*WriteResult](t)(alice.SendMessage(ctx, "a", SendMessageInput{RoomID: room, Content: "new", Mentions: []string{carol}, OnHeadMismatch: OnMismatchSendAnyway}))
+	if it := waitInbox(t, c, "c", KindMention); it.Seq != 6 {
+		t.Fatalf("new mention: %+v", it)
+	}
+}
+
+// TestUnreadCursor: unread counts follow the read cursor; mark_read with a
+// type filter covers only what it returned.
+func TestUnreadCursor(t *testing.T) {
+	_, srv := testHost(t)
+	ctx := ctxT(t)
+	alice := openTest(t, t.TempDir(), testKey(t, "alice"), srv.URL)
+	defer alice.Close()
+	bob := openTest(t, t.TempDir(), testKey(t, "bob"), srv.URL)
+	defer bob.Close()
+	room := createRoom(t, alice, srv.URL)
+	must[*RoomJoinResult](t)(bob.Join(ctx, "b", RoomJoinInput{Host: srv.URL, RoomID: room, Role: "speaker"}))
+	say(t, alice, room, "a")
+	say(t, alice, room, "b")
+	say(t, bob, room, "mine")
+	waitSynced(t, bob, room, 5)
+	st := must[*RoomStateResult](t)(bob.RoomState(ctx, "b", RoomStateInput{RoomID: room}))
+	if st.Sync.UnreadCount != 2 {
+		t.Fatalf("unread %d, want 2 (own messages do not count)", st.Sync.UnreadCount)
+	}
+	tl := must[*TimelineResult](t)(bob.Timeline(ctx, "b", TimelineInput{RoomID: room, Types: []string{"room.join"}, MarkRead: true}))
+	if len(tl.Items) != 1 || tl.Sync.UnreadCount != 2 {
+		t.Fatalf("filtered mark_read: %d items, unread %d", len(tl.Items), tl.Sync.UnreadCount)
+	}
+	tl = must[*TimelineResult](t)(bob.Timeline(ctx, "b", TimelineInput{RoomID: room, UnreadOnly: true, MarkRead: true, Limit: 1}))
+	if len(tl.Items) != 1 || tl.Items[0].Summary != "a" || tl.Sync.UnreadCount != 1 {
+		t.Fatalf("first unread page: %+v", tl)
+	}
+	mr := must[*MarkReadResult](t)(bob.MarkRead(ctx, MarkReadInput{RoomID: room, ThroughSeq: 1000}))
+	if mr.ReadSeq != 5 || mr.UnreadCount != 0 {
+		t.Fatalf("mark read: %+v", mr)
 	}
 }

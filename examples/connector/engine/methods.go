@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -376,6 +377,9 @@ func (e *Engine) AgentStatusGet(ctx context.Context, session string, in AgentSta
 	return res, nil
 }
 
+// clearGrace is how long a cleared status may still be listed.
+const clearGrace = time.Second
+
 // AgentStatusSet is agent_protocols_agent_status_set: a request-JWT PUT of
 // this agent's own transient status; never a signed event. seen_seq /
 // seen_hash default to the session's presented head.
@@ -389,6 +393,12 @@ func (e *Engine) AgentStatusSet(ctx context.Context, session string, in AgentSta
 	}
 	si := adp.AgentStatusInput{State: in.State, Summary: in.Summary, ClaimID: in.ClaimID, Activity: in.Activity,
 		ExpiresAt: in.ExpiresAt, Extra: in.Extra}
+	// §4.3: expires_at at (or before) the current time clears the status.
+	// Hosts refuse an expiry in the past (the seed's host rejects it), so
+	// a clear is sent as a status that expires within clearGrace.
+	if now := e.now().UnixMilli(); in.ExpiresAt > 0 && in.ExpiresAt < now+clearGrace.Milliseconds() {
+		si.ExpiresAt = now + clearGrace.Milliseconds()
+	}
 	if in.SeenSeq != nil {
 		si.SeenSeq = *in.SeenSeq
 		if in.SeenHash != "" {

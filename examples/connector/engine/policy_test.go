@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/adp/adptest"
+	"github.com/agentprotocols/go-sdk/identity"
 	"github.com/agentprotocols/go-sdk/packs"
 )
 
@@ -163,11 +165,19 @@ func TestRestartResumes(t *testing.T) {
 	_ = m
 	must[*WriteResult](t)(alice.SendMessage(ctx, "a", SendMessageInput{RoomID: room, Content: "@bob", Mentions: []string{bob.AgentID().String()}, OnHeadMismatch: OnMismatchSendAnyway}))
 	waitSynced(t, bob, room, 9)
-	before := must[*InboxNextResult](t)(bob.InboxNext(ctx, "b", InboxNextInput{Kinds: []string{KindMention}}))
+	before := must[*InboxNextResult](t)(bob.InboxNext(ctx, "b", InboxNextInput{Kinds: []string{KindMention}, Claim: true}))
 	if len(before.Items) != 1 {
 		t.Fatalf("inbox before restart: %+v", before)
 	}
 	say(t, bob, room, "on it")
+	// A draft held when the process stops survives it.
+	seen := must[*RoomStateResult](t)(bob.RoomState(ctx, "b", RoomStateInput{RoomID: room}))
+	say(t, alice, room, "meanwhile")
+	waitSynced(t, bob, room, seen.Sync.SyncedSeq+1)
+	held := must[*WriteResult](t)(bob.SendMessage(ctx, "b", SendMessageInput{RoomID: room, Content: "held across restart"}))
+	if held.Status != StatusHeld {
+		t.Fatalf("not held: %+v", held)
+	}
 	nonce := storedNonce(t, bob)
 	bob.Close()
 
@@ -176,20 +186,25 @@ func TestRestartResumes(t *testing.T) {
 	ct := &countingTransport{}
 	bob = openTest(t, dir, testKey(t, "bob"), srv.URL, func(o *Options) { o.HTTPClient = &http.Client{Transport: ct}; o.SnapshotEvery = 4 })
 	defer bob.Close()
-	waitSynced(t, bob, room, 11)
+	waitSynced(t, bob, room, 12)
 	if n := ct.count("after_seq=0"); n != 0 {
 		t.Fatalf("restart downloaded the history from the start (%d requests): %v", n, ct.urls)
 	}
-	if n := ct.count("after_seq=10"); n == 0 {
-		t.Fatalf("restart did not resume after the stored record 10: %v", ct.urls)
+	if n := ct.count("after_seq=11"); n == 0 {
+		t.Fatalf("restart did not resume after the stored record 11: %v", ct.urls)
 	}
-	after := must[*InboxNextResult](t)(bob.InboxNext(ctx, "b", InboxNextInput{Kinds: []string{KindMention}}))
+	// Claims end with the process that made them: a new session sees it.
+	after := must[*InboxNextResult](t)(bob.InboxNext(ctx, "b2", InboxNextInput{Kinds: []string{KindMention}}))
 	if len(after.Items) != 1 || after.Items[0].ID != before.Items[0].ID {
 		t.Fatalf("inbox after restart: %+v, want the same item %s", after, before.Items[0].ID)
 	}
 	tl := must[*TimelineResult](t)(bob.Timeline(ctx, "b2", TimelineInput{RoomID: room, AfterSeq: ptr(int64(9))}))
-	if len(tl.Items) != 2 || tl.Items[1].Summary != "while you were away" || tl.Sync.HeadSeq != 11 {
+	if len(tl.Items) != 3 || tl.Items[2].Summary != "while you were away" || tl.Sync.HeadSeq != 12 {
 		t.Fatalf("timeline after restart: %+v", tl)
+	}
+	d := must[*DraftGetResult](t)(bob.DraftGet(ctx, "b2", held.Draft.ID))
+	if c := must[*WriteResult](t)(bob.DraftCommit(ctx, "b2", DraftCommitInput{DraftID: d.Draft.ID, Action: ActionSendAsIs})); c.Status != StatusSent {
+		t.Fatalf("draft after restart: %+v", c)
 	}
 	w := must[*WriteResult](t)(bob.SendMessage(ctx, "b2", SendMessageInput{RoomID: room, Content: "back"}))
 	if w.Status != StatusSent {
@@ -353,4 +368,68 @@ func TestStoreStrict(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// tamperingHost rewrites history pages of an allowlisted host.
+type tamperingHost struct {
+	h        http.Handler
+	old, new string
+	on       atomic.Bool
+}
+
+func (th *tamperingHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !th.on.Load() || r.Method != http.MethodGet || !strings.HasSuffix(r.URL.Path, "/events") {
+		th.h.ServeHTTP(w, r)
+		return
+	}
+	rec := httptest.NewRecorder()
+	th.h.ServeHTTP(rec, r)
+	body := strings.ReplaceAll(rec.Body.String(), th.old, th.new)
+	for k, v := range rec.Header() {
+		w.Header()[k] = v
+	}
+	w.Header().Del("Content-Length")
+	w.WriteHeader(rec.Code)
+	io.WriteString(w, body)
+}
+
+// TestForgedHistoryNotStored: an allowlisted host that alters a record
+// gets an error, and nothing of the forged history is stored or shown.
+func TestForgedHistoryNotStored(t *testing.T) {
+	srv := httptest.NewUnstartedServer(nil)
+	o, err := identity.ParseOrigin("http://"+srv.Listener.Addr().String(), &identity.OriginOptions{AllowLoopbackHTTP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := adptest.New(context.Background(), &adptest.Options{Origin: o, RateLimits: adptest.Unlimited()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	th := &tamperingHost{h: h, old: "genuine words", new: "forged words!"}
+	srv.Config.Handler = th
+	srv.Start()
+	defer srv.Close()
+	ctx := ctxT(t)
+	alice := openTest(t, t.TempDir(), testKey(t, "alice"), srv.URL)
+	defer alice.Close()
+	room := createRoom(t, alice, srv.URL)
+	say(t, alice, room, "genuine words")
+	th.on.Store(true)
+	bob := openTest(t, t.TempDir(), testKey(t, "bob"), srv.URL)
+	defer bob.Close()
+	if _, err := bob.RoomOpen(ctx, "b", RoomOpenInput{Host: srv.URL, RoomID: room}); !errors.Is(err, adp.ErrInvalidRecord) {
+		t.Fatalf("open over a forged history: %v", err)
+	}
+	var recs int
+	bob.store.View(func(tx Tx) error { return tx.Scan(bRecords, "", func(string, []byte) error { recs++; return nil }) })
+	if recs != 0 {
+		t.Fatalf("%d records stored from a forged history", recs)
+	}
+	if tl, err := bob.Timeline(ctx, "b", TimelineInput{RoomID: room}); err == nil {
+		for _, it := range tl.Items {
+			if strings.Contains(it.Summary, "forged") {
+				t.Fatalf("forged content shown: %+v", it)
+			}
+		}
+	}
 }

@@ -189,20 +189,39 @@ func (e *Engine) ingest(ctx context.Context, k roomKey, h *hostState, recs []*ad
 // ingestDrop is ingest that also removes an outbox entry (the write whose
 // record is being ingested) in the same transaction.
 func (e *Engine) ingestDrop(ctx context.Context, k roomKey, h *hostState, recs []*adp.Record, outboxID string) error {
-	r := e.rt(k)
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	var uris []string
+	err := func() error {
+		r := e.rt(k)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		var err error
+		uris, err = e.ingestLocked(ctx, k, h, recs, outboxID)
+		return err
+	}()
+	// Notify and wake outside the room lock: Notify may call back in.
+	for _, u := range uris {
+		if u == URIInboxPending {
+			e.wakeInbox()
+		}
+	}
+	e.notify(uris...)
+	return err
+}
+
+// ingestLocked is ingestDrop under the room's ingest lock; it returns the
+// resource URIs whose state changed.
+func (e *Engine) ingestLocked(ctx context.Context, k roomKey, h *hostState, recs []*adp.Record, outboxID string) ([]string, error) {
 	var synced int64
 	if err := e.store.View(func(tx Tx) error {
 		sr, err := loadRoom(tx, k)
 		synced = sr.SyncedSeq
 		return err
 	}); err != nil {
-		return err
+		return nil, err
 	}
 	room := h.client.Verified(k.room)
 	if room == nil {
-		return nil
+		return nil, nil
 	}
 	var add []*adp.Record
 	next := synced + 1
@@ -218,7 +237,7 @@ func (e *Engine) ingestDrop(ctx context.Context, k roomKey, h *hostState, recs [
 		}
 		for rec, err := range h.client.Events(ctx, k.room, next-1) {
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if rec.Seq == next {
 				add = append(add, rec)
@@ -228,9 +247,9 @@ func (e *Engine) ingestDrop(ctx context.Context, k roomKey, h *hostState, recs [
 	}
 	if len(add) == 0 && synced != 0 {
 		if outboxID != "" {
-			return e.dropOutbox(outboxID)
+			return nil, e.dropOutbox(outboxID)
 		}
-		return nil
+		return nil, nil
 	}
 	head := room.Head()
 	every := int64(e.opts.SnapshotEvery)
@@ -253,7 +272,7 @@ func (e *Engine) ingestDrop(ctx context.Context, k roomKey, h *hostState, recs [
 			if err := tx.Put(bRecords, reckey(k.host, k.room, rec.Seq), jsontext.Value(rec.AppendJSON(nil))); err != nil {
 				return err
 			}
-			n, sc, err := e.inboxFromRecord(tx, k, room, sr, rec)
+			n, sc, err := e.inboxFromRecord(tx, k, room, sr, rec, synced == 0)
 			if err != nil {
 				return err
 			}
@@ -280,19 +299,19 @@ func (e *Engine) ingestDrop(ctx context.Context, k roomKey, h *hostState, recs [
 		return tx.Put(bRooms, rkey(k.host, k.room), sr)
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var uris []string
 	if len(add) > 0 {
-		e.notify(RoomURI(k.room, "timeline"), RoomURI(k.room))
+		uris = append(uris, RoomURI(k.room, "timeline"), RoomURI(k.room))
 		if changedState {
-			e.notify(RoomURI(k.room, "members"), RoomURI(k.room, "types"))
+			uris = append(uris, RoomURI(k.room, "members"), RoomURI(k.room, "types"))
 		}
 	}
 	if newInbox {
-		e.notify(URIInboxPending)
-		e.wakeInbox()
+		uris = append(uris, URIInboxPending)
 	}
-	return nil
+	return uris, nil
 }
 
 // syncState computes SyncState from the durable state and the replica.
@@ -599,8 +618,18 @@ func (e *Engine) Timeline(ctx context.Context, session string, in TimelineInput)
 			n := maxSeq
 			res.NextAfterSeq = &n
 		}
-		if in.MarkRead && maxSeq > sr.ReadSeq {
-			sr.ReadSeq = maxSeq
+		// mark_read covers what was returned; records skipped by a type or
+		// actor filter stay unread, while those unread_only skipped are
+		// not unread content anyway.
+		markSeq := maxSeq
+		if len(in.Types) > 0 || len(in.Actors) > 0 {
+			markSeq = 0
+			if n := len(res.Items); n > 0 {
+				markSeq = res.Items[n-1].Seq
+			}
+		}
+		if in.MarkRead && markSeq > sr.ReadSeq {
+			sr.ReadSeq = markSeq
 			if sr.Unread, err = e.unreadCount(tx, k, sr.ReadSeq); err != nil {
 				return err
 			}
@@ -678,10 +707,14 @@ func (e *Engine) membershipLost(ctx context.Context, k roomKey, h *hostState, ca
 	if !errors.Is(cause, adp.ErrMembershipRequired) {
 		return
 	}
-	if room := h.client.Verified(k.room); room != nil {
-		if m, ok := room.Member(e.agent); ok && m.Status != adp.MemberActive {
-			return // we left or were removed: already recorded
-		}
+	// Only a membership the verified state shows active can be lost; a
+	// reader who never joined (or already left) has nothing to report.
+	room := h.client.Verified(k.room)
+	if room == nil {
+		return
+	}
+	if m, ok := room.Member(e.agent); !ok || m.Status != adp.MemberActive {
+		return
 	}
 	var added bool
 	_ = e.store.Update(func(tx Tx) error {

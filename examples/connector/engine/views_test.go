@@ -1,11 +1,14 @@
 package engine
 
 import (
+	"context"
 	stdjson "encoding/json"
 	"maps"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
 )
@@ -114,4 +117,61 @@ func TestViewShapes(t *testing.T) {
 	}
 	wantKeys(t, "identity", id, "agent_id public_key profiles hosts")
 	wantKeys(t, "AgentProtocolsHost", id.Hosts[0], "host label allowed features profile_service last_checked_at")
+}
+
+// TestSummaryBound: a summary of hostile room content is bounded and
+// stays valid UTF-8 wherever the cut falls.
+func TestSummaryBound(t *testing.T) {
+	for _, s := range []string{strings.Repeat("é", 40000), strings.Repeat("a", 279) + "€€€", strings.Repeat("𝄞", 1000)} {
+		got := summarize(s)
+		if len(got) > 280+len("…") || !utf8.ValidString(got) || !strings.HasSuffix(got, "…") {
+			t.Fatalf("summary of %d bytes: %d bytes, valid %v", len(s), len(got), utf8.ValidString(got))
+		}
+	}
+	if summarize("short") != "short" {
+		t.Fatal("short text changed")
+	}
+}
+
+// TestNotify: resource-updated URIs arrive for the inbox, the timeline and
+// held drafts, and Notify may call back into the engine.
+func TestNotify(t *testing.T) {
+	_, srv := testHost(t)
+	ctx := ctxT(t)
+	alice := openTest(t, t.TempDir(), testKey(t, "alice"), srv.URL)
+	defer alice.Close()
+	room := createRoom(t, alice, srv.URL)
+	got := make(chan string, 100)
+	var bob *Engine
+	bob = openTest(t, t.TempDir(), testKey(t, "bob"), srv.URL, func(o *Options) {
+		o.Notify = func(uri string) {
+			if uri == URIInboxPending {
+				if _, err := bob.InboxPending(context.Background()); err != nil { // calling back in is fine
+					t.Error(err)
+				}
+			}
+			select {
+			case got <- uri:
+			default:
+			}
+		}
+	})
+	defer bob.Close()
+	must[*RoomJoinResult](t)(bob.Join(ctx, "b", RoomJoinInput{Host: srv.URL, RoomID: room, Role: "speaker"}))
+	must[*RoomStateResult](t)(bob.RoomState(ctx, "b", RoomStateInput{RoomID: room}))
+	say(t, alice, room, "hello")
+	waitSynced(t, bob, room, 3)
+	if r := must[*WriteResult](t)(bob.SendMessage(ctx, "b", SendMessageInput{RoomID: room, Content: "held"})); r.Status != StatusHeld {
+		t.Fatalf("not held: %+v", r)
+	}
+	want := map[string]bool{URIInboxPending: true, RoomURI(room, "timeline"): true, RoomURI(room): true, URIDraftsHeld: true}
+	timeout := time.After(10 * time.Second)
+	for len(want) > 0 {
+		select {
+		case u := <-got:
+			delete(want, u)
+		case <-timeout:
+			t.Fatalf("never notified: %v", want)
+		}
+	}
 }
