@@ -1,0 +1,140 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+
+	"github.com/agentprotocols/go-sdk/examples/connector/engine"
+	"github.com/agentprotocols/go-sdk/internal/strictjson"
+)
+
+// Config is the operator's connector configuration: a JSON file that only
+// the operator edits. Agents have no tool that changes it (§4.3, §6).
+// Relative paths are relative to the config file's directory.
+type Config struct {
+	// KeyFile is the key store: an age (scrypt) encrypted Ed25519 seed.
+	KeyFile string `json:"key_file,omitempty"`
+	// KeyUnencryptedDev marks KeyFile as an unencrypted development key
+	// (keygen --unencrypted-dev). Never for real identities.
+	KeyUnencryptedDev bool `json:"key_unencrypted_dev,omitempty"`
+	// PassphraseEnv names the environment variable holding the key file
+	// passphrase (default AGENT_PROTOCOLS_PASSPHRASE). The passphrase is
+	// never read from stdin: over stdio that is the MCP channel.
+	PassphraseEnv string `json:"passphrase_env,omitempty"`
+	// StateDir holds the connector's durable state (one process at a time).
+	StateDir string `json:"state_dir,omitempty"`
+	// TokenFile holds the --http bearer token (created 0600 on first run).
+	TokenFile string `json:"token_file,omitempty"`
+	// Hosts is the host allowlist: the only hosts the connector signs for.
+	Hosts []engine.HostConfig `json:"hosts"`
+	// Profiles are the active Agent ID's profile service URLs.
+	Profiles []string `json:"profiles,omitempty"`
+	// Watch lists custom event types that create room.event.custom items.
+	Watch []string `json:"watch,omitempty"`
+	// AllowLoopbackHTTP admits http://127.0.0.1 hosts (local development).
+	AllowLoopbackHTTP bool `json:"allow_loopback_http,omitempty"`
+	// WritesPerMinute limits signed writes (0: the engine's default).
+	WritesPerMinute int `json:"writes_per_minute,omitempty"`
+
+	dir string // the config file's directory
+}
+
+const (
+	configDirName        = "agent-protocols-connector"
+	defaultPassphraseEnv = "AGENT_PROTOCOLS_PASSPHRASE"
+)
+
+// defaultConfigPath is connector.json under the user config directory
+// (for example ~/.config/agent-protocols-connector/ on Linux).
+func defaultConfigPath() (string, error) {
+	d, err := os.UserConfigDir()
+	if err != nil {
+		return "", fmt.Errorf("no user config directory (%v); pass --config", err)
+	}
+	return filepath.Join(d, configDirName, "connector.json"), nil
+}
+
+// loadConfig reads and checks the config at path. A missing file is an
+// error unless allowMissing (keygen creates it).
+func loadConfig(path string, allowMissing bool) (*Config, error) {
+	c := &Config{dir: filepath.Dir(path)}
+	b, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && allowMissing:
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("config %s does not exist; run `connector keygen` to create it, then add hosts", path)
+	case err != nil:
+		return nil, fmt.Errorf("config %s is unreadable: %v", path, err)
+	default:
+		if len(b) > 1<<20 {
+			return nil, fmt.Errorf("config %s: larger than 1 MiB", path)
+		}
+		if err := strictjson.Unmarshal(b, c); err != nil {
+			return nil, fmt.Errorf("config %s is not a valid connector config: %v", path, err)
+		}
+	}
+	if c.KeyFile == "" {
+		c.KeyFile = "key.age"
+	}
+	if c.StateDir == "" {
+		c.StateDir = "state"
+	}
+	if c.TokenFile == "" {
+		c.TokenFile = "http-token"
+	}
+	if c.PassphraseEnv == "" {
+		c.PassphraseEnv = defaultPassphraseEnv
+	}
+	for _, p := range []*string{&c.KeyFile, &c.StateDir, &c.TokenFile} {
+		if !filepath.IsAbs(*p) {
+			*p = filepath.Join(c.dir, *p)
+		}
+	}
+	for i, h := range c.Hosts {
+		u, err := url.Parse(h.Host)
+		if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") || u.Path != "" && u.Path != "/" {
+			return nil, fmt.Errorf("config %s: hosts[%d].host %q: want an origin such as https://api.example", path, i, h.Host)
+		}
+	}
+	return c, nil
+}
+
+// save writes a new config file (0600; never overwrites).
+func (c *Config) save(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	b, err := marshalIndent(c)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// loadKey opens the key store named by the config, with an error that
+// says what to do when there is no key.
+func (c *Config) loadKey() (*engine.Key, error) {
+	if _, err := os.Stat(c.KeyFile); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no key at %s; run `connector keygen` first", c.KeyFile)
+	}
+	if c.KeyUnencryptedDev {
+		return engine.LoadKeyFileUnencryptedDev(c.KeyFile)
+	}
+	k, err := engine.LoadKeyFile(c.KeyFile, engine.PassphraseEnv(c.PassphraseEnv))
+	if err != nil {
+		return nil, fmt.Errorf("key %s: %w", c.KeyFile, err)
+	}
+	return k, nil
+}

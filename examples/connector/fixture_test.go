@@ -1,0 +1,252 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentprotocols/go-sdk/adp/adptest"
+	"github.com/agentprotocols/go-sdk/examples/connector/engine"
+)
+
+// testHost is an adptest host on a loopback httptest server.
+type testHost struct {
+	host *adptest.Host
+	url  string
+}
+
+func newTestHost(t testing.TB, opts *adptest.Options) *testHost {
+	t.Helper()
+	h, srv := adptest.NewServer(t, opts)
+	return &testHost{host: h, url: srv.URL}
+}
+
+// connector is one connector (engine + MCP server) and one in-memory MCP
+// client session driving it, as an agent's MCP client would.
+type connector struct {
+	t       testing.TB
+	name    string
+	eng     *engine.Engine
+	srv     *Server
+	client  *mcp.ClientSession
+	updates chan string // resources/updated URIs this client received
+	agentID string
+}
+
+type connectorOptions struct {
+	hosts []engine.HostConfig
+	dir   string
+}
+
+// seedFor derives a fixed key seed from a name, so transcripts are stable.
+func seedFor(name string) []byte {
+	s := sha256.Sum256([]byte("connector test key " + name))
+	return s[:]
+}
+
+// newConnector opens an engine for name against hosts and connects an
+// in-memory MCP client to its server.
+func newConnector(t testing.TB, name string, hosts ...*testHost) *connector {
+	t.Helper()
+	var hc []engine.HostConfig
+	for _, h := range hosts {
+		hc = append(hc, engine.HostConfig{Host: h.url, Label: "adptest"})
+	}
+	return newConnectorWith(t, name, &connectorOptions{hosts: hc})
+}
+
+func newConnectorWith(t testing.TB, name string, o *connectorOptions) *connector {
+	t.Helper()
+	ctx := context.Background()
+	dir := o.dir
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	keyPath := filepath.Join(dir, "key.dev")
+	if _, err := engine.ImportKeyFileUnencryptedDev(keyPath, seedFor(name)); err != nil {
+		t.Fatalf("%s: key: %v", name, err)
+	}
+	k, err := engine.LoadKeyFileUnencryptedDev(keyPath)
+	if err != nil {
+		t.Fatalf("%s: key: %v", name, err)
+	}
+	n := NewNotifier()
+	eng, err := engine.Open(ctx, &engine.Options{
+		Dir:               filepath.Join(dir, "state"),
+		Key:               k,
+		Hosts:             o.hosts,
+		AllowLoopbackHTTP: true,
+		WritesPerMinute:   -1,
+		Notify:            n.Notify,
+	})
+	if err != nil {
+		t.Fatalf("%s: engine: %v", name, err)
+	}
+	srv, err := NewServer(eng, nil)
+	if err != nil {
+		t.Fatalf("%s: server: %v", name, err)
+	}
+	nctx, cancel := context.WithCancel(ctx)
+	go n.Run(nctx, srv.MCP())
+	c := &connector{t: t, name: name, eng: eng, srv: srv, updates: make(chan string, 1024), agentID: k.AgentID().String()}
+	c.client = connectClient(t, srv, c.updates)
+	t.Cleanup(func() {
+		c.client.Close()
+		cancel()
+		eng.Close()
+	})
+	return c
+}
+
+// connectClient connects a new in-memory client session to srv (server
+// side first, as the go-sdk requires), pinned to the 2025-11-25 protocol
+// the connector spec names.
+func connectClient(t testing.TB, srv *Server, updates chan string) *mcp.ClientSession {
+	t.Helper()
+	ctx := context.Background()
+	st, ct := mcp.NewInMemoryTransports()
+	if _, err := srv.MCP().Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	cl := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, &mcp.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
+			if updates != nil {
+				select {
+				case updates <- r.Params.URI:
+				default:
+				}
+			}
+		},
+	})
+	cs, err := cl.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// callRaw calls a tool and returns the raw result and the JSON-RPC error.
+func (c *connector) callRaw(tool string, args any) (*mcp.CallToolResult, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return c.client.CallTool(ctx, &mcp.CallToolParams{Name: toolPrefix + tool, Arguments: args})
+}
+
+// call calls a tool that must succeed and decodes its structured content.
+func (c *connector) call(tool string, args any) map[string]any {
+	c.t.Helper()
+	res, err := c.callRaw(tool, args)
+	if err != nil {
+		c.t.Fatalf("%s: %s: JSON-RPC error: %v", c.name, tool, err)
+	}
+	m := structured(c.t, res)
+	if res.IsError {
+		c.t.Fatalf("%s: %s: isError: %v", c.name, tool, m)
+	}
+	return m
+}
+
+// callErr calls a tool that must be refused with an isError result and
+// returns its protocol code.
+func (c *connector) callErr(tool string, args any) (code string, m map[string]any) {
+	c.t.Helper()
+	res, err := c.callRaw(tool, args)
+	if err != nil {
+		c.t.Fatalf("%s: %s: want an isError result, got JSON-RPC error %v", c.name, tool, err)
+	}
+	m = structured(c.t, res)
+	if !res.IsError {
+		c.t.Fatalf("%s: %s: want isError, got %v", c.name, tool, m)
+	}
+	code, _ = m["code"].(string)
+	return code, m
+}
+
+func structured(t testing.TB, res *mcp.CallToolResult) map[string]any {
+	t.Helper()
+	var m map[string]any
+	b, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("structuredContent %s: %v", b, err)
+	}
+	// §5: the one text item carries the same JSON.
+	if len(res.Content) != 1 {
+		t.Fatalf("want one content item, got %d", len(res.Content))
+	}
+	tc, ok := res.Content[0].(*mcp.TextContent)
+	if !ok {
+		t.Fatalf("content[0] is %T", res.Content[0])
+	}
+	var m2 map[string]any
+	if err := json.Unmarshal([]byte(tc.Text), &m2); err != nil {
+		t.Fatalf("text content is not the JSON result: %v", err)
+	}
+	return m
+}
+
+// get walks a decoded JSON value by keys and array indexes ("items.0.kind").
+func get(v any, path string) any {
+	for _, p := range strings.Split(path, ".") {
+		switch x := v.(type) {
+		case map[string]any:
+			v = x[p]
+		case []any:
+			i := 0
+			for _, ch := range p {
+				i = i*10 + int(ch-'0')
+			}
+			if i >= len(x) {
+				return nil
+			}
+			v = x[i]
+		default:
+			return nil
+		}
+	}
+	return v
+}
+
+func num(v any) int64 {
+	f, _ := v.(float64)
+	return int64(f)
+}
+
+// createRoom has c create an active public room on h through the tool
+// and returns its room_id.
+func createRoom(t testing.TB, c *connector, h *testHost, visibility string) string {
+	t.Helper()
+	now := time.Now().UnixMilli()
+	res := c.call("room_create", map[string]any{
+		"host": h.url, "topic": "Which signature scheme?", "visibility": visibility,
+		"start_time": now - 60_000, "end_time": now + 3_600_000,
+		"agenda": "Pick one.", "tags": []string{"crypto"},
+	})
+	id, _ := get(res, "room.room_id").(string)
+	if id == "" || get(res, "sync.head_hash") == "" || get(res, "envelope") == nil {
+		t.Fatalf("room_create: %v", res)
+	}
+	return id
+}
+
+// waitInbox long-polls inbox_next until an item of kind arrives.
+func waitInbox(t testing.TB, c *connector, roomID, kind string) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		res := c.call("inbox_next", map[string]any{"room_id": roomID, "kinds": []string{kind}, "wait_ms": 2000})
+		if items, _ := res["items"].([]any); len(items) > 0 {
+			return items[0].(map[string]any)
+		}
+	}
+	t.Fatalf("%s: no %s inbox item", c.name, kind)
+	return nil
+}

@@ -1,0 +1,279 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentprotocols/go-sdk/examples/connector/engine"
+)
+
+const testToken = "test-token-0123456789abcdef"
+
+// serveHTTP serves c's MCP server over the guarded Streamable HTTP
+// handler on a loopback listener.
+func serveHTTP(t *testing.T, c *connector) *httptest.Server {
+	t.Helper()
+	ts := httptest.NewServer(httpHandler(c.srv, testToken))
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+
+// TestHTTPGuard pins §3: the loopback endpoint refuses a missing or wrong
+// bearer token, a foreign Origin and a rebinding Host, and serves the
+// right request.
+func TestHTTPGuard(t *testing.T) {
+	h := newTestHost(t, nil)
+	c := newConnector(t, "http", h)
+	ts := serveHTTP(t, c)
+	port := ts.Listener.Addr().String()[strings.LastIndex(ts.Listener.Addr().String(), ":"):]
+
+	for _, tc := range []struct {
+		name   string
+		mutate func(r *http.Request)
+		want   int
+	}{
+		{"ok", func(r *http.Request) {}, http.StatusOK},
+		{"ok localhost Host and Origin", func(r *http.Request) {
+			r.Host = "localhost" + port
+			r.Header.Set("Origin", "http://localhost"+port)
+		}, http.StatusOK},
+		{"lower-case scheme", func(r *http.Request) { r.Header.Set("Authorization", "bearer "+testToken) }, http.StatusOK},
+		{"missing bearer", func(r *http.Request) { r.Header.Del("Authorization") }, http.StatusUnauthorized},
+		{"wrong bearer", func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+testToken+"x") }, http.StatusUnauthorized},
+		{"empty bearer", func(r *http.Request) { r.Header.Set("Authorization", "Bearer ") }, http.StatusUnauthorized},
+		{"token prefix", func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+testToken[:10]) }, http.StatusUnauthorized},
+		{"basic instead of bearer", func(r *http.Request) { r.SetBasicAuth("a", testToken) }, http.StatusUnauthorized},
+		{"foreign Origin", func(r *http.Request) { r.Header.Set("Origin", "https://evil.example") }, http.StatusForbidden},
+		{"null Origin", func(r *http.Request) { r.Header.Set("Origin", "null") }, http.StatusForbidden},
+		{"rebinding Host", func(r *http.Request) { r.Host = "evil.example" + port }, http.StatusForbidden},
+		{"rebinding Host with localhost suffix", func(r *http.Request) { r.Host = "localhost.evil.example" + port }, http.StatusForbidden},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest("POST", ts.URL, strings.NewReader(initBody))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Authorization", "Bearer "+testToken)
+			tc.mutate(req)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Fatalf("status %d, want %d", resp.StatusCode, tc.want)
+			}
+		})
+	}
+}
+
+// bearer adds the Authorization header, as an MCP client configured with
+// a bearer header for a remote server does.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+// TestHTTPStreamableClient drives the connector over --http with the
+// go-sdk's Streamable HTTP client and a bearer header: tools/list, a tool
+// call, a protocol rejection (isError with its code) and a malformed call
+// (a JSON-RPC error) — never the other way round.
+func TestHTTPStreamableClient(t *testing.T) {
+	h := newTestHost(t, nil)
+	c := newConnector(t, "http-client", h)
+	ts := serveHTTP(t, c)
+	ctx := context.Background()
+
+	cl := mcp.NewClient(&mcp.Implementation{Name: "agentd-like", Version: "1"}, nil)
+	cs, err := cl.Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint:   ts.URL,
+		HTTPClient: &http.Client{Transport: bearer{testToken, http.DefaultTransport}},
+		MaxRetries: -1,
+	}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tools.Tools) != 27 {
+		t.Fatalf("%d tools over HTTP", len(tools.Tools))
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: toolPrefix + "identity_current", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("identity_current: %v %v", err, res)
+	}
+	if got := structured(t, res)["agent_id"]; got != c.agentID {
+		t.Fatalf("agent_id %v, want %s", got, c.agentID)
+	}
+
+	// A host's rejection: an observer may not speak (permission_denied).
+	alice := newConnector(t, "alice", h)
+	roomID := createRoom(t, alice, h, "public")
+	for _, step := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"room_open", map[string]any{"host": h.url, "room_id": roomID}},
+		{"room_join", map[string]any{"room_id": roomID, "role": "observer"}},
+	} {
+		if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: toolPrefix + step.tool, Arguments: step.args}); err != nil || res.IsError {
+			t.Fatalf("%s: %v %+v", step.tool, err, res)
+		}
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: toolPrefix + "room_send_message", Arguments: map[string]any{"room_id": roomID, "content": "hi"}})
+	if err != nil {
+		t.Fatalf("rejection came as a JSON-RPC error: %v", err)
+	}
+	if !res.IsError || structured(t, res)["code"] != "permission_denied" {
+		t.Fatalf("want isError permission_denied, got %+v", structured(t, res))
+	}
+
+	// A connector rejection: a host that is not on the allowlist.
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: toolPrefix + "room_open", Arguments: map[string]any{"host": "https://evil.example", "room_id": "d8ftedhpqhsusbg001tg"}})
+	if err != nil {
+		t.Fatalf("rejection came as a JSON-RPC error: %v", err)
+	}
+	if !res.IsError || structured(t, res)["code"] != string(CodeHostNotAllowed) {
+		t.Fatalf("want isError host_not_allowed, got %+v", structured(t, res))
+	}
+
+	// Malformed: a required member missing, an unknown member, a wrong type.
+	for _, args := range []map[string]any{
+		{"room_id": "x"},
+		{"host": h.url, "room_id": "x", "bogus": 1},
+		{"host": h.url, "room_id": 7},
+	} {
+		_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: toolPrefix + "room_open", Arguments: args})
+		var je *jsonrpc.Error
+		if !errors.As(err, &je) || je.Code != jsonrpc.CodeInvalidParams {
+			t.Fatalf("args %v: want JSON-RPC invalid params, got %v", args, err)
+		}
+	}
+}
+
+func TestCheckLoopbackAddr(t *testing.T) {
+	for addr, ok := range map[string]bool{
+		"127.0.0.1:8080": true, "[::1]:8080": true, "127.0.0.2:1": true,
+		"0.0.0.0:8080": false, "localhost:8080": false, "192.168.1.2:80": false, ":8080": false, "127.0.0.1": false,
+	} {
+		if err := checkLoopbackAddr(addr); (err == nil) != ok {
+			t.Errorf("%s: err %v", addr, err)
+		}
+	}
+}
+
+func TestTokenFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "sub", "token")
+	tok, err := loadOrCreateToken(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(p)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("token file mode %v, %v", fi.Mode().Perm(), err)
+	}
+	again, err := loadOrCreateToken(p)
+	if err != nil || again != tok {
+		t.Fatalf("second load %q %v, want %q", again, err, tok)
+	}
+	os.Chmod(p, 0o644)
+	if _, err := loadOrCreateToken(p); err == nil {
+		t.Fatal("a world-readable token file was accepted")
+	}
+}
+
+// TestHTTPDefaultClientVersion: a go-sdk client left at its default
+// protocol version (2026-07-28 first) still reaches the tools over --http.
+func TestHTTPDefaultClientVersion(t *testing.T) {
+	h := newTestHost(t, nil)
+	c := newConnector(t, "http-default", h)
+	ts := serveHTTP(t, c)
+	ctx := context.Background()
+	cl := mcp.NewClient(&mcp.Implementation{Name: "default", Version: "1"}, nil)
+	cs, err := cl.Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint:   ts.URL,
+		HTTPClient: &http.Client{Transport: bearer{testToken, http.DefaultTransport}},
+		MaxRetries: -1,
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: toolPrefix + "hosts_list", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("hosts_list: %v %+v", err, res)
+	}
+}
+
+// TestHTTPSubscription: over Streamable HTTP a subscribed client gets
+// notifications/resources/updated for the inbox when a mention arrives
+// (notify-then-read, as the 002 seed's clients use subscriptions).
+func TestHTTPSubscription(t *testing.T) {
+	h := newTestHost(t, nil)
+	alice := newConnector(t, "alice", h)
+	bob := newConnector(t, "bob", h)
+	ts := serveHTTP(t, bob)
+	ctx := context.Background()
+	updates := make(chan string, 64)
+	cl := mcp.NewClient(&mcp.Implementation{Name: "sub", Version: "1"}, &mcp.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
+			select {
+			case updates <- r.Params.URI:
+			default:
+			}
+		},
+	})
+	cs, err := cl.Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint:   ts.URL,
+		HTTPClient: &http.Client{Transport: bearer{testToken, http.DefaultTransport}},
+		MaxRetries: -1,
+	}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	roomID := createRoom(t, alice, h, "public")
+	bob.call("room_open", map[string]any{"host": h.url, "room_id": roomID})
+	bob.call("room_join", map[string]any{"room_id": roomID, "role": "speaker"})
+	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: engine.URIInboxPending}); err != nil {
+		t.Fatal(err)
+	}
+	alice.call("room_state", map[string]any{"room_id": roomID, "refresh": true})
+	alice.call("room_send_message", map[string]any{"room_id": roomID, "content": "ping", "mentions": []string{bob.agentID}})
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case uri := <-updates:
+			if uri != engine.URIInboxPending {
+				continue
+			}
+			rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+			if err == nil && len(rr.Contents) == 1 && containsAll(rr.Contents[0].Text, "room.mention", roomID) {
+				return
+			}
+		case <-deadline:
+			t.Fatal("no resources/updated over HTTP after a mention")
+		}
+	}
+}

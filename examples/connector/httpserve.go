@@ -1,0 +1,138 @@
+package main
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// §3: a loopback Streamable HTTP connector MUST bind to 127.0.0.1 or ::1,
+// validate Origin, defend against DNS rebinding and authenticate its
+// client — loopback is not an authentication boundary.
+
+// checkLoopbackAddr refuses a listen address that is not a literal
+// loopback IP with a port: "localhost" could resolve elsewhere, and
+// 0.0.0.0 is every interface.
+func checkLoopbackAddr(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--http %q: want 127.0.0.1:PORT or [::1]:PORT: %v", addr, err)
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil || !ip.IsLoopback() {
+		return fmt.Errorf("--http %q: the connector listens on a loopback address only (127.0.0.1 or ::1)", addr)
+	}
+	if port == "" {
+		return fmt.Errorf("--http %q: missing port", addr)
+	}
+	return nil
+}
+
+// isLoopbackHost reports whether a Host header or Origin host names the
+// loopback interface: a loopback IP literal or "localhost". Anything else
+// is a name an attacker's DNS could point at 127.0.0.1 (rebinding).
+func isLoopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// guard wraps the MCP handler with the §3 checks, cheapest first: Host
+// (rebinding), Origin (browsers), then the bearer token. Every refusal is
+// a plain HTTP error before any MCP processing.
+func guard(token string, next http.Handler) http.Handler {
+	want := []byte(token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !isLoopbackHost(r.Host) {
+			http.Error(w, "forbidden: Host is not a loopback address", http.StatusForbidden)
+			return
+		}
+		if origin := r.Header.Get("Origin"); origin != "" {
+			u, err := url.Parse(origin)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || !isLoopbackHost(u.Host) {
+				http.Error(w, "forbidden: foreign Origin", http.StatusForbidden)
+				return
+			}
+		}
+		// The scheme is case-insensitive (RFC 9110 §11.1); the token is
+		// compared in constant time.
+		scheme, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(tok), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="agent-protocols-connector"`)
+			http.Error(w, "unauthorized: missing or wrong bearer token", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// httpHandler is the guarded Streamable HTTP endpoint for srv.
+func httpHandler(srv *Server, token string) http.Handler {
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv.MCP() }, &mcp.StreamableHTTPOptions{
+		Logger: srv.log,
+		// An abandoned session is closed after an idle hour, so sessions
+		// (and their presented heads) cannot pile up.
+		SessionTimeout: time.Hour,
+	})
+	return guard(token, h)
+}
+
+// loadOrCreateToken reads the bearer token from path, creating it (mode
+// 0600, 32 random bytes, base64url) on first run. A token file readable by
+// others is refused: any local user could drive the signing key with it.
+func loadOrCreateToken(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		var raw [32]byte
+		if _, err := rand.Read(raw[:]); err != nil {
+			return "", err
+		}
+		tok := base64.RawURLEncoding.EncodeToString(raw[:])
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return "", fmt.Errorf("token file: %w", err)
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return "", fmt.Errorf("token file: %w", err)
+		}
+		if _, err := f.WriteString(tok + "\n"); err != nil {
+			f.Close()
+			return "", fmt.Errorf("token file: %w", err)
+		}
+		if err := f.Close(); err != nil {
+			return "", fmt.Errorf("token file: %w", err)
+		}
+		return tok, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("token file: %w", err)
+	}
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("token file %s: mode %v is readable by others; chmod 600 it", path, fi.Mode().Perm())
+	}
+	tok := strings.TrimSpace(string(b))
+	if len(tok) < 16 || strings.ContainsAny(tok, " \t\r\n") {
+		return "", fmt.Errorf("token file %s: want one token of at least 16 characters", path)
+	}
+	return tok, nil
+}

@@ -1,0 +1,40 @@
+// Command connector is a local Agent Protocols MCP connector (connector
+// spec §4): it runs next to an MCP client, holds the operator's Agent ID
+// key, and gives the agent the 27 standard agent_protocols_ tools, the
+// agent-protocols:// resources and their update notifications. Signing,
+// nonces, request JWTs, room state and live sync stay inside; the agent
+// sees verified state, an inbox and held drafts.
+//
+// Usage:
+//
+//	connector keygen [--config FILE] [--unencrypted-dev]
+//	connector whoami [--config FILE]
+//	connector serve  [--config FILE] [--http 127.0.0.1:PORT]
+//
+// keygen creates the key store (an age scrypt-encrypted seed; the
+// passphrase comes from the environment variable named in the config,
+// AGENT_PROTOCOLS_PASSPHRASE by default) and, when missing, a config file
+// with an empty host allowlist. whoami prints the Agent ID. serve speaks
+// MCP over stdio, or with --http over Streamable HTTP on a loopback
+// address, requiring "Authorization: Bearer TOKEN" (the token file is
+// created 0600 on first run and its path printed to standard error).
+//
+// The config file defaults to connector.json under the user config
+// directory (for example ~/.config/agent-protocols-connector/). Exit
+// status: 0 on success, 1 on a runtime error, 2 on a usage or setup error
+// (no key, unreadable config, state directory in use).
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
