@@ -1,14 +1,11 @@
 package adp
 
 import (
-	"bytes"
+	"cmp"
 	"context"
 	"errors"
-	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"strconv"
 	"sync"
 	"time"
 
@@ -16,6 +13,7 @@ import (
 
 	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/internal/httpc"
 	"github.com/agentprotocols/go-sdk/internal/strictjson"
 	"github.com/agentprotocols/go-sdk/packs"
 )
@@ -29,7 +27,8 @@ type ClientOptions struct {
 	// Long-lived agents pass a source with a durable store.
 	Nonces *identity.NonceSource
 	// HTTPClient sends the requests; nil means a client with the default
-	// transport. The Client never follows redirects.
+	// transport. The Client follows redirects only within the host's
+	// origin.
 	HTTPClient *http.Client
 	// Now is the clock for created_at, nonces and JWT iat/exp; nil means
 	// time.Now.
@@ -72,14 +71,10 @@ type ClientOptions struct {
 type Client struct {
 	origin   identity.Origin
 	api      string
-	hc       *http.Client
+	hc       *httpc.Client
 	signer   identity.Signer
 	author   *envelope.Author
 	now      func() time.Time
-	retries  int
-	backoff  time.Duration
-	maxWait  time.Duration
-	maxResp  int64
 	pageSize int
 	packs    *packs.Options
 	oopts    *identity.OriginOptions
@@ -110,39 +105,22 @@ func NewClient(host string, opts *ClientOptions) (*Client, error) {
 	}
 	c := &Client{
 		origin: origin, api: origin.String() + "/v1", signer: opts.Signer, now: opts.Now,
-		retries: opts.Retries, backoff: opts.RetryBackoff, maxWait: opts.MaxRetryWait,
-		maxResp: opts.MaxResponseSize, pageSize: opts.PageSize, packs: opts.Packs, oopts: oopts,
-		rooms: map[string]*replica{},
+		pageSize: opts.PageSize, packs: opts.Packs, oopts: oopts, rooms: map[string]*replica{},
 	}
 	if c.now == nil {
 		c.now = time.Now
 	}
-	switch {
-	case c.retries == 0:
-		c.retries = 3
-	case c.retries < 0:
-		c.retries = 0
-	}
-	if c.backoff <= 0 {
-		c.backoff = 100 * time.Millisecond
-	}
-	if c.maxWait <= 0 {
-		c.maxWait = 5 * time.Second
-	}
-	if c.maxResp <= 0 {
-		c.maxResp = 32 << 20
-	}
 	if c.pageSize <= 0 {
 		c.pageSize = 500
 	}
-	hc := http.Client{}
-	if opts.HTTPClient != nil {
-		hc = *opts.HTTPClient
+	retries := opts.Retries
+	if retries == 0 {
+		retries = 3
 	}
-	// Never follow a redirect: a JWT minted for this origin must not be
-	// replayed elsewhere, and ADP defines no redirects.
-	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	c.hc = &hc
+	c.hc = httpc.New(&httpc.Options{
+		HTTPClient: opts.HTTPClient, Origins: oopts, Retries: retries, Backoff: cmp.Or(opts.RetryBackoff, 100*time.Millisecond),
+		MaxWait: cmp.Or(opts.MaxRetryWait, 5*time.Second), MaxResponseSize: opts.MaxResponseSize, Signer: opts.Signer, Now: c.now,
+	})
 	nonces := opts.Nonces
 	if nonces == nil {
 		nonces = identity.NewNonceSource(&identity.NonceOptions{Now: c.now})
@@ -181,13 +159,18 @@ type request struct {
 	path   string // absolute path, or a full URL on the host's origin
 	body   []byte
 	auth   bool // send a fresh request JWT
+	// once marks a request that must not be retried: the only one is
+	// creating a join request, which is not idempotent. A write re-sends
+	// the same envelope, which the host's exact-resubmission rule makes
+	// idempotent.
+	once bool
 }
 
-// do sends req, retrying transport errors and 429/502/503/504 with
-// bounded, jittered exponential backoff. Every attempt sends the same body
-// and a freshly minted JWT. It returns the body of a 2xx answer; other
-// answers are *identity.Error values (*HeadMismatchError for
-// room_head_mismatch).
+// do sends req through the SDK's HTTP layer (internal/httpc): a fresh JWT
+// per attempt, bounded retries with jitter after transport errors and
+// 429/502/503/504, bounded bodies, strict error bodies. It returns the body
+// of a 2xx answer; other answers are *identity.Error values
+// (*HeadMismatchError for room_head_mismatch).
 func (c *Client) do(ctx context.Context, req request) ([]byte, int, error) {
 	u := req.path
 	if len(u) > 0 && u[0] == '/' {
@@ -195,76 +178,28 @@ func (c *Client) do(ctx context.Context, req request) ([]byte, int, error) {
 	} else if err := c.sameOrigin(u); err != nil {
 		return nil, 0, err
 	}
-	for attempt := 0; ; attempt++ {
-		var rd io.Reader
-		if req.body != nil {
-			rd = bytes.NewReader(req.body)
-		}
-		hr, err := http.NewRequestWithContext(ctx, req.method, u, rd)
-		if err != nil {
-			return nil, 0, err
-		}
-		hr.Header.Set("Accept", "application/json")
-		if req.body != nil {
-			hr.Header.Set("Content-Type", "application/json")
-		}
-		if req.auth {
-			tok, err := identity.MintRequestToken(ctx, c.signer, c.origin, &identity.MintOptions{Now: c.now})
-			if err != nil {
-				return nil, 0, err
-			}
-			hr.Header.Set("Authorization", "Bearer "+tok)
-		}
-		resp, err := c.hc.Do(hr)
-		if err != nil {
-			if ctx.Err() != nil || attempt >= c.retries {
-				return nil, 0, err
-			}
-			if err := sleep(ctx, c.backoffFor(attempt)); err != nil {
-				return nil, 0, err
-			}
-			continue
-		}
-		if attempt < c.retries && retryable(resp.StatusCode) {
-			wait := c.backoffFor(attempt)
-			if ra, ok := retryAfter(resp.Header.Get("Retry-After"), c.now()); ok {
-				wait = ra
-			}
-			if wait <= c.maxWait {
-				io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-				resp.Body.Close()
-				if err := sleep(ctx, wait); err != nil {
-					return nil, 0, err
-				}
-				continue
-			}
-		}
-		b, err := c.read(resp)
-		return b, resp.StatusCode, err
+	resp, err := c.hc.Do(ctx, &httpc.Request{
+		Method: req.method, URL: u, Body: req.body, Idempotent: !req.once,
+		Authenticate: req.auth, Audience: c.origin,
+	})
+	if err != nil {
+		return nil, 0, headMismatch(err)
 	}
+	return resp.Body, resp.StatusCode, nil
 }
 
-func (c *Client) read(resp *http.Response) ([]byte, error) {
-	defer resp.Body.Close()
-	if err := identity.ReadError(resp); err != nil {
-		var e *identity.Error
-		if errors.As(err, &e) && e.Code == CodeRoomHeadMismatch {
-			hm := &HeadMismatchError{Err: e}
-			if len(e.Data) > 0 {
-				strictjson.UnmarshalOpen(e.Data, &hm.Data)
-			}
-			return nil, hm
+// headMismatch turns a room_head_mismatch *identity.Error into a
+// *HeadMismatchError carrying its data.
+func headMismatch(err error) error {
+	var e *identity.Error
+	if errors.As(err, &e) && e.Code == CodeRoomHeadMismatch {
+		hm := &HeadMismatchError{Err: e}
+		if len(e.Data) > 0 {
+			strictjson.UnmarshalOpen(e.Data, &hm.Data)
 		}
-		return nil, err
+		return hm
 	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, c.maxResp+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > c.maxResp {
-		return nil, identity.Errorf(identity.CodeInvalidRequest, "host response larger than %d bytes", c.maxResp)
-	}
-	return b, nil
+	return err
 }
 
 // sameOrigin refuses URLs (from host answers) outside the host's origin.
@@ -280,49 +215,6 @@ func (c *Client) sameOrigin(raw string) error {
 		return identity.Errorf(identity.CodeInvalidRequest, "URL %q is not on the host's origin: %v", clip(raw), err)
 	}
 	return nil
-}
-
-func retryable(status int) bool {
-	switch status {
-	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return true
-	}
-	return false
-}
-
-// backoffFor is the jittered wait before retry attempt+1: between half and
-// all of RetryBackoff·2^attempt, capped at MaxRetryWait.
-func (c *Client) backoffFor(attempt int) time.Duration {
-	d := c.backoff << min(attempt, 16)
-	if d <= 0 || d > c.maxWait {
-		d = c.maxWait
-	}
-	return d/2 + rand.N(d/2+1)
-}
-
-// retryAfter parses Retry-After: delay-seconds or an HTTP date.
-func retryAfter(h string, now time.Time) (time.Duration, bool) {
-	if h == "" {
-		return 0, false
-	}
-	if n, err := strconv.ParseUint(h, 10, 32); err == nil {
-		return time.Duration(n) * time.Second, true
-	}
-	if t, err := http.ParseTime(h); err == nil {
-		return max(t.Sub(now), 0), true
-	}
-	return 0, false
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // getJSON GETs path and decodes the answer strictly into v.

@@ -36,26 +36,24 @@ type LiveItem struct {
 // record fails verification (yielded as an error). Reconnecting is the
 // caller's choice.
 func (c *Client) Live(ctx context.Context, roomID string) (iter.Seq2[LiveItem, error], error) {
-	tok, err := identity.MintRequestToken(ctx, c.signer, c.origin, &identity.MintOptions{Now: c.now})
-	if err != nil {
-		return nil, err
-	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.origin.String()+roomPath(roomID)+"/events/live", nil)
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+tok)
-	resp, err := c.hc.Do(req)
+	if err := c.hc.Authorize(req, c.origin); err != nil {
+		return nil, err
+	}
+	resp, err := c.hc.HTTPClient().Do(req)
 	if err != nil {
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		_, err := c.read(resp)
-		if err == nil {
-			err = identity.Errorf(identity.CodeInvalidRequest, "live stream answered HTTP %d", resp.StatusCode)
+		defer resp.Body.Close()
+		if err := identity.ReadError(resp); err != nil {
+			return nil, err
 		}
-		return nil, err
+		return nil, identity.Errorf(identity.CodeInvalidRequest, "live stream answered HTTP %d", resp.StatusCode)
 	}
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 		resp.Body.Close()

@@ -336,6 +336,12 @@ func isAccessError(err error) bool {
 // Submit sends a signed envelope to its room (POST /v1/rooms/{room_id})
 // and returns the verified record. Transport errors, 429 and 503 are
 // retried with the same envelope. It does not re-sign: Post does.
+//
+// Verifying the answer may need the history between the replica and the
+// new record. When the agent may not read it — a room.leave from a
+// restricted room while others wrote — the host has accepted the write
+// but Submit returns the read error (membership_required) instead of an
+// unverified record.
 func (c *Client) Submit(ctx context.Context, roomID string, env *envelope.Envelope) (*Record, error) {
 	b, _, err := c.do(ctx, request{method: http.MethodPost, path: roomPath(roomID), body: env.AppendJSON(nil)})
 	if err != nil {
@@ -490,7 +496,7 @@ func (c *Client) RequestJoin(ctx context.Context, roomID string, in JoinRequestI
 	if err != nil {
 		return nil, err
 	}
-	b, _, err := c.do(ctx, request{method: http.MethodPost, path: roomPath(roomID) + "/join-requests", body: body, auth: true})
+	b, _, err := c.do(ctx, request{method: http.MethodPost, path: roomPath(roomID) + "/join-requests", body: body, auth: true, once: true})
 	if err != nil {
 		return nil, err
 	}
@@ -504,13 +510,27 @@ func (c *Client) RequestJoin(ctx context.Context, roomID string, in JoinRequestI
 	return &jr, nil
 }
 
-// JoinRequests lists a room's join requests (creator and moderators only).
+// JoinRequests lists a room's join requests (creator and moderators
+// only), following the host's cursor until the last page.
 func (c *Client) JoinRequests(ctx context.Context, roomID string) ([]JoinRequestResource, error) {
-	var l identity.List[JoinRequestResource]
-	if err := c.getJSON(ctx, roomPath(roomID)+"/join-requests", true, &l); err != nil {
-		return nil, err
+	var all []JoinRequestResource
+	path := roomPath(roomID) + "/join-requests"
+	for u := path; ; {
+		var l identity.List[JoinRequestResource]
+		if err := c.getJSON(ctx, u, true, &l); err != nil {
+			return nil, err
+		}
+		for _, jr := range l.Result {
+			if jr.Request.RoomID != roomID {
+				return nil, identity.NewError(identity.CodeInvalidRequest, "host listed another room's join request")
+			}
+		}
+		all = append(all, l.Result...)
+		if l.NextCursor == "" || len(l.Result) == 0 {
+			return all, nil
+		}
+		u = path + "?cursor=" + url.QueryEscape(l.NextCursor)
 	}
-	return l.Result, nil
 }
 
 // JoinRequest fetches one join request.

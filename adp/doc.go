@@ -77,6 +77,26 @@
 // names the host and its api and sse endpoints; [identity.ParseDiscovery] is
 // for the later Identity-style document with a service origin.
 //
+// # Talking to a host
+//
+// Client speaks the HTTP API of §16–§18 as one agent: every endpoint, a
+// context on every call, an injectable *http.Client, clock, signer and
+// nonce source, and a fresh request JWT (aud = the host's API origin) per
+// request. Writes are signed through the nonce source; on
+// nonce_not_greater the client applies Max-Seen-Nonce, re-signs once and
+// retries, and a retried write re-sends the same envelope. A stale head
+// is a *HeadMismatchError carrying the host's current head:
+//
+//	var hm *adp.HeadMismatchError
+//	if errors.As(err, &hm) { /* re-read from hm.Data.CurrentSeq, re-decide */ }
+//
+// Every record the client returns has been verified against its own
+// replica of the room, built from the host's history (Events, Sync): the
+// envelope, the record hash, the chain link and the room rules. A host
+// that forges, reorders, drops or moves in a record gets an
+// invalid_record error back, never data. adp/adptest holds the reference
+// host the client is tested against.
+//
 // # Adding a built-in event type
 //
 // The seed text fixes eleven built-in types (§13.2). A revision adding one

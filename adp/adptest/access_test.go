@@ -289,3 +289,32 @@ func TestScheduledActiveEnded(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRateHint: §21 — a type's rate_hint replaces its kind's quota (here
+// lower than the signal default of 60), within the host's cap.
+func TestRateHint(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t, nil)
+	alice, bob, room := setup(t, w, adp.VisibilityPublic)
+	mustv(alice.DefineType(ctx, room, decl(t, `{"type":"team.nudge","kind":"signal","title":"Nudge","rate_hint":2,"schema":{"type":"object"}}`)))
+	for range 2 {
+		mustv(bob.SendCustom(ctx, room, "team.nudge", raw(`{}`)))
+	}
+	_, err := bob.SendCustom(ctx, room, "team.nudge", raw(`{}`))
+	wantCode(t, err, adp.ErrRateLimited, 429)
+	// Other signal types keep the kind's quota.
+	mustv(bob.SendCustom(ctx, room, "reaction.create", raw(`{"event_id":"`+mustv(alice.SendMessage(ctx, room, text("x"))).Envelope.Hash().String()+`","reaction":"agree"}`)))
+	w.clock.Advance(time.Minute)
+	mustv(bob.SendCustom(ctx, room, "team.nudge", raw(`{}`)))
+}
+
+// TestStatusClearedOnRemoval: §17.4 — removing a member clears its status.
+func TestStatusClearedOnRemoval(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t, nil)
+	alice, bob, room := setup(t, w, adp.VisibilityPublic)
+	mustv(bob.PutAgentStatus(ctx, room, adp.AgentStatusInput{State: "working"}))
+	mustv(alice.RemoveMember(ctx, room, adp.MemberRemove{Member: bob.AgentID()}))
+	_, err := alice.AgentStatus(ctx, room, bob.AgentID())
+	wantCode(t, err, adp.ErrAgentStatusNotFound, 404)
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -20,36 +21,35 @@ import (
 	"github.com/agentprotocols/go-sdk/packs"
 )
 
-// floorNsPerOp is one strict Ed25519 verification of an event-sized
-// message, timed over 2000 runs once per process (testing.Benchmark cannot
-// run inside a benchmark): every accepted write costs at least this, so
-// the write benchmarks report their speed as a fraction of it.
-var floorNsPerOp = sync.OnceValue(func() float64 {
+// floorNs times n Ed25519 verifications of an event-sized message, the
+// least every accepted write costs; the write benchmarks report their
+// speed as a fraction of it, measured alongside them (the machine is
+// shared, so only ratios taken in the same window mean anything).
+func floorNs(n int) time.Duration {
 	pub, msg, sig := floorInput()
-	const n = 2000
 	start := time.Now()
 	for range n {
-		if identity.VerifySignature(pub, msg, sig) != nil {
+		if !ed25519.Verify(pub, msg, sig) {
 			panic("floor signature does not verify")
 		}
 	}
-	return float64(time.Since(start).Nanoseconds()) / n
-})
+	return time.Since(start)
+}
 
 func floorInput() (pub, msg, sig []byte) {
 	k := key("floor")
 	msg = bytes.Repeat([]byte("m"), 400)
-	return k.AgentID().PublicKey(), msg, ed25519.Sign(ed25519.NewKeyFromSeed(k.Seed()), msg)
+	return ed25519.PublicKey(k.AgentID().PublicKey()), msg, ed25519.Sign(ed25519.NewKeyFromSeed(k.Seed()), msg)
 }
 
-// BenchmarkEd25519Floor is the baseline: identity.VerifySignature on a
-// 400-byte message.
+// BenchmarkEd25519Floor is the baseline, as in BENCHMARKS.md:
+// crypto/ed25519.Verify on a 400-byte message.
 func BenchmarkEd25519Floor(b *testing.B) {
 	pub, msg, sig := floorInput()
 	b.ResetTimer()
 	for range b.N {
-		if err := identity.VerifySignature(pub, msg, sig); err != nil {
-			b.Fatal(err)
+		if !ed25519.Verify(pub, msg, sig) {
+			b.Fatal("does not verify")
 		}
 	}
 }
@@ -65,7 +65,7 @@ type benchRoom struct {
 
 const benchType = `{"type":"bench.ping","kind":"signal","title":"Ping","schema":{"type":"object","required":["n"],"properties":{"n":{"type":"integer"}}}}`
 
-func newBenchHost(b *testing.B) (*adptest.Host, *clock) {
+func newBenchHost(b testing.TB) (*adptest.Host, *clock) {
 	c := newClock()
 	h, err := adptest.New(context.Background(), &adptest.Options{
 		Origin: identity.MustParseOrigin("https://bench.example"), Now: c.Now, RateLimits: adptest.Unlimited(), Heartbeat: -1,
@@ -77,7 +77,7 @@ func newBenchHost(b *testing.B) (*adptest.Host, *clock) {
 }
 
 // post writes one envelope through the handler, without sockets.
-func post(b *testing.B, h http.Handler, path string, body []byte) []byte {
+func post(b testing.TB, h http.Handler, path string, body []byte) []byte {
 	req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
@@ -88,7 +88,7 @@ func post(b *testing.B, h http.Handler, path string, body []byte) []byte {
 }
 
 // prepare creates a room through the handler and signs n writes for it.
-func prepare(b *testing.B, h *adptest.Host, c *clock, name string, n int) benchRoom {
+func prepare(b testing.TB, h *adptest.Host, c *clock, name string, n int) benchRoom {
 	ctx := context.Background()
 	author := &envelope.Author{Signer: key(name), Nonces: identity.NewNonceSource(&identity.NonceOptions{Now: c.Now}), Now: c.Now}
 	d, err := packs.ParseDeclaration([]byte(benchType))
@@ -127,19 +127,41 @@ func prepare(b *testing.B, h *adptest.Host, c *clock, name string, n int) benchR
 // verification rate.
 func BenchmarkHostWrite(b *testing.B) {
 	h, c := newBenchHost(b)
-	floor := floorNsPerOp()
 	br := prepare(b, h, c, "writer", b.N)
 	b.ReportAllocs()
 	b.ResetTimer()
-	for i := range b.N {
-		post(b, h, "/v1/rooms/"+br.id, br.envs[i])
+	// Writes and floor verifications alternate in chunks, so that both
+	// see the same load; ns/op covers both, ns/write the writes alone.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var writes, floor, writesCPU, floorCPU time.Duration
+	cpuOK := true
+	for i := 0; i < b.N; i += 50 {
+		n := min(50, b.N-i)
+		c0, ok0 := threadCPU()
+		start := time.Now()
+		for j := range n {
+			post(b, h, "/v1/rooms/"+br.id, br.envs[i+j])
+		}
+		writes += time.Since(start)
+		c1, ok1 := threadCPU()
+		floor += floorNs(n)
+		c2, ok2 := threadCPU()
+		writesCPU, floorCPU = writesCPU+c1-c0, floorCPU+c2-c1
+		cpuOK = cpuOK && ok0 && ok1 && ok2
 	}
 	b.StopTimer()
-	b.ReportMetric(floor/(float64(b.Elapsed().Nanoseconds())/float64(b.N)), "x-floor")
+	b.ReportMetric(float64(writes.Nanoseconds())/float64(b.N), "ns/write")
+	b.ReportMetric(float64(floor)/float64(writes), "x-floor")
+	if cpuOK && writesCPU > 0 {
+		// The same ratio in the thread's CPU time: steady on a loaded
+		// machine, but blind to garbage collection on other threads.
+		b.ReportMetric(float64(floorCPU)/float64(writesCPU), "x-floor-cpu")
+	}
 }
 
 // BenchmarkHostWrite8Rooms writes to 8 rooms at once, one writer per
-// room; run with -cpu 1,2 to compare one core with two (ns/op is per
+// room; run with -cpu 1,2 to compare one core with two (ns/write is per
 // write across all rooms).
 func BenchmarkHostWrite8Rooms(b *testing.B) {
 	const rooms = 8
@@ -149,6 +171,7 @@ func BenchmarkHostWrite8Rooms(b *testing.B) {
 	for i := range rooms {
 		brs[i] = prepare(b, h, c, fmt.Sprint("writer", i), per)
 	}
+	floorBefore := floorNs(500)
 	b.ResetTimer()
 	var wg sync.WaitGroup
 	for _, br := range brs {
@@ -161,8 +184,12 @@ func BenchmarkHostWrite8Rooms(b *testing.B) {
 	wg.Wait()
 	b.StopTimer()
 	nsPerWrite := float64(b.Elapsed().Nanoseconds()) / float64(rooms*per)
+	floor := float64((floorBefore + floorNs(500)).Nanoseconds()) / 1000
 	b.ReportMetric(nsPerWrite, "ns/write")
 	b.ReportMetric(1e9/nsPerWrite, "writes/s")
+	// x-floor: write throughput over the single-goroutine verification
+	// rate; on two free cores it can approach twice the one-room ratio.
+	b.ReportMetric(floor/nsPerWrite, "x-floor")
 }
 
 // BenchmarkHistoryPaging reads a 10,000-record history through the client
@@ -176,6 +203,7 @@ func BenchmarkHistoryPaging(b *testing.B) {
 	for _, env := range br.envs {
 		post(b, h, "/v1/rooms/"+br.id, env)
 	}
+	floorBefore := floorNs(1000)
 	b.ResetTimer()
 	for range b.N {
 		cl, err := adp.NewClient(srv.URL, &adp.ClientOptions{Signer: key("reader"), HTTPClient: srv.Client(), Now: c.Now, AllowLoopbackHTTP: true, PageSize: 1000})
@@ -194,5 +222,11 @@ func BenchmarkHistoryPaging(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(records*b.N)/b.Elapsed().Seconds(), "records/s")
+	rate := float64(records*b.N) / b.Elapsed().Seconds()
+	floorRate := 2000 / (floorBefore + floorNs(1000)).Seconds()
+	b.ReportMetric(rate, "records/s")
+	// x-floor: verified records per second over single-goroutine
+	// Ed25519 verifications per second (the client checks signatures on
+	// every core, so two free cores can exceed 1).
+	b.ReportMetric(rate/floorRate, "x-floor")
 }

@@ -214,3 +214,38 @@ func TestForgedWriteAnswer(t *testing.T) {
 		})
 	}
 }
+
+// TestHostileMaxSeenNonce: a host answering nonce_not_greater with a
+// Max-Seen-Nonce beyond the identity bounds cannot push the client's nonce
+// sequence: the client refuses to re-sign and reports both errors.
+func TestHostileMaxSeenNonce(t *testing.T) {
+	ctx := context.Background()
+	var on atomic.Bool
+	wrap := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if on.Load() && r.Method == http.MethodPost {
+				identity.WriteError(w, &identity.Error{Code: identity.CodeNonceNotGreater, Message: "no", MaxSeenNonce: identity.MaxNonce - 1})
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	w := newWrappedWorld(t, nil, wrap)
+	alice, _, room := setup(t, w, adp.VisibilityPublic)
+	before, err := alice.Author().Nonces.Peek(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	on.Store(true)
+	_, err = alice.SendMessage(ctx, room, text("x"))
+	if !errors.Is(err, adp.ErrNonceNotGreater) || !errors.Is(err, identity.ErrNonceJump) {
+		t.Fatalf("want nonce_not_greater and ErrNonceJump, got %v", err)
+	}
+	after, err := alice.Author().Nonces.Peek(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after > before+1 {
+		t.Fatalf("the nonce sequence moved from %d to %d", before, after)
+	}
+}

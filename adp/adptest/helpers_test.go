@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/adp/adptest"
+	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/identity"
 	"github.com/agentprotocols/go-sdk/packs"
 )
@@ -86,6 +87,9 @@ func (w *world) clientWith(name string, hc *http.Client) *adp.Client {
 	}
 	return c
 }
+
+// newAuthor returns an author for name with the system clock.
+func newAuthor(name string) *envelope.Author { return envelope.NewAuthor(key(name)) }
 
 func id(name string) identity.AgentID { return key(name).AgentID() }
 

@@ -1,6 +1,7 @@
 package adptest
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base32"
@@ -55,6 +56,13 @@ type Options struct {
 	// NewRoomID returns a fresh room ID; nil means a random 20-character
 	// lowercase base32 ID (the shape of an Xid, §7.1).
 	NewRoomID func() string
+	// MaxStreams bounds the live streams one agent may hold open on one
+	// room; 0 means 4. A further subscription is refused with
+	// rate_limited.
+	MaxStreams int
+	// MaxPendingJoinRequests bounds a room's pending join requests; 0
+	// means 1000. A further request is refused with rate_limited.
+	MaxPendingJoinRequests int
 	// NewRequestID returns a fresh join-request ID; nil means "jr_" and 26
 	// random base32 characters.
 	NewRequestID func() string
@@ -78,21 +86,23 @@ const MaxStatusTTL = 300 * time.Second
 // the record is appended to the Store before anyone sees it. A Host is
 // safe for concurrent use.
 type Host struct {
-	origin    identity.Origin
-	store     Store
-	now       func() time.Time
-	window    time.Duration
-	statusTTL time.Duration
-	jrTTL     time.Duration
-	heartbeat time.Duration
-	sseBuffer int
-	roomOpts  adp.RoomOptions
-	newID     func() string
-	newReqID  func() string
-	limits    RateLimits
-	limiter   *limiter
-	verifier  *envelope.Verifier
-	mux       *http.ServeMux
+	origin     identity.Origin
+	store      Store
+	now        func() time.Time
+	window     time.Duration
+	statusTTL  time.Duration
+	jrTTL      time.Duration
+	heartbeat  time.Duration
+	sseBuffer  int
+	maxStreams int
+	maxPending int
+	roomOpts   adp.RoomOptions
+	newID      func() string
+	newReqID   func() string
+	limits     RateLimits
+	limiter    *limiter
+	verifier   *envelope.Verifier
+	mux        *http.ServeMux
 
 	mu    sync.RWMutex
 	rooms map[string]*hostRoom
@@ -105,6 +115,10 @@ type hostRoom struct {
 	// room is replaced only under mu (after a failed Store append).
 	room    *adp.Room
 	archive *builtArchive
+	// reg is the room's type registry, refreshed when a record changes it
+	// (room.create, type.define): Room.Registry returns a copy, too dear
+	// to take on every write for the rate class.
+	reg *packs.Registry
 
 	subMu sync.Mutex
 	subs  map[*subscriber]struct{}
@@ -146,6 +160,7 @@ func New(ctx context.Context, opts *Options) (*Host, error) {
 	if h.sseBuffer <= 0 {
 		h.sseBuffer = 256
 	}
+	h.maxStreams, h.maxPending = cmp.Or(max(o.MaxStreams, 0), 4), cmp.Or(max(o.MaxPendingJoinRequests, 0), 1000)
 	if h.newID == nil {
 		h.newID = randomRoomID
 	}
@@ -249,6 +264,7 @@ func (h *Host) reload(ctx context.Context, hr *hostRoom) error {
 		return err
 	}
 	hr.room = room
+	hr.reg = room.Registry()
 	return nil
 }
 
@@ -284,6 +300,7 @@ func (hr *hostRoom) current() *adp.Room {
 // history answers the Verifier's exact-resubmission lookups.
 type history struct{ s Store }
 
+// Accepted implements envelope.History.
 func (h history) Accepted(ctx context.Context, hash envelope.Hash) (bool, error) {
 	rec, err := h.s.RecordByEvent(ctx, hash)
 	return rec != nil, err
@@ -292,6 +309,7 @@ func (h history) Accepted(ctx context.Context, hash envelope.Hash) (bool, error)
 // joinRequests is the adp.JoinRequestStore view of the Store.
 type joinRequests struct{ h *Host }
 
+// Lookup implements adp.JoinRequestStore.
 func (j joinRequests) Lookup(ctx context.Context, roomID, id string) (adp.JoinRequest, adp.JoinRequestStatus, error) {
 	jr, err := j.h.store.JoinRequest(ctx, roomID, id)
 	if err != nil {

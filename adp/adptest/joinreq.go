@@ -67,6 +67,9 @@ func (h *Host) createJoinRequest(w http.ResponseWriter, r *http.Request) {
 		err = writable(room.Status(now))
 	}
 	if err == nil {
+		err = h.checkPending(r, hr.id)
+	}
+	if err == nil {
 		err = h.limiter.take(rateKey{agent: who, class: "join-request"}, h.limits.JoinRequests, now)
 	}
 	if err != nil {
@@ -96,6 +99,25 @@ func (h *Host) createJoinRequest(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, jr)
 }
 
+// checkPending bounds a room's pending requests, so that the list the
+// reviewers read stays bounded whatever applicants do.
+func (h *Host) checkPending(r *http.Request, roomID string) error {
+	list, err := h.store.JoinRequests(r.Context(), roomID)
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, jr := range list {
+		if h.effective(jr).Status == adp.JoinPending {
+			n++
+		}
+	}
+	if n >= h.maxPending {
+		return identity.Errorf(identity.CodeRateLimited, "the room has %d pending join requests", n)
+	}
+	return nil
+}
+
 // canReview reports whether who may list and review the room's join
 // requests: the creator or an active moderator (§11).
 func canReview(room *adp.Room, who identity.AgentID) bool {
@@ -108,8 +130,8 @@ func canReview(room *adp.Room, who identity.AgentID) bool {
 
 // listJoinRequests is GET /v1/rooms/{room_id}/join-requests: the
 // authoritative list, for the creator and moderators only, as an Identity
-// list (every request in one page: a room's requests are bounded by the
-// per-agent quota).
+// list in creation order, paged by limit (default 100, at most 1000) and
+// an opaque cursor.
 func (h *Host) listJoinRequests(w http.ResponseWriter, r *http.Request) {
 	who, err := h.requireCaller(r)
 	var hr *hostRoom
@@ -119,6 +141,15 @@ func (h *Host) listJoinRequests(w http.ResponseWriter, r *http.Request) {
 	if err == nil && !canReview(hr.current(), who) {
 		err = identity.NewError(identity.CodePermissionDenied, "only the creator and moderators list join requests")
 	}
+	q := r.URL.Query()
+	var limit int
+	var off int64
+	if err == nil {
+		limit, err = limitParam(q.Get("limit"), DefaultEventsLimit, MaxEventsLimit)
+	}
+	if err == nil && q.Has("cursor") {
+		off, err = parseCursor(q.Get("cursor"))
+	}
 	var list []*adp.JoinRequestResource
 	if err == nil {
 		list, err = h.store.JoinRequests(r.Context(), hr.id)
@@ -127,9 +158,15 @@ func (h *Host) listJoinRequests(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	out := identity.List[*adp.JoinRequestResource]{Result: make([]*adp.JoinRequestResource, 0, len(list))}
-	for _, jr := range list {
-		out.Result = append(out.Result, h.effective(jr))
+	out := identity.List[*adp.JoinRequestResource]{Result: []*adp.JoinRequestResource{}}
+	if off < int64(len(list)) {
+		end := min(int64(len(list)), off+int64(limit))
+		for _, jr := range list[off:end] {
+			out.Result = append(out.Result, h.effective(jr))
+		}
+		if end < int64(len(list)) {
+			out.NextCursor = makeCursor(end)
+		}
 	}
 	writeJSON(w, http.StatusOK, out)
 }

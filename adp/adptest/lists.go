@@ -93,11 +93,8 @@ func page(r *http.Request, list []adp.RoomSummary) (identity.List[adp.RoomSummar
 // may be public "to support discovery", §16); private rooms never are.
 func (h *Host) publicRooms(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	startsAfter, err := intParam(q.Get("starts_after"), -1)
-	if err == nil && q.Get("starts_after") == "" {
-		startsAfter = -1
-	}
-	endsBefore, err2 := intParam(q.Get("ends_before"), 0)
+	startsAfter, err := intParam(q.Get("starts_after"), -1) // -1: no filter
+	endsBefore, err2 := intParam(q.Get("ends_before"), 0)   // 0: no filter
 	if err == nil {
 		err = err2
 	}

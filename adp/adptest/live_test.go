@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/adp/adptest"
 	"github.com/agentprotocols/go-sdk/identity"
@@ -129,5 +132,62 @@ func TestLiveHeaders(t *testing.T) {
 	line, err := bufio.NewReader(resp.Body).ReadString('\n')
 	if err != nil || !strings.HasPrefix(line, ": heartbeat") {
 		t.Fatalf("first line %q, %v", line, err)
+	}
+}
+
+// TestLiveBounds: one agent holds at most MaxStreams streams on a room,
+// and a room at most MaxPendingJoinRequests pending requests.
+func TestLiveBounds(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t, &adptest.Options{MaxStreams: 2, MaxPendingJoinRequests: 2, RateLimits: adptest.Unlimited()})
+	alice, _, room := setup(t, w, adp.VisibilityRestricted)
+	subscribe(t, alice, room)
+	subscribe(t, alice, room)
+	_, err := alice.Live(ctx, room)
+	wantCode(t, err, adp.ErrRateLimited, 429)
+	for _, name := range []string{"p1", "p2"} {
+		mustv(w.client(name).RequestJoin(ctx, room, adp.JoinRequestInput{Role: adp.RoleSpeaker}))
+	}
+	_, err = w.client("p3").RequestJoin(ctx, room, adp.JoinRequestInput{Role: adp.RoleSpeaker})
+	wantCode(t, err, adp.ErrRateLimited, 429)
+}
+
+// TestLiveItemsAreNotRecords: §17.4, §17.5 — room.agent_status and
+// room.join_request items carry no seq, pre_hash, hash or envelope.
+func TestLiveItemsAreNotRecords(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := newWorld(t, nil)
+	alice, bob, room := setup(t, w, adp.VisibilityRestricted)
+	tok := mustv(identity.MintRequestToken(ctx, key("alice"), alice.Origin(), &identity.MintOptions{Now: w.clock.Now}))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, w.url+"/v1/rooms/"+room+"/events/live", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp := mustv(w.hc.Do(req))
+	defer resp.Body.Close()
+	mustv(bob.PutAgentStatus(ctx, room, adp.AgentStatusInput{State: "idle", SeenSeq: 1}))
+	mustv(w.client("carol").RequestJoin(ctx, room, adp.JoinRequestInput{Role: adp.RoleSpeaker}))
+	br := bufio.NewReader(resp.Body)
+	seen := map[string]bool{}
+	var typ string
+	for len(seen) < 2 {
+		line := strings.TrimRight(mustv(br.ReadString('\n')), "\n")
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			typ = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			var m map[string]jsontext.Value
+			if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &m); err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range []string{"seq", "pre_hash", "hash", "envelope"} {
+				if _, ok := m[k]; ok {
+					t.Fatalf("%s item carries %q", typ, k)
+				}
+			}
+			seen[typ] = true
+		}
+	}
+	if !seen[adp.SSEAgentStatus] || !seen[adp.SSEJoinRequest] {
+		t.Fatalf("items seen: %v", seen)
 	}
 }

@@ -66,7 +66,7 @@ func (h *Host) rateClass(hr *hostRoom, ev *adp.Event) (rateKey, int) {
 		key.class = "control"
 		return key, h.limits.Control
 	}
-	def := hr.room.Registry().Lookup(ev.Type)
+	def := hr.reg.Lookup(ev.Type)
 	if def == nil { // the room refuses it with type_not_defined
 		return key, -1
 	}

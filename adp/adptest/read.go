@@ -324,7 +324,25 @@ func (h *Host) putStatus(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	room := hr.current()
+	b, err := readBody(r, 16<<10)
+	var in adp.AgentStatusInput
+	if err == nil {
+		if uerr := strictUnmarshal(b, &in); uerr != nil {
+			err = identity.Wrap(identity.CodeInvalidRequest, "agent status", uerr)
+		} else if in.State == "" {
+			err = identity.NewError(identity.CodeInvalidRequest, "agent status needs a non-empty state")
+		}
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	// The role check and the store write run under the room's lock, like
+	// the writes that clear statuses (leave, removal, demotion): a status
+	// never outlives the role that allowed it.
+	hr.mu.Lock()
+	defer hr.mu.Unlock()
+	room := hr.room
 	m, found := room.Member(who)
 	switch {
 	case !found || m.Status != adp.MemberActive:
@@ -336,36 +354,22 @@ func (h *Host) putStatus(w http.ResponseWriter, r *http.Request) {
 	case m.Role == adp.RoleObserver:
 		err = identity.NewError(identity.CodePermissionDenied, "observers must not write an agent status")
 	}
-	if err == nil {
-		err = writable(room.Status(h.now()))
-	}
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	b, err := readBody(r, 16<<10)
-	var in adp.AgentStatusInput
-	if err == nil {
-		if uerr := strictUnmarshal(b, &in); uerr != nil {
-			err = identity.Wrap(identity.CodeInvalidRequest, "agent status", uerr)
-		} else if in.State == "" {
-			err = identity.NewError(identity.CodeInvalidRequest, "agent status needs a non-empty state")
-		}
-	}
 	now := h.now()
 	if err == nil {
-		err = h.limiter.take(rateKey{agent: who, room: hr.id, class: "agent-status"}, h.limits.StatusWrites, now)
-	}
-	if err != nil {
-		writeError(w, err)
-		return
+		err = writable(room.Status(now))
 	}
 	exp := now.Add(h.statusTTL).UnixMilli()
 	if in.ExpiresAt > 0 && in.ExpiresAt < exp {
 		exp = in.ExpiresAt
 	}
-	if exp <= now.UnixMilli() {
-		writeError(w, identity.NewError(identity.CodeInvalidRequest, "expires_at is in the past"))
+	if err == nil && exp <= now.UnixMilli() {
+		err = identity.NewError(identity.CodeInvalidRequest, "expires_at is in the past")
+	}
+	if err == nil {
+		err = h.limiter.take(rateKey{agent: who, room: hr.id, class: "agent-status"}, h.limits.StatusWrites, now)
+	}
+	if err != nil {
+		writeError(w, err)
 		return
 	}
 	st := adp.AgentStatus{

@@ -2,6 +2,7 @@ package adptest
 
 import (
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -64,6 +65,17 @@ func (h *Host) live(w http.ResponseWriter, r *http.Request) {
 	}
 	sub := &subscriber{agent: who, ch: make(chan *sse.Message, h.sseBuffer), done: make(chan struct{})}
 	hr.subMu.Lock()
+	n := 0
+	for s := range hr.subs {
+		if s.agent == who {
+			n++
+		}
+	}
+	if n >= h.maxStreams {
+		hr.subMu.Unlock()
+		writeError(w, identity.Errorf(identity.CodeRateLimited, "at most %d live streams per agent and room", h.maxStreams))
+		return
+	}
 	hr.subs[sub] = struct{}{}
 	hr.subMu.Unlock()
 	defer func() {
@@ -117,15 +129,23 @@ func (h *Host) broadcast(hr *hostRoom, m *sse.Message, want func(*adp.Room, iden
 	}
 }
 
-// publishRecord sends a room.event item; hr.mu is held.
+// publishRecord sends a room.event item; hr.mu is held. Its SSE id is the
+// record's seq, the resume cursor of §17.2 (the host never replays from
+// it: a client resumes through the history endpoint).
 func (h *Host) publishRecord(hr *hostRoom, rec *adp.Record) {
-	m := &sse.Message{Type: sse.Type(adp.SSERoomEvent)}
+	hr.subMu.Lock()
+	idle := len(hr.subs) == 0
+	hr.subMu.Unlock()
+	if idle {
+		return
+	}
+	m := &sse.Message{ID: sse.ID(strconv.FormatInt(rec.Seq, 10)), Type: sse.Type(adp.SSERoomEvent)}
 	m.AppendData(string(rec.AppendJSON(nil)))
 	h.broadcast(hr, m, nil)
 }
 
 // publishStatus sends a room.agent_status item (not a record: no seq,
-// hashes or envelope).
+// hashes or envelope); hr.mu is held.
 func (h *Host) publishStatus(hr *hostRoom, st *adp.AgentStatus) {
 	b, err := json.Marshal(st, json.Deterministic(true))
 	if err != nil {
@@ -133,8 +153,6 @@ func (h *Host) publishStatus(hr *hostRoom, st *adp.AgentStatus) {
 	}
 	m := &sse.Message{Type: sse.Type(adp.SSEAgentStatus)}
 	m.AppendData(string(b))
-	hr.mu.Lock()
-	defer hr.mu.Unlock()
 	h.broadcast(hr, m, nil)
 }
 

@@ -26,6 +26,7 @@ func (h *Host) createRoom(w http.ResponseWriter, r *http.Request) {
 	opts := h.roomOpts
 	opts.URL = h.RoomURL(hr.id)
 	hr.room = adp.NewRoom(hr.id, &opts)
+	hr.reg = hr.room.Registry()
 	rec, fresh, err := h.accept(r.Context(), hr, env, ev)
 	if err != nil {
 		writeError(w, err)
@@ -164,9 +165,9 @@ func (h *Host) commit(ctx context.Context, hr *hostRoom, env *envelope.Envelope,
 	if ev.Nonce > maxNonce || exp <= ms {
 		maxNonce = ev.Nonce
 	}
-	if err := h.store.PutMaxNonce(ctx, ev.Actor, maxNonce, now.Add(2*h.window).UnixMilli()); err != nil {
-		return nil, err
-	}
+	// The record is durable: a failure to note the nonce must not turn the
+	// accepted write into an error (the Verifier's cache still holds it).
+	h.store.PutMaxNonce(ctx, ev.Actor, maxNonce, now.Add(2*h.window).UnixMilli())
 	h.afterAccept(ctx, hr, ev, rec)
 	return rec, nil
 }
@@ -176,6 +177,8 @@ func (h *Host) commit(ctx context.Context, hr *hostRoom, env *envelope.Envelope,
 // (§17.4), and the live stream.
 func (h *Host) afterAccept(ctx context.Context, hr *hostRoom, ev *adp.Event, rec *adp.Record) {
 	switch ev.Type {
+	case adp.TypeRoomCreate, adp.TypeTypeDefine:
+		hr.reg = hr.room.Registry()
 	case adp.TypeRoomJoinReview:
 		var p adp.JoinReview
 		if strictjson.UnmarshalOpen(ev.Payload, &p) == nil {

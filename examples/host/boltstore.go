@@ -56,6 +56,7 @@ func openBolt(path string) (*boltStore, error) {
 	return &boltStore{db: db}, nil
 }
 
+// Close closes the file.
 func (s *boltStore) Close() error { return s.db.Close() }
 
 func seqKey(n int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(n)) }

@@ -1,0 +1,62 @@
+package adp_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"net/http/httptest"
+	"time"
+
+	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/adp/adptest"
+	"github.com/agentprotocols/go-sdk/identity"
+)
+
+// A Client creates a room on a host, posts a message and reads the
+// verified history back. The host here is the reference host on a
+// loopback test server.
+func ExampleClient() {
+	ctx := context.Background()
+	srv := httptest.NewUnstartedServer(nil)
+	loopback := &identity.OriginOptions{AllowLoopbackHTTP: true}
+	origin, err := identity.ParseOrigin("http://"+srv.Listener.Addr().String(), loopback)
+	if err != nil {
+		log.Fatal(err)
+	}
+	host, err := adptest.New(ctx, &adptest.Options{Origin: origin})
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv.Config.Handler = host
+	srv.Start()
+	defer srv.Close()
+
+	key, err := identity.NewKeyFromSeed(make([]byte, identity.SeedSize))
+	if err != nil {
+		log.Fatal(err)
+	}
+	client, err := adp.NewClient(origin.String(), &adp.ClientOptions{Signer: key, AllowLoopbackHTTP: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	now := time.Now()
+	created, err := client.CreateRoom(ctx, adp.RoomCreate{
+		Topic: "Release checklist", Visibility: adp.VisibilityPublic,
+		StartTime: now.UnixMilli(), EndTime: now.Add(time.Hour).UnixMilli(),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := client.SendMessage(ctx, created.RoomID, adp.Message{ContentType: "text/plain", Content: adp.TextContent("Tests are green.")}); err != nil {
+		log.Fatal(err)
+	}
+	for rec, err := range client.Events(ctx, created.RoomID, 0) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(rec.Seq, rec.Envelope.Type())
+	}
+	// Output:
+	// 1 room.create
+	// 2 message.create
+}
