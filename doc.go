@@ -25,6 +25,9 @@
 //     event, server records and the hash chain, and the room-state replayer
 //     that hosts and verifiers share.
 //   - archive: build and verify room archives offline.
+//   - sse: follow a room live — a resumable client of the §17 event stream
+//     that backfills from the history after every reconnect and verifies
+//     every record before delivering it, once, in seq order.
 //   - internal: wire details (canonical base64url, the strict JSON policy).
 //
 // # Drafts implemented

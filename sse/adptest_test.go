@@ -179,17 +179,22 @@ func (fw *frameWriter) Write(p []byte) (int, error) {
 	}
 }
 
-// recordFrame returns the record a room.event frame carries, or nil.
+// recordFrame returns the record a room.event frame carries, or nil. The
+// host writes one-line fields (an optional id, the event name, one data
+// line).
 func recordFrame(frame []byte) *adp.Record {
-	s := string(frame)
-	if !strings.HasPrefix(s, "event: room.event\n") {
+	var typ, data string
+	for _, line := range strings.Split(strings.TrimSuffix(string(frame), "\n\n"), "\n") {
+		if v, ok := strings.CutPrefix(line, "event: "); ok {
+			typ = v
+		} else if v, ok := strings.CutPrefix(line, "data: "); ok {
+			data = v
+		}
+	}
+	if typ != sse.EventRecord {
 		return nil
 	}
-	i := strings.Index(s, "data: ")
-	if i < 0 {
-		return nil
-	}
-	rec, err := adp.ParseRecord([]byte(strings.TrimSuffix(s[i+len("data: "):], "\n\n")))
+	rec, err := adp.ParseRecord([]byte(data))
 	if err != nil {
 		return nil
 	}
@@ -476,4 +481,51 @@ func TestAdptestAcceptance(t *testing.T) {
 	}
 	f.close()
 	checkNoLeak(t, base)
+}
+
+// The reference host's notices arrive as typed notices, never as records:
+// an agent status (§17.4) and, for the creator, a join request (§17.5).
+func TestAdptestNotices(t *testing.T) {
+	f := newFaultyHost(t, -1)
+	r := newAdptestRoom(t, f, 1)
+	opts := r.options()
+	opts.Signer = adptestKey("creator")
+	opts.History = sse.HistoryFunc(r.creator.Events)
+	c := follow(t, opts, nil)
+	// The first backfill runs once the stream is open, and the host
+	// subscribes the stream before it answers: after it, notices reach us.
+	c.waitSeq(t, int64(len(r.hostRecords(t))))
+	ctx := context.Background()
+	if _, err := r.bob.PutAgentStatus(ctx, r.id, adp.AgentStatusInput{State: "drafting", SeenSeq: 3}); err != nil {
+		t.Fatal(err)
+	}
+	carol := f.client("carol")
+	jr, err := carol.RequestJoin(ctx, r.id, adp.JoinRequestInput{Role: adp.RoleSpeaker})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.say(t, 1)
+	want := r.hostRecords(t)
+	c.waitSeq(t, int64(len(want)))
+	waitFor(t, func() bool { c.mu.Lock(); defer c.mu.Unlock(); return len(c.notices) == 2 }, "two notices %v", func() any { return "" })
+	c.stop(t)
+	c.checkHost(t, want)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var st *sse.AgentStatus
+	var req *sse.JoinRequest
+	for _, it := range c.notices {
+		switch it.Kind {
+		case sse.KindAgentStatus:
+			st = it.AgentStatus
+		case sse.KindJoinRequest:
+			req = it.JoinRequest
+		}
+	}
+	if st == nil || st.AgentID != r.bob.AgentID() || st.State != "drafting" || st.SeenSeq != 3 {
+		t.Fatalf("agent status: %+v", st)
+	}
+	if req == nil || req.RequestID != jr.Request.ID || req.Applicant != carol.AgentID() || req.Role != adp.RoleSpeaker {
+		t.Fatalf("join request: %+v", req)
+	}
 }

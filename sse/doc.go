@@ -26,15 +26,20 @@
 // # Connections
 //
 // Framing and reconnection are github.com/tmaxmax/go-sse's. This package
-// adds what an ADP subscriber needs on top of it: a fresh request token on
-// every attempt (minted by the SDK's HTTP layer, like every other request
-// token), 429 and 5xx answers retried
-// with exponential backoff and jitter (go-sse would treat every non-200 as
-// final), and an idle watchdog that reconnects when neither data nor a
-// heartbeat comment arrived for [Options].IdleTimeout (go-sse never shows
-// comments to its caller). 401, 403, 404 and other 4xx answers are
-// permanent: membership was lost or the room is gone, and the iterator ends
-// with the host's *identity.Error, so
+// adds what an ADP subscriber needs on top of it:
+//
+//   - a fresh request token on every attempt, minted by the SDK's HTTP
+//     layer like every other request token (go-sse fixes the headers of
+//     its first request);
+//   - 429 and 5xx answers retried with exponential backoff and jitter,
+//     after any Retry-After (go-sse treats every non-200 answer as final);
+//   - an idle watchdog that reconnects when neither data nor a heartbeat
+//     comment arrived for [Options].IdleTimeout (go-sse never shows
+//     comments to its caller).
+//
+// 401, 403, 404 and other 4xx answers are permanent — membership was lost
+// or the room is gone — and the iterator ends with the host's
+// *identity.Error, so
 //
 //	if errors.Is(err, adp.ErrMembershipRequired) { … }
 //

@@ -56,15 +56,17 @@ type follower struct {
 
 	prev    *adp.Record // the last verified record, or a stub for the start
 	lastSeq atomic.Int64
-	pending map[int64]*adp.Record // live records beyond a gap
-	stopped bool                  // the consumer left the loop
+	pending map[int64]held // live records beyond a gap
+	// pendingBytes is the wire size of the held records.
+	pendingBytes int
+	stopped      bool // the consumer left the loop
 }
 
 func newFollower(opts *Options) (*follower, error) {
 	if opts == nil {
 		return nil, errors.New("sse: nil Options")
 	}
-	f := &follower{o: *opts, pending: map[int64]*adp.Record{}}
+	f := &follower{o: *opts, pending: map[int64]held{}}
 	o := &f.o
 	switch {
 	case o.RoomID == "":
@@ -76,11 +78,16 @@ func newFollower(opts *Options) (*follower, error) {
 	case o.Room != nil && o.Room.ID() != o.RoomID:
 		return nil, errors.New("sse: Options.Room is another room")
 	}
-	u, err := url.Parse(strings.TrimSuffix(o.API, "/"))
-	if err != nil || u.Scheme == "" || u.Host == "" {
-		return nil, fmt.Errorf("sse: Options.API %q is not an absolute URL", o.API)
+	if o.RoomID == "." || o.RoomID == ".." {
+		return nil, fmt.Errorf("sse: Options.RoomID %q is not a room ID", o.RoomID)
 	}
-	f.url = u.JoinPath("rooms", o.RoomID, "events", "live").String()
+	api := strings.TrimSuffix(o.API, "/")
+	u, err := url.Parse(api)
+	if err != nil || u.Scheme == "" || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("sse: Options.API %q is not an absolute URL without query", o.API)
+	}
+	// The room ID is one escaped path segment: it cannot climb the path.
+	f.url = api + "/rooms/" + url.PathEscape(o.RoomID) + "/events/live"
 	// An origin the tokens cannot name would fail every attempt: refuse it
 	// now (https, or loopback http when Origins allows it).
 	if _, err := identity.OriginOf(u, o.Origins); err != nil {
@@ -94,6 +101,9 @@ func newFollower(opts *Options) (*follower, error) {
 	}
 	if o.MaxPending <= 0 {
 		o.MaxPending = DefaultMaxPending
+	}
+	if o.MaxPendingBytes <= 0 {
+		o.MaxPendingBytes = DefaultMaxPendingBytes
 	}
 	if o.MaxFailedSyncs <= 0 {
 		o.MaxFailedSyncs = DefaultMaxFailedSyncs
@@ -129,6 +139,7 @@ type raw struct {
 	kind rawKind
 	typ  string
 	data string
+	size int // the event's data size
 	err  error
 	// rec is a room.event's record, parsed on the reading goroutine (or
 	// the parse error in err).
@@ -142,13 +153,13 @@ type raw struct {
 // cache, and the ordered stage only links and delivers. A failed check is
 // repeated, and reported, by the ordered stage.
 func (f *follower) prepare(typ, data string) raw {
-	r := raw{kind: rawEvent, typ: typ, data: data}
+	r := raw{kind: rawEvent, typ: typ, data: data, size: len(data)}
 	if typ != EventRecord {
 		return r
 	}
 	r.data = ""
 	r.rec, r.err = adp.ParseRecord([]byte(data))
-	if r.err == nil && r.rec.Seq > f.lastSeq.Load() {
+	if last := f.lastSeq.Load(); r.err == nil && r.rec.RoomID == f.o.RoomID && r.rec.Seq > last && r.rec.Seq <= last+int64(f.o.MaxPending) {
 		_ = r.rec.Envelope.Verify()
 	}
 	return r
@@ -165,7 +176,7 @@ func (e *verifyError) Unwrap() error { return e.err }
 
 func (f *follower) run(parent context.Context) {
 	ctx, cancel := context.WithCancel(parent)
-	events := make(chan raw, 64)
+	events := make(chan raw, 16)
 	done := make(chan error, 1)
 	go func() { done <- f.connect(ctx, events) }()
 	finished := false
@@ -291,7 +302,7 @@ func (f *follower) onEvent(ctx context.Context, ev raw) (resync, ok bool) {
 	typ, data := ev.typ, ev.data
 	switch typ {
 	case EventRecord:
-		return f.onRecord(ctx, ev.rec, ev.err)
+		return f.onRecord(ctx, ev.rec, ev.size, ev.err)
 	case EventAgentStatus:
 		st, err := parseAgentStatus(f.o.RoomID, []byte(data))
 		if err != nil {
@@ -309,7 +320,7 @@ func (f *follower) onEvent(ctx context.Context, ev raw) (resync, ok bool) {
 }
 
 // onRecord handles a live room.event.
-func (f *follower) onRecord(ctx context.Context, rec *adp.Record, err error) (resync, ok bool) {
+func (f *follower) onRecord(ctx context.Context, rec *adp.Record, size int, err error) (resync, ok bool) {
 	if err == nil && rec.RoomID != f.o.RoomID {
 		err = identity.Errorf(adp.CodeInvalidRecord, "record %d: room_id is not the followed room", rec.Seq)
 	}
@@ -321,8 +332,12 @@ func (f *follower) onRecord(ctx context.Context, rec *adp.Record, err error) (re
 	case rec.Seq <= last: // a duplicate, or one the history already gave
 		return false, true
 	case rec.Seq > last+1: // a gap: hold it and fill the gap from history
-		if len(f.pending) < f.o.MaxPending {
-			f.pending[rec.Seq] = rec
+		// Only records that can follow soon are held: one far ahead
+		// cannot take a place (the history brings it when it is due).
+		if _, dup := f.pending[rec.Seq]; !dup && rec.Seq <= last+int64(f.o.MaxPending) &&
+			len(f.pending) < f.o.MaxPending && f.pendingBytes+size <= f.o.MaxPendingBytes {
+			f.pending[rec.Seq] = held{rec, size}
+			f.pendingBytes += size
 		}
 		return true, true
 	}
@@ -371,34 +386,38 @@ func (f *follower) sync(ctx context.Context) (gap bool, err error) {
 	return bad || len(f.pending) > 0, nil
 }
 
+// held is a live record beyond a gap and its wire size.
+type held struct {
+	rec  *adp.Record
+	size int
+}
+
 // drain delivers held live records that now follow the last verified one
 // and discards those already delivered. bad reports a held record that
 // failed verification (reported and dropped).
 func (f *follower) drain(ctx context.Context) (bad, ok bool) {
-	for len(f.pending) > 0 {
-		last := f.lastSeq.Load()
-		for seq := range f.pending {
-			if seq <= last {
-				delete(f.pending, seq)
-			}
+	last := f.lastSeq.Load()
+	for seq, h := range f.pending {
+		if seq <= last {
+			delete(f.pending, seq)
+			f.pendingBytes -= h.size
 		}
-		rec := f.pending[last+1]
-		if rec == nil {
+	}
+	for {
+		h, found := f.pending[f.lastSeq.Load()+1]
+		if !found {
 			return bad, true
 		}
-		delete(f.pending, rec.Seq)
-		if err := f.verify(ctx, rec); err != nil {
-			bad = true
-			if !f.emit(fmt.Errorf("sse: live record %d dropped: %w", rec.Seq, err)) {
-				return bad, false
-			}
-			continue
+		delete(f.pending, h.rec.Seq)
+		f.pendingBytes -= h.size
+		if err := f.verify(ctx, h.rec); err != nil {
+			// The next record stays missing: the history fills it.
+			return true, f.emit(fmt.Errorf("sse: live record %d dropped: %w", h.rec.Seq, err))
 		}
-		if !f.deliver(rec) {
+		if !f.deliver(h.rec) {
 			return bad, false
 		}
 	}
-	return bad, true
 }
 
 // verify checks rec as the next record of the chain: with a replayer by
@@ -497,6 +516,7 @@ func (f *follower) connect(ctx context.Context, events chan<- raw) error {
 			base:      base,
 			idle:      f.o.IdleTimeout,
 			lastSeq:   &f.lastSeq,
+			maxWait:   f.o.Backoff.Max,
 		},
 		// The SDK's redirect policy (same origin only); a redirect it
 		// refuses reaches the validator as a 3xx and ends the

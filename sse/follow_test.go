@@ -1,11 +1,14 @@
 package sse_test
 
 import (
+	"context"
 	"errors"
+	"iter"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -185,12 +188,12 @@ func TestFollowStallWithoutHeartbeats(t *testing.T) {
 // Heartbeat comments keep a quiet connection alive: no reconnect.
 func TestFollowHeartbeatsKeepAlive(t *testing.T) {
 	h := newTestHost(t)
-	h.heartbeat = 20 * time.Millisecond
+	h.heartbeat = 10 * time.Millisecond
 	opts := h.options("alice")
-	opts.IdleTimeout = 300 * time.Millisecond
+	opts.IdleTimeout = time.Second // 100 heartbeats: a wide margin on a loaded machine
 	c := follow(t, opts, nil)
 	c.waitSeq(t, h.seq())
-	time.Sleep(time.Second) // ≥ 3 idle timeouts of silence but for heartbeats
+	time.Sleep(2500 * time.Millisecond) // 2.5 idle timeouts of silence but for heartbeats
 	h.say("bob", "still here")
 	c.waitSeq(t, h.seq())
 	c.stop(t)
@@ -260,6 +263,14 @@ func TestFollowPermanentRefusals(t *testing.T) {
 	t.Run("room gone", func(t *testing.T) {
 		opts := h.options("alice")
 		opts.RoomID = "nosuchroom"
+		c := follow(t, opts, nil)
+		if err := c.wait(t); !errors.Is(err, adp.ErrRoomNotFound) {
+			t.Fatalf("final error %v", err)
+		}
+	})
+	t.Run("slash in room ID stays one segment", func(t *testing.T) {
+		opts := h.options("alice")
+		opts.RoomID = h.roomID + "/../" + h.roomID
 		c := follow(t, opts, nil)
 		if err := c.wait(t); !errors.Is(err, adp.ErrRoomNotFound) {
 			t.Fatalf("final error %v", err)
@@ -410,9 +421,13 @@ func TestFollowStart(t *testing.T) {
 
 // Leaving the range loop early ends everything.
 func TestFollowBreakNoLeak(t *testing.T) {
-	base := runtime.NumGoroutine()
 	h := newTestHost(t)
 	h.sayN("bob", 10)
+	// The host is up (its listener runs); nothing of the subscription's
+	// may outlive it — not even the stream's connection — while the host
+	// keeps running.
+	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+	base := runtime.NumGoroutine()
 	n := 0
 	for it, err := range sse.Follow(t.Context(), h.options("alice")) {
 		if err != nil {
@@ -424,7 +439,6 @@ func TestFollowBreakNoLeak(t *testing.T) {
 			}
 		}
 	}
-	h.close()
 	checkNoLeak(t, base)
 }
 
@@ -521,6 +535,8 @@ func TestFollowBadOptions(t *testing.T) {
 		"http origin":  func(o *sse.Options) { o.API = "http://api.example/v1"; o.Origins = nil },
 		"relative API": func(o *sse.Options) { o.API = "/v1" },
 		"no room":      func(o *sse.Options) { o.RoomID = "" },
+		"dot-dot room": func(o *sse.Options) { o.RoomID = ".." },
+		"API query":    func(o *sse.Options) { o.API += "?x=1" },
 		"no signer":    func(o *sse.Options) { o.Signer = nil },
 		"no history":   func(o *sse.Options) { o.History = nil },
 		"other room":   func(o *sse.Options) { o.Room = adp.NewRoom("other", nil) },
@@ -539,5 +555,106 @@ func TestFollowBadOptions(t *testing.T) {
 	}
 	if n := h.connects.Load(); n != 0 {
 		t.Fatalf("%d connection attempts", n)
+	}
+}
+
+// §17.3: the stream is open before the history is read, so a record
+// accepted while the history is being read — after its snapshot — still
+// arrives, on the stream. (Reading history first and subscribing second
+// would lose it.)
+func TestFollowBootstrapOrder(t *testing.T) {
+	h := newTestHost(t)
+	h.sayN("bob", 5)
+	var streamOpen atomic.Bool
+	var once sync.Once
+	h.historyHook = func() {
+		once.Do(func() {
+			streamOpen.Store(h.subscribers() == 1)
+			h.say("bob", "accepted during the history read")
+		})
+	}
+	want := h.seq() + 1 // and the record the hook adds
+	c := follow(t, h.options("alice"), nil)
+	c.waitSeq(t, want)
+	c.stop(t)
+	c.checkExactly(t, h)
+	if !streamOpen.Load() {
+		t.Fatal("the history was read before the stream was open")
+	}
+}
+
+// Cancelling the context ends the subscription even while the history
+// call hangs, and the final value says why.
+func TestFollowCancelDuringHistory(t *testing.T) {
+	h := newTestHost(t)
+	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+	base := runtime.NumGoroutine()
+	entered := make(chan struct{})
+	opts := h.options("alice")
+	opts.History = sse.HistoryFunc(func(ctx context.Context, _ string, _ int64) iter.Seq2[*adp.Record, error] {
+		return func(yield func(*adp.Record, error) bool) {
+			close(entered)
+			<-ctx.Done() // a host that never answers
+			yield(nil, ctx.Err())
+		}
+	})
+	c := follow(t, opts, nil)
+	<-entered
+	c.cancel()
+	if err := c.wait(t); !errors.Is(err, context.Canceled) {
+		t.Fatalf("final error %v, want context.Canceled", err)
+	}
+	checkNoLeak(t, base)
+}
+
+// A 429 or 503 with Retry-After holds the next attempt that long, capped at
+// Backoff.Max.
+func TestFollowRetryAfter(t *testing.T) {
+	h := newTestHost(t)
+	h.failNext = []int{http.StatusTooManyRequests}
+	h.retryAfter = "1"
+	opts := h.options("alice")
+	opts.Backoff.Max = 5 * time.Second
+	c := follow(t, opts, nil)
+	c.waitSeq(t, h.seq())
+	c.stop(t)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.connectTimes) < 2 {
+		t.Fatalf("%d stream requests", len(h.connectTimes))
+	}
+	if gap := h.connectTimes[1].Sub(h.connectTimes[0]); gap < 900*time.Millisecond {
+		t.Fatalf("retried after %v, Retry-After asked for 1 s", gap)
+	}
+}
+
+// A record that links correctly and carries a valid signature, but whose
+// event was signed for another room (a replay across rooms), is refused.
+func TestFollowEventFromAnotherRoom(t *testing.T) {
+	h := newTestHost(t)
+	c := follow(t, h.options("alice"), nil)
+	c.waitSeq(t, h.seq())
+	h.mu.Lock()
+	h.mutate = func(seq int64, d []byte) [][]byte {
+		prev, err := adp.ParseRecord(h.records[seq-2])
+		if err != nil {
+			t.Error(err)
+			return nil
+		}
+		env, err := adp.NewMessage(h.ctx, h.authors["bob"], adp.Base{RoomID: "anotherroom000000000", Seq: prev.Seq, Hash: prev.Hash},
+			adp.Message{ContentType: "text/plain", Content: adp.TextContent("meant elsewhere")})
+		if err != nil {
+			t.Error(err)
+			return nil
+		}
+		return [][]byte{adp.NewRecord(h.roomID, prev, h.now.UnixMilli(), env).AppendJSON(nil)}
+	}
+	h.mu.Unlock()
+	h.sayN("bob", 3)
+	c.waitSeq(t, h.seq())
+	c.stop(t)
+	c.checkExactly(t, h)
+	if !c.hasError(identity.ErrInvalidEvent) {
+		t.Fatalf("no invalid_event item: %v", c.errors())
 	}
 }

@@ -121,7 +121,7 @@ func FuzzStream(f *testing.F) {
 				}
 			}
 		})
-		fl, err := newFollower(&Options{API: "https://h.example/v1", RoomID: fuzzRoom, Signer: nopSigner{}, History: hist, MaxPending: 4})
+		fl, err := newFollower(&Options{API: "https://h.example/v1", RoomID: fuzzRoom, Signer: nopSigner{}, History: hist, MaxPending: 4, MaxPendingBytes: 3000})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,8 +148,12 @@ func FuzzStream(f *testing.F) {
 			if resync {
 				fl.sync(ctx)
 			}
-			if len(fl.pending) > 4 {
-				t.Fatalf("%d records pending, bound 4", len(fl.pending))
+			sum := 0
+			for _, h := range fl.pending {
+				sum += h.size
+			}
+			if len(fl.pending) > 4 || sum != fl.pendingBytes || sum > 3000 {
+				t.Fatalf("%d records, %d bytes (counted %d) pending; bounds 4 and 3000", len(fl.pending), sum, fl.pendingBytes)
 			}
 		}
 		if len(got) < n {

@@ -48,6 +48,10 @@ type testHost struct {
 	mutate func(seq int64, data []byte) [][]byte
 	// failNext answers the next stream requests with these statuses.
 	failNext []int
+	// retryAfter is the Retry-After header of the failNext answers.
+	retryAfter string
+	// connectTimes are the times of the stream requests.
+	connectTimes []time.Time
 	// heartbeat is the comment interval (0: none).
 	heartbeat time.Duration
 
@@ -56,6 +60,7 @@ type testHost struct {
 	// history faults: fail the next n history calls; serve forged records.
 	historyFail   int
 	historyRefuse error
+	historyHook   func()
 	historyForge  func(seq int64, data []byte) []byte
 	historyCalls  atomic.Int32
 	historyPageSz int
@@ -263,6 +268,7 @@ func (h *testHost) live(w http.ResponseWriter, r *http.Request) {
 	}
 	h.mu.Lock()
 	h.tokens = append(h.tokens, tok)
+	h.connectTimes = append(h.connectTimes, time.Now())
 	if len(h.failNext) > 0 {
 		st := h.failNext[0]
 		h.failNext = h.failNext[1:]
@@ -270,6 +276,9 @@ func (h *testHost) live(w http.ResponseWriter, r *http.Request) {
 		code := identity.CodeInternalError
 		if st == http.StatusTooManyRequests {
 			code = identity.CodeRateLimited
+		}
+		if h.retryAfter != "" {
+			w.Header().Set("Retry-After", h.retryAfter)
 		}
 		identity.WriteError(w, &identity.Error{Code: code, Message: "injected", Status: st})
 		return
@@ -362,9 +371,18 @@ func (h *testHost) history() sse.History {
 				yield(nil, &identity.Error{Code: adp.CodeRoomNotFound, Message: "no such room", Status: http.StatusNotFound})
 				return
 			}
+			// The history is a snapshot of the store when the call starts;
+			// historyHook runs after the snapshot, like a write racing the
+			// read.
+			h.mu.Lock()
+			limit, hook := len(h.records), h.historyHook
+			h.mu.Unlock()
+			if hook != nil {
+				hook()
+			}
 			for {
 				h.mu.Lock()
-				end := min(int(after)+h.historyPageSz, len(h.records))
+				end := min(int(after)+h.historyPageSz, limit)
 				page := h.records[min(int(after), end):end]
 				forge := h.historyForge
 				h.mu.Unlock()

@@ -32,6 +32,8 @@ const (
 	// DefaultMaxPending bounds the live records held while a gap before
 	// them is filled from the history.
 	DefaultMaxPending = 1024
+	// DefaultMaxPendingBytes bounds the wire size of those records.
+	DefaultMaxPendingBytes = 16 << 20
 	// DefaultMaxFailedSyncs is how many consecutive history backfills may
 	// fail verification before the subscription gives up.
 	DefaultMaxFailedSyncs = 5
@@ -41,9 +43,10 @@ const (
 // ascending seq order (GET /v1/rooms/{room_id}/events?after_seq=, §16). The
 // ADP HTTP client provides one; tests may serve a store directly. An error
 // that is an *identity.Error with HTTP status 401, 403 or 404 ends the
-// subscription; any other error is retried with backoff. History must
-// return fresh, unverified records (parse them from the wire): the client
-// verifies every one.
+// subscription; an *identity.Error without a status (the History refused
+// a record it verified itself) counts as a failed verification; any other
+// error is retried with backoff. The client verifies every record History
+// returns, whether or not History verified it first.
 type History interface {
 	Records(ctx context.Context, roomID string, afterSeq int64) iter.Seq2[*adp.Record, error]
 }
@@ -142,6 +145,11 @@ type Options struct {
 	// means DefaultMaxPending. Records beyond it are dropped and read from
 	// the history later.
 	MaxPending int
+	// MaxPendingBytes bounds their total wire size; 0 means
+	// DefaultMaxPendingBytes. With MaxEventSize and the 16 events queued
+	// between the reading goroutine and the ordered stage it bounds what
+	// a hostile stream can make the subscriber hold.
+	MaxPendingBytes int
 	// MaxFailedSyncs is how many consecutive backfills may fail because
 	// the history itself does not verify before Follow ends with the
 	// verification error; 0 means DefaultMaxFailedSyncs.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/internal/httpc"
 )
 
 // ErrIdle is the cause of a reconnect after a connection stayed silent —
@@ -25,13 +26,16 @@ var ErrIdle = errors.New("sse: connection idle")
 //   - sets Last-Event-ID to the last verified seq, a hint only: §17.3 lets
 //     hosts ignore it and the client never relies on it;
 //   - turns 429 and 5xx answers into transport errors, which go-sse
-//     retries with backoff (it treats any non-200 response as final);
+//     retries with backoff (it treats any non-200 response as final),
+//     after waiting out a Retry-After header (at most Backoff.Max);
 //   - wraps the body in the idle watchdog.
 type transport struct {
 	authorize func(*http.Request, identity.Origin) error
 	base      http.RoundTripper
 	idle      time.Duration
 	lastSeq   *atomic.Int64
+	// maxWait caps how long a Retry-After answer holds the next attempt.
+	maxWait time.Duration
 }
 
 // retryableError is a 429 or 5xx answer, retried like a dropped connection.
@@ -60,6 +64,16 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 {
 		err := identity.ReadError(resp)
 		resp.Body.Close()
+		// Honour Retry-After (capped at the backoff's maximum) before
+		// go-sse's own backoff delay.
+		if d, ok := httpc.RetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok && d > 0 {
+			wait := time.NewTimer(min(d, t.maxWait))
+			select {
+			case <-wait.C:
+			case <-ctx.Done():
+			}
+			wait.Stop()
+		}
 		cancel()
 		return nil, &retryableError{err}
 	}

@@ -6,6 +6,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -193,5 +196,118 @@ func TestFollowRefused(t *testing.T) {
 	code := run(ctx, []string{"--host", srv.URL, "--room", rec.RoomID, "--key", keyFile(t, "stranger")}, &bytes.Buffer{}, &stderr)
 	if code != exitRefused || !strings.Contains(stderr.String(), "code membership_required") {
 		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+}
+
+// hostile wraps the reference host: on the live stream every record comes
+// first tampered (received_at changed after hashing), then twice.
+type hostile struct{ next http.Handler }
+
+func (h hostile) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.next.ServeHTTP(&hostileWriter{w: w}, r)
+}
+
+type hostileWriter struct {
+	w   http.ResponseWriter
+	buf []byte
+}
+
+func (hw *hostileWriter) Header() http.Header { return hw.w.Header() }
+func (hw *hostileWriter) WriteHeader(s int)   { hw.w.WriteHeader(s) }
+func (hw *hostileWriter) Flush()              { hw.w.(http.Flusher).Flush() }
+
+func (hw *hostileWriter) Write(p []byte) (int, error) {
+	if !strings.HasPrefix(hw.w.Header().Get("Content-Type"), "text/event-stream") {
+		return hw.w.Write(p)
+	}
+	hw.buf = append(hw.buf, p...)
+	for {
+		i := bytes.Index(hw.buf, []byte("\n\n"))
+		if i < 0 {
+			return len(p), nil
+		}
+		frame := string(hw.buf[:i+2])
+		hw.buf = hw.buf[i+2:]
+		out := frame
+		if strings.HasPrefix(frame, "event: room.event\n") || strings.Contains(frame, "\nevent: room.event\n") {
+			out = strings.Replace(frame, `"received_at":1`, `"received_at":2`, 1) + frame + frame
+		}
+		if _, err := io.WriteString(hw.w, out); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// On a hostile stream the command still prints exactly the host's
+// records, once each, in order.
+func TestFollowHostileStream(t *testing.T) {
+	srv := httptest.NewUnstartedServer(nil)
+	origin, err := identity.ParseOrigin("http://"+srv.Listener.Addr().String(), &identity.OriginOptions{AllowLoopbackHTTP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, err := adptest.New(context.Background(), &adptest.Options{Origin: origin, RateLimits: adptest.Unlimited(), Heartbeat: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Config.Handler = hostile{host}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	t.Cleanup(host.Close)
+
+	ctx := context.Background()
+	client := func(name string) *adp.Client {
+		c, err := adp.NewClient(srv.URL, &adp.ClientOptions{Signer: testKey(name), AllowLoopbackHTTP: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	creator, alice := client("creator"), client("alice")
+	now := time.Now()
+	rec, err := creator.CreateRoom(ctx, adp.RoomCreate{Topic: "hostile", Visibility: adp.VisibilityPublic,
+		StartTime: now.Add(-time.Minute).UnixMilli(), EndTime: now.Add(time.Hour).UnixMilli()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	room := rec.RoomID
+	if _, err := alice.Join(ctx, room, adp.Join{Role: adp.RoleSpeaker}); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	o := &options{host: srv.URL, room: room, keyFile: keyFile(t, "alice"), json: true, untilEnded: true,
+		tune: func(so *sse.Options) {
+			so.Backoff = sse.Backoff{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond}
+		}}
+	go func() { done <- follow(ctx, o, &stdout, &stderr) }()
+	for i := 0; i < 20; i++ {
+		if _, err := creator.SendMessage(ctx, room, adp.Message{ContentType: "text/plain", Content: adp.TextContent("hi")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := creator.CloseRoom(ctx, room, adp.Notice{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-done:
+		if code != exitOK {
+			t.Fatalf("exit %d: %s", code, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("follow did not exit after room.close")
+	}
+	var want []string
+	for rec, err := range client("auditor").Events(ctx, room, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, string(rec.AppendJSON(nil)))
+	}
+	if got := strings.TrimSuffix(stdout.String(), "\n"); got != strings.Join(want, "\n") {
+		t.Fatalf("printed:\n%s\nhost has %d records", got, len(want))
+	}
+	if !strings.Contains(stderr.String(), "invalid_record") {
+		t.Fatalf("no tampered record reported:\n%s", stderr.String())
 	}
 }
