@@ -11,6 +11,7 @@ import (
 
 	"crypto/sha3"
 	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/sse"
@@ -79,15 +80,28 @@ func (e *Engine) inboxFromRecord(tx Tx, k roomKey, room *adp.Room, sr *storedRoo
 		}
 		items = append(items, it)
 	}
-	var p struct {
-		Speaker     string `json:"speaker"`
-		TurnID      string `json:"turn_id"`
-		Instruction string `json:"instruction"`
-		ExpiresAt   *int64 `json:"expires_at"`
-		Member      string `json:"member"`
-		Target      string `json:"target"`
+	// Payload fields read leniently: room content is data, and a
+	// malformed or foreign-typed member just yields no item.
+	var fields map[string]jsontext.Value
+	_ = json.Unmarshal(ev.Payload, &fields)
+	str := func(name string) string {
+		var v string
+		if json.Unmarshal(fields[name], &v) != nil {
+			if raw := fields[name]; len(raw) > 0 && raw.Kind() == '0' {
+				return string(raw)
+			}
+		}
+		return v
 	}
-	_ = json.Unmarshal(ev.Payload, &p, json.RejectUnknownMembers(false))
+	var p struct {
+		Speaker, TurnID, Instruction, Member string
+		ExpiresAt                            *int64
+	}
+	p.Speaker, p.TurnID, p.Instruction, p.Member = str("speaker"), str("turn_id"), str("instruction"), str("member")
+	var exp int64
+	if json.Unmarshal(fields["expires_at"], &exp) == nil {
+		p.ExpiresAt = &exp
+	}
 	registered := func(typ string) bool { return room != nil && room.Registry().Lookup(typ) != nil }
 	switch ev.Type {
 	case "turn.update":

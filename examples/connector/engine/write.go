@@ -37,6 +37,7 @@ type outboxEntry struct {
 	Host      string         `json:"host"`
 	RoomID    string         `json:"room_id"`
 	Create    bool           `json:"create,omitempty"`
+	Profile   bool           `json:"profile,omitempty"`
 	Envelope  jsontext.Value `json:"envelope"`
 	Req       *writeReq      `json:"req,omitempty"`
 	CreatedAt int64          `json:"created_at"`
@@ -700,13 +701,29 @@ func (e *Engine) ReplayOutbox(ctx context.Context) error {
 	}
 	var pending error
 	for _, it := range items {
-		h, err := e.host(it.ent.Host)
-		if err != nil {
-			continue
-		}
 		env, err := envelope.Parse(it.ent.Envelope)
 		if err != nil {
 			return err
+		}
+		if it.ent.Profile {
+			c, err := e.profileService(it.ent.Host)
+			if err != nil {
+				continue // no longer configured: never sent
+			}
+			if _, err = c.Publish(ctx, env); err != nil && transient(err) {
+				pending = fmt.Errorf("%w: %v", ErrPendingOutbox, err)
+				continue
+			}
+			// Accepted, or refused for good (a profile update is whole
+			// and can be re-issued); either way it leaves the outbox.
+			if err := e.dropOutbox(it.id); err != nil {
+				return err
+			}
+			continue
+		}
+		h, err := e.host(it.ent.Host)
+		if err != nil {
+			continue
 		}
 		k := roomKey{h.name, it.ent.RoomID}
 		var rec *adp.Record
