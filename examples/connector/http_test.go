@@ -121,7 +121,29 @@ func TestHTTPStreamableClient(t *testing.T) {
 		t.Fatalf("agent_id %v, want %s", got, c.agentID)
 	}
 
-	// A rejection: a host that is not on the allowlist.
+	// A host's rejection: an observer may not speak (permission_denied).
+	alice := newConnector(t, "alice", h)
+	roomID := createRoom(t, alice, h, "public")
+	for _, step := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"room_open", map[string]any{"host": h.url, "room_id": roomID}},
+		{"room_join", map[string]any{"room_id": roomID, "role": "observer"}},
+	} {
+		if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: toolPrefix + step.tool, Arguments: step.args}); err != nil || res.IsError {
+			t.Fatalf("%s: %v %+v", step.tool, err, res)
+		}
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: toolPrefix + "room_send_message", Arguments: map[string]any{"room_id": roomID, "content": "hi"}})
+	if err != nil {
+		t.Fatalf("rejection came as a JSON-RPC error: %v", err)
+	}
+	if !res.IsError || structured(t, res)["code"] != "permission_denied" {
+		t.Fatalf("want isError permission_denied, got %+v", structured(t, res))
+	}
+
+	// A connector rejection: a host that is not on the allowlist.
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: toolPrefix + "room_open", Arguments: map[string]any{"host": "https://evil.example", "room_id": "d8ftedhpqhsusbg001tg"}})
 	if err != nil {
 		t.Fatalf("rejection came as a JSON-RPC error: %v", err)
@@ -172,5 +194,28 @@ func TestTokenFile(t *testing.T) {
 	os.Chmod(p, 0o644)
 	if _, err := loadOrCreateToken(p); err == nil {
 		t.Fatal("a world-readable token file was accepted")
+	}
+}
+
+// TestHTTPDefaultClientVersion: a go-sdk client left at its default
+// protocol version (2026-07-28 first) still reaches the tools over --http.
+func TestHTTPDefaultClientVersion(t *testing.T) {
+	h := newTestHost(t, nil)
+	c := newConnector(t, "http-default", h)
+	ts := serveHTTP(t, c)
+	ctx := context.Background()
+	cl := mcp.NewClient(&mcp.Implementation{Name: "default", Version: "1"}, nil)
+	cs, err := cl.Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint:   ts.URL,
+		HTTPClient: &http.Client{Transport: bearer{testToken, http.DefaultTransport}},
+		MaxRetries: -1,
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: toolPrefix + "hosts_list", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("hosts_list: %v %+v", err, res)
 	}
 }

@@ -67,6 +67,14 @@ func with(base schema, more schema) schema {
 	return out
 }
 
+// Bounds on one call's arguments, checked before the schema evaluator
+// (which recurses) sees them: the largest legitimate input, a room_create
+// with type declarations, is far below both.
+const (
+	maxArgsBytes = 1 << 20
+	maxArgsDepth = 64
+)
+
 // compiledSchema is one tool's input schema, compiled.
 type compiledSchema struct {
 	raw json.RawMessage
@@ -102,19 +110,21 @@ func (c *compiledSchema) validate(args json.RawMessage) error {
 	if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
 		args = json.RawMessage("{}")
 	}
+	if len(args) > maxArgsBytes {
+		return fmt.Errorf("arguments: larger than %d bytes", maxArgsBytes)
+	}
 	if err := strictjson.Validate(args); err != nil {
 		return fmt.Errorf("arguments: %v", err)
+	}
+	if strictjson.Depth(args) > maxArgsDepth {
+		return fmt.Errorf("arguments: nested deeper than %d", maxArgsDepth)
 	}
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
 	if err != nil {
 		return fmt.Errorf("arguments: %v", err)
 	}
 	if err := c.s.Validate(inst); err != nil {
-		msg := strings.Join(strings.Fields(err.Error()), " ")
-		if len(msg) > 600 {
-			msg = msg[:600] + "…"
-		}
-		return fmt.Errorf("arguments: %s", msg)
+		return fmt.Errorf("arguments: %s", clip(strings.Join(strings.Fields(err.Error()), " ")))
 	}
 	return nil
 }

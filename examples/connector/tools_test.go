@@ -1,11 +1,15 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentprotocols/go-sdk/adp/adptest"
 )
@@ -60,5 +64,106 @@ func TestAmbiguousRoom(t *testing.T) {
 	st := alice.call("room_state", map[string]any{"room_id": same(), "host": h2.url})
 	if get(st, "sync.host") != h2.url {
 		t.Fatalf("with host: %v", st["sync"])
+	}
+}
+
+// TestHostileArguments: oversized or deeply nested arguments are refused
+// as malformed calls before the schema evaluator recurses into them, and
+// within a bounded allocation.
+func TestHostileArguments(t *testing.T) {
+	h := newTestHost(t, nil)
+	c := newConnector(t, "hostile", h)
+	deep := strings.Repeat("[", 500) + strings.Repeat("]", 500)
+	big := `"` + strings.Repeat("a", 2<<20) + `"`
+	for name, extra := range map[string]string{"deep": deep, "big": big} {
+		args := json.RawMessage(`{"room_id":"x","content":"y","extra":` + extra + `}`)
+		_, err := c.callRaw("room_send_message", args)
+		var je *jsonrpc.Error
+		if !errors.As(err, &je) || je.Code != jsonrpc.CodeInvalidParams {
+			t.Errorf("%s: want JSON-RPC invalid params, got %v", name, err)
+		}
+	}
+	// The check itself: a 100,000-deep document costs one linear pass.
+	cs, err := compileSchema("t", object(schema{"extra": freeObject("x")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := []byte(`{"extra":` + strings.Repeat("[", 100000) + strings.Repeat("]", 100000) + `}`)
+	allocs := testing.AllocsPerRun(5, func() { cs.validate(doc) })
+	if allocs > 100 {
+		t.Errorf("rejecting a deep document took %v allocations", allocs)
+	}
+}
+
+// TestPresentedHeadPerSession: two MCP sessions on one connector keep
+// their own presented head (§4.2). Both read the room; another agent
+// speaks; only the session that re-read may write without a base — the
+// other one's write is held, measured against what it actually saw.
+func TestPresentedHeadPerSession(t *testing.T) {
+	h := newTestHost(t, nil)
+	alice := newConnector(t, "alice", h)
+	bob := newConnector(t, "bob", h)
+	roomID := createRoom(t, alice, h, "public")
+	bob.call("room_open", map[string]any{"host": h.url, "room_id": roomID})
+	bob.call("room_join", map[string]any{"room_id": roomID, "role": "speaker"})
+
+	second := &connector{t: t, name: "alice-2", eng: alice.eng, srv: alice.srv, client: connectClient(t, alice.srv, nil), agentID: alice.agentID}
+	t.Cleanup(func() { second.client.Close() })
+	alice.call("room_state", map[string]any{"room_id": roomID, "refresh": true})
+	second.call("room_state", map[string]any{"room_id": roomID, "refresh": true})
+
+	bob.call("room_send_message", map[string]any{"room_id": roomID, "content": "news"})
+	// The second session re-reads (and sees bob's message); the first does not.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st := second.call("room_timeline", map[string]any{"room_id": roomID, "refresh": true})
+		if strings.Contains(fmtJSON(st), "news") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("bob's message never synced")
+		}
+	}
+	if res := second.call("room_send_message", map[string]any{"room_id": roomID, "content": "seen it"}); res["status"] != "sent" {
+		t.Fatalf("session that re-read: %v", res)
+	}
+	if res := alice.call("room_send_message", map[string]any{"room_id": roomID, "content": "stale view"}); res["status"] != "held" {
+		t.Fatalf("session that did not re-read: want held, got %v", res)
+	}
+}
+
+func fmtJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// TestDefaultProtocolVersion: a go-sdk client at its default version
+// (2026-07-28, stateless discovery) gets the same tools and results as
+// the 2025-11-25 client the other tests pin.
+func TestDefaultProtocolVersion(t *testing.T) {
+	h := newTestHost(t, nil)
+	c := newConnector(t, "default-version", h)
+	ctx := context.Background()
+	st, ct := mcp.NewInMemoryTransports()
+	if _, err := c.srv.MCP().Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil || len(tools.Tools) != 27 {
+		t.Fatalf("tools/list: %v", err)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: toolPrefix + "identity_current", Arguments: map[string]any{}})
+	if err != nil || res.IsError || structured(t, res)["agent_id"] != c.agentID {
+		t.Fatalf("identity_current: %v %+v", err, res)
+	}
+	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: toolPrefix + "room_state", Arguments: map[string]any{}})
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) || je.Code != jsonrpc.CodeInvalidParams {
+		t.Fatalf("malformed call: %v", err)
 	}
 }
