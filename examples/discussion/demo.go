@@ -122,7 +122,7 @@ func demo(ctx context.Context, cfg *config, stdout, stderr io.Writer) (res *resu
 	res = &result{followed: map[int64]int{}, followedHash: map[int64]envelope.Hash{}, outDir: cfg.out}
 
 	// 1. The reference host on a real loopback listener.
-	h, origin, stopHost, err := startHost(ctx)
+	origin, stopHost, err := startHost(ctx)
 	if err != nil {
 		return res, fmt.Errorf("starting the host: %w", err)
 	}
@@ -312,21 +312,20 @@ func demo(ctx context.Context, cfg *config, stdout, stderr io.Writer) (res *resu
 	writeReport(w, res, byID)
 	fmt.Fprintf(w, "elapsed:  %.2fs\n", time.Since(p.start).Seconds())
 	w.Flush()
-	_ = h
 	return res, nil
 }
 
-// startHost serves adptest on 127.0.0.1:0 and returns the host, its origin
-// and a function that stops both.
-func startHost(ctx context.Context) (*adptest.Host, string, func(), error) {
+// startHost serves adptest on 127.0.0.1:0 and returns its origin and a
+// function that stops the host and its server.
+func startHost(ctx context.Context) (string, func(), error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, "", nil, err
+		return "", nil, err
 	}
 	origin, err := identity.ParseOrigin("http://"+ln.Addr().String(), &identity.OriginOptions{AllowLoopbackHTTP: true})
 	if err != nil {
 		ln.Close()
-		return nil, "", nil, err
+		return "", nil, err
 	}
 	h, err := adptest.New(ctx, &adptest.Options{
 		Origin: origin,
@@ -336,7 +335,7 @@ func startHost(ctx context.Context) (*adptest.Host, string, func(), error) {
 	})
 	if err != nil {
 		ln.Close()
-		return nil, "", nil, err
+		return "", nil, err
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
@@ -346,7 +345,7 @@ func startHost(ctx context.Context) (*adptest.Host, string, func(), error) {
 		defer cancel()
 		srv.Shutdown(sctx)
 	}
-	return h, origin.String(), stop, nil
+	return origin.String(), stop, nil
 }
 
 // newAgent makes agent i: a fresh key, an ADP client, and a profile
