@@ -21,7 +21,6 @@ import (
 	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/examples/connector/engine"
 	"github.com/agentprotocols/go-sdk/identity"
-	"github.com/agentprotocols/go-sdk/internal/strictjson"
 	"github.com/agentprotocols/go-sdk/packs"
 	"github.com/agentprotocols/go-sdk/profile"
 	"github.com/agentprotocols/go-sdk/profile/profiletest"
@@ -591,11 +590,8 @@ func writeArchive(ctx context.Context, c *adp.Client, room string, followed []*a
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		var r struct {
-			Seq  int64         `json:"seq"`
-			Hash envelope.Hash `json:"hash"`
-		}
-		if err := strictjson.UnmarshalOpen(line, &r); err != nil {
+		r, err := adp.ParseRecord(line)
+		if err != nil {
 			return fmt.Errorf("reading records.jsonl: %w", err)
 		}
 		if r.Seq != int64(len(res.archived))+1 {
