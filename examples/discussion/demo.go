@@ -32,12 +32,9 @@ type result struct {
 	roomID string
 	// archived are the record hashes of the host's archive, by seq - 1.
 	archived []envelope.Hash
-	// followed counts, per seq, how often the SSE follower delivered the
-	// record; every count must be 1.
-	followed map[int64]int
-	// followedHash is the record hash the follower delivered at each seq;
-	// it must be the archived one.
-	followedHash map[int64]envelope.Hash
+	// delivered are the records the SSE follower delivered, in delivery
+	// order; they must be the archived ones, each once, in seq order.
+	delivered []adp.RecordRef
 	// notices counts the follower's transient items (agent status and
 	// join-request notices), which are never records.
 	notices int
@@ -118,7 +115,7 @@ func demo(ctx context.Context, cfg *config, stdout, stderr io.Writer) (res *resu
 	if cfg.quiet {
 		p.w = nil
 	}
-	res = &result{followed: map[int64]int{}, followedHash: map[int64]envelope.Hash{}, outDir: cfg.out}
+	res = &result{outDir: cfg.out}
 
 	// 1. The reference host on a real loopback listener.
 	origin, stopHost, err := startHost(ctx)
@@ -271,8 +268,7 @@ func demo(ctx context.Context, cfg *config, stdout, stderr io.Writer) (res *resu
 	recs, notices, err := fol.wait(closed.Seq)
 	res.notices = notices
 	for _, r := range fol.records() {
-		res.followed[r.Seq]++
-		res.followedHash[r.Seq] = r.Hash
+		res.delivered = append(res.delivered, adp.RecordRef{Seq: r.Seq, Hash: r.Hash})
 	}
 	if err != nil {
 		return res, fmt.Errorf("SSE follower: %w", err)
@@ -378,7 +374,7 @@ func newAgent(ctx context.Context, origin string, httpc *http.Client, pc *profil
 	return a, nil
 }
 
-// findingSchema is the room's own review.finding type.
+// findingDecl declares the room's own type, review.finding.
 const findingDecl = `{"type":"review.finding","kind":"message","title":"Review finding",
  "description":"A problem found while reviewing, with its severity.",
  "schema":{"type":"object","required":["severity","summary"],
@@ -603,21 +599,25 @@ func writeArchive(ctx context.Context, c *adp.Client, room string, followed []*a
 }
 
 // checkFollowed requires the follower to have delivered every archived
-// record exactly once, and no other.
+// record exactly once, in seq order, and no other.
 func checkFollowed(res *result) error {
-	for seq, n := range res.followed {
-		if n != 1 {
-			return fmt.Errorf("the SSE follower delivered seq %d %d times", seq, n)
+	seen := map[int64]int{}
+	for i, d := range res.delivered {
+		if seen[d.Seq]++; seen[d.Seq] > 1 {
+			return fmt.Errorf("the SSE follower delivered seq %d more than once", d.Seq)
 		}
-		if seq < 1 || seq > int64(len(res.archived)) {
-			return fmt.Errorf("the SSE follower delivered seq %d, which the archive does not hold", seq)
+		if d.Seq < 1 || d.Seq > int64(len(res.archived)) {
+			return fmt.Errorf("the SSE follower delivered seq %d, which the archive does not hold", d.Seq)
 		}
-		if res.followedHash[seq] != res.archived[seq-1] {
-			return fmt.Errorf("the SSE follower delivered another record at seq %d than the archive holds", seq)
+		if d.Hash != res.archived[d.Seq-1] {
+			return fmt.Errorf("the SSE follower delivered another record at seq %d than the archive holds", d.Seq)
+		}
+		if d.Seq != int64(i+1) {
+			return fmt.Errorf("the SSE follower delivered seq %d in position %d", d.Seq, i+1)
 		}
 	}
-	if len(res.followed) != len(res.archived) {
-		return fmt.Errorf("the SSE follower delivered %d of the %d archived records", len(res.followed), len(res.archived))
+	if len(res.delivered) != len(res.archived) {
+		return fmt.Errorf("the SSE follower delivered %d of the %d archived records", len(res.delivered), len(res.archived))
 	}
 	return nil
 }

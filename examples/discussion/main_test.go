@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/archive"
 	"github.com/agentprotocols/go-sdk/envelope"
 )
@@ -37,12 +38,12 @@ func TestDemo(t *testing.T) {
 	if want := int64(1 + 4 + 1 + 4 + 2 + 2 + 1 + 2 + 1); n != want || res.report.LastSeq != want {
 		t.Fatalf("records: %d (last seq %d), want %d", n, res.report.LastSeq, want)
 	}
-	if int64(len(res.archived)) != n || int64(len(res.followed)) != n {
-		t.Fatalf("archived %d, followed %d, report %d", len(res.archived), len(res.followed), n)
+	if int64(len(res.archived)) != n || int64(len(res.delivered)) != n {
+		t.Fatalf("archived %d, delivered %d, report %d", len(res.archived), len(res.delivered), n)
 	}
-	for seq := int64(1); seq <= n; seq++ {
-		if res.followed[seq] != 1 {
-			t.Fatalf("the follower delivered seq %d %d times", seq, res.followed[seq])
+	for i, d := range res.delivered {
+		if d.Seq != int64(i+1) || d.Hash != res.archived[i] {
+			t.Fatalf("the follower's record %d is seq %d %s; the archive's is %s", i+1, d.Seq, d.Hash, res.archived[i])
 		}
 	}
 	h := res.held
@@ -105,21 +106,21 @@ func TestFlags(t *testing.T) {
 // TestCheckFollowed: the follower check is not vacuous.
 func TestCheckFollowed(t *testing.T) {
 	three := []envelope.Hash{{1}, {2}, {3}}
-	hashes := map[int64]envelope.Hash{0: {9}, 1: {1}, 2: {2}, 3: {3}, 4: {4}}
+	ref := func(seq int64, h byte) adp.RecordRef { return adp.RecordRef{Seq: seq, Hash: envelope.Hash{h}} }
 	for name, c := range map[string]struct {
-		followed map[int64]int
-		hashes   map[int64]envelope.Hash
-		ok       bool
+		delivered []adp.RecordRef
+		ok        bool
 	}{
-		"all once":   {map[int64]int{1: 1, 2: 1, 3: 1}, hashes, true},
-		"twice":      {map[int64]int{1: 1, 2: 2, 3: 1}, hashes, false},
-		"missing":    {map[int64]int{1: 1, 3: 1}, hashes, false},
-		"extra":      {map[int64]int{1: 1, 2: 1, 3: 1, 4: 1}, hashes, false},
-		"seq zero":   {map[int64]int{0: 1, 1: 1, 2: 1}, hashes, false},
-		"none seen":  {map[int64]int{}, hashes, false},
-		"other hash": {map[int64]int{1: 1, 2: 1, 3: 1}, map[int64]envelope.Hash{1: {1}, 2: {7}, 3: {3}}, false},
+		"all once":     {[]adp.RecordRef{ref(1, 1), ref(2, 2), ref(3, 3)}, true},
+		"twice":        {[]adp.RecordRef{ref(1, 1), ref(2, 2), ref(2, 2), ref(3, 3)}, false},
+		"missing":      {[]adp.RecordRef{ref(1, 1), ref(3, 3)}, false},
+		"extra":        {[]adp.RecordRef{ref(1, 1), ref(2, 2), ref(3, 3), ref(4, 4)}, false},
+		"seq zero":     {[]adp.RecordRef{ref(0, 9), ref(1, 1), ref(2, 2)}, false},
+		"out of order": {[]adp.RecordRef{ref(2, 2), ref(1, 1), ref(3, 3)}, false},
+		"none":         {nil, false},
+		"other hash":   {[]adp.RecordRef{ref(1, 1), ref(2, 7), ref(3, 3)}, false},
 	} {
-		err := checkFollowed(&result{archived: three, followed: c.followed, followedHash: c.hashes})
+		err := checkFollowed(&result{archived: three, delivered: c.delivered})
 		if (err == nil) != c.ok {
 			t.Errorf("%s: %v", name, err)
 		}

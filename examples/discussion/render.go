@@ -192,7 +192,7 @@ func writeReport(w *bufio.Writer, res *result, byID map[identity.AgentID]*agent)
 	for _, t := range names {
 		fmt.Fprintf(w, "  %-24s %d\n", t, r.Types[t])
 	}
-	fmt.Fprintf(w, "sse:      the follower delivered each of the %d records exactly once, in order (+%d transient notices)\n", len(res.followed), res.notices)
+	fmt.Fprintf(w, "sse:      the follower delivered each of the %d records exactly once, in order (+%d transient notices)\n", len(res.delivered), res.notices)
 	if h := res.held; h != nil {
 		fmt.Fprintf(w, "conflict: a write on head %d was refused (room_head_mismatch, current head %d); the connector held it as %s, revised, accepted at seq %d\n",
 			h.base, h.current, h.draftID, h.revised)
