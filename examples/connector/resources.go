@@ -156,7 +156,6 @@ type Notifier struct {
 	pending map[string]struct{}
 	order   []string
 	wake    chan struct{}
-	srv     *mcp.Server
 }
 
 // NewNotifier returns a Notifier; [Notifier.Run] delivers.

@@ -297,8 +297,6 @@ func (e *Engine) InboxNext(ctx context.Context, session string, in InboxNextInpu
 		if poll {
 			e.pollJoinRequests(ctx)
 		}
-		e.mu.Lock()
-		e.mu.Unlock()
 		res := &InboxNextResult{Items: []InboxItem{}}
 		err := e.store.Update(func(tx Tx) error {
 			now := e.now().UnixMilli()

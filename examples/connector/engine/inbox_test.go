@@ -124,8 +124,7 @@ func TestInboxKinds(t *testing.T) {
 	bob.Close()
 	bob = openTest(t, bobDir, testKey(t, "bob"), srv.URL, watch)
 	defer bob.Close()
-	var again int
-	again = count(bob)
+	again := count(bob)
 	if again != total {
 		t.Fatalf("inbox items %d after restart, %d before", again, total)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/agentprotocols/go-sdk/internal/strictjson"
 )
@@ -53,7 +54,7 @@ func OpenBoltStore(dir string, lockTimeout time.Duration) (Store, error) {
 	path := filepath.Join(dir, "state.db")
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout})
 	if err != nil {
-		if errors.Is(err, bolt.ErrTimeout) {
+		if errors.Is(err, bolterrors.ErrTimeout) {
 			return nil, fmt.Errorf("%w: %s (lock not acquired within %v)", ErrLocked, path, lockTimeout)
 		}
 		return nil, err
