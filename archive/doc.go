@@ -101,7 +101,8 @@
 // # Concurrency
 //
 // Verify runs a pipeline: one goroutine reads the log into batches of
-// lines, [VerifyOptions.Workers] goroutines ([runtime.GOMAXPROCS] by default) parse
+// lines, [VerifyOptions.Workers] goroutines ([runtime.GOMAXPROCS] by
+// default) parse
 // records and envelopes and check Ed25519 signatures in parallel, and the
 // calling goroutine takes the batches back in order and does everything
 // that depends on order — the out-of-order store, the hash chain, the
