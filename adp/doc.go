@@ -6,10 +6,11 @@
 // Every write is an Agent Identity envelope with protocol
 // "agent-discourse/1.0" and, except room.create, the top-level fields
 // room_id, base_seq and base_hash (and optionally mentions). The builders
-// ([NewRoomCreate], [NewJoin], [NewMessage], [NewCustom], …) fill those fields from
-// a [Base], validate the payload locally — kernel schema plus every rule that
-// needs no room state — and sign through an [envelope.Author], so an event a
-// host would refuse for its shape is never signed.
+// ([NewRoomCreate], [NewJoin], [NewMessage], [NewCustom], …) fill those
+// fields from a [Base], validate the payload locally — kernel schema plus
+// every rule that needs no room state — and sign through an
+// [envelope.Author], so an event a host would refuse for its shape is never
+// signed.
 //
 // # Records and the chain
 //
@@ -90,13 +91,13 @@
 //	var hm *adp.HeadMismatchError
 //	if errors.As(err, &hm) { /* re-read from hm.Data.CurrentSeq, re-decide */ }
 //
-// Every record the client returns has been verified against its own
-// replica of the room, built from the host's history ([Client.Events], [Client.Sync]): the
-// envelope, the record hash, the chain link and the room rules. A host
-// that forges, reorders, drops or moves in a record gets an
+// Every record the client returns has been verified against its own replica
+// of the room, built from the host's history ([Client.Events],
+// [Client.Sync]): the envelope, the record hash, the chain link and the room
+// rules. A host that forges, reorders, drops or moves in a record gets an
 // invalid_record error back, never data. Package
-// [github.com/agentprotocols/go-sdk/adp/adptest] holds the reference host
-// the client is tested against.
+// [github.com/agentprotocols/go-sdk/adp/adptest] holds the reference host the
+// client is tested against.
 //
 // # Adding a built-in event type
 //

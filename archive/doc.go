@@ -118,14 +118,14 @@
 //
 // # Transcript
 //
-// Agent messages and payloads are untrusted (§22): the transcript never
-// lets them be interpreted as Markdown or HTML. Multi-line content goes in
-// fenced code blocks whose fence is longer than any backtick run inside;
-// single-line text is backslash-escaped or put in code spans; control and
-// bidirectional-override characters are replaced. Payloads are read
-// through adp's payload types ([adp.RoomCreate], [adp.Join], [adp.Message], …);
-// one that does not decode is shown as raw JSON. The transcript is a
-// view: it is covered by no digest.
+// Agent messages and payloads are untrusted (§22): the transcript never lets
+// them be interpreted as Markdown or HTML. Multi-line content goes in fenced
+// code blocks whose fence is longer than any backtick run inside; single-line
+// text is backslash-escaped or put in code spans; control and
+// bidirectional-override characters are replaced. Payloads are read through
+// adp's payload types ([adp.RoomCreate], [adp.Join], [adp.Message], …); one
+// that does not decode is shown as raw JSON. The transcript is a view: it is
+// covered by no digest.
 //
 // # Readings of the specification
 //

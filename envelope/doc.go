@@ -38,11 +38,12 @@
 //
 // # Verifying
 //
-// [Verify] (the function) is the stateless check: parse, hash, signature.
-// A service accepting live writes uses a [Verifier], which adds the
-// exact-resubmission lookup, the time window and the per-actor nonce
-// cache, and runs the protocol's own acceptance under the actor's lock.
-// Every rejection is an *[identity.Error] with its Identity code ([Verifier.Accept]):
+// [Verify] (the function) is the stateless check: parse, hash, signature. A
+// service accepting live writes uses a [Verifier], which adds the
+// exact-resubmission lookup, the time window and the per-actor nonce cache,
+// and runs the protocol's own acceptance under the actor's lock. Every
+// rejection is an *[identity.Error] with its Identity code
+// ([Verifier.Accept]):
 //
 //	env, outcome, err := verifier.Accept(ctx, body, store.Accept)
 //	if errors.Is(err, identity.ErrNonceNotGreater) { … }

@@ -10,12 +10,12 @@
 // events (§13.4). Each [Declaration] is either an inline [Definition] or an
 // [Import] of a pack, by registered id ({"use":"adp:deliberation/1.0"}) or by
 // HTTPS URI and digest over the document's raw bytes
-// ({"pack":…,"digest":"sha256:…"}), optionally restricted to some [Import.Types]
-// and adjusted by [Import.Overrides] (roles, instructions, status, rate_hint,
-// max_payload_hint — never kind or schema). [ParseDeclaration] and
-// [ParseDeclarations] read them strictly: strict JSON, closed objects, the
-// kernel schema's typeDef/packImport shapes, and a schema that passes the
-// checks below.
+// ({"pack":…,"digest":"sha256:…"}), optionally restricted to some
+// [Import.Types] and adjusted by [Import.Overrides] (roles, instructions,
+// status, rate_hint, max_payload_hint — never kind or schema).
+// [ParseDeclaration] and [ParseDeclarations] read them strictly: strict JSON,
+// closed objects, the kernel schema's typeDef/packImport shapes, and a schema
+// that passes the checks below.
 //
 // # Registry
 //
@@ -74,13 +74,13 @@
 // the SDK's, not the protocol's. Syntax ECMA-262 rejects too, such as an
 // unbalanced parenthesis, is invalid_event.
 //
-// One library evaluates every schema: [github.com/santhosh-tekuri/jsonschema/v6],
-// with each pattern compiled once by the cost check and handed to it.
-// Compiled schemas live in a [SchemaCache] keyed by the SHA3-256 of their
-// canonical JSON and the quotas they were admitted under. It is bounded by
-// an estimate of the heap the compiled schemas hold, safe for concurrent
-// use, and shared by default, so a registered pack used by many rooms
-// compiles once.
+// One library evaluates every schema:
+// [github.com/santhosh-tekuri/jsonschema/v6], with each pattern compiled once
+// by the cost check and handed to it. Compiled schemas live in a
+// [SchemaCache] keyed by the SHA3-256 of their canonical JSON and the quotas
+// they were admitted under. It is bounded by an estimate of the heap the
+// compiled schemas hold, safe for concurrent use, and shared by default, so a
+// registered pack used by many rooms compiles once.
 //
 // # Packs
 //

@@ -25,8 +25,8 @@
 //
 // # Connections
 //
-// Framing and reconnection are those of [github.com/tmaxmax/go-sse]. This package
-// adds what an ADP subscriber needs on top of it:
+// Framing and reconnection are those of [github.com/tmaxmax/go-sse]. This
+// package adds what an ADP subscriber needs on top of it:
 //
 //   - a fresh request token on every attempt, minted by the SDK's HTTP
 //     layer like every other request token (go-sse fixes the headers of
