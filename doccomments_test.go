@@ -2,10 +2,13 @@ package agentprotocols
 
 import (
 	"go/ast"
+	"go/doc"
+	"go/doc/comment"
 	"go/parser"
 	"go/token"
 	"io/fs"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,6 +27,27 @@ func TestExportedIdentifiersHaveDocComments(t *testing.T) {
 	fset := token.NewFileSet()
 	var missing []string
 	parsed := map[string]bool{}
+	for _, f := range libraryFiles(t, fset) {
+		parsed[filepath.ToSlash(fset.File(f.Pos()).Name())] = true
+		missing = append(missing, undocumented(fset, f)...)
+	}
+	// Guard against a walk that silently checks nothing.
+	for _, want := range []string{"identity/agentid.go", "envelope/envelope.go", "adp/doc.go", "internal/strictjson/strictjson.go"} {
+		if !parsed[want] {
+			t.Errorf("%s was not checked", want)
+		}
+	}
+	sort.Strings(missing)
+	for _, m := range missing {
+		t.Errorf("%s has no doc comment", m)
+	}
+}
+
+// libraryFiles parses every non-test Go file of the module's library
+// packages, skipping examples/, testdata and hidden directories.
+func libraryFiles(t *testing.T, fset *token.FileSet) []*ast.File {
+	t.Helper()
+	var files []*ast.File
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -43,23 +67,114 @@ func TestExportedIdentifiersHaveDocComments(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		parsed[filepath.ToSlash(path)] = true
-		missing = append(missing, undocumented(fset, f)...)
+		files = append(files, f)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Guard against a walk that silently checks nothing.
-	for _, want := range []string{"identity/agentid.go", "envelope/envelope.go", "adp/doc.go", "internal/strictjson/strictjson.go"} {
-		if !parsed[want] {
-			t.Errorf("%s was not checked", want)
+	return files
+}
+
+// bracketed finds what looks like a doc link, [Name], [Type.Name] or
+// [pkg.Name], in text that go/doc left plain. Names of one letter are left
+// out: they are math, as in the Ed25519 equation [S]B = R + [k]A.
+var bracketed = regexp.MustCompile(`\[(?:[a-z][\w/.-]*\.)?[A-Z]\w+(?:\.[A-Z]\w*)?\]`)
+
+// TestPackageDocLinksResolve checks that every [Name] in a package doc, or
+// in the doc comment of an exported declaration, is a working doc link. A
+// misspelt or stale link otherwise shows as plain brackets in go doc, or
+// as a link to nothing on pkg.go.dev. go/doc resolves [Name] and
+// [Type.Name] only if the identifier exists; for [pkg.Name] it checks only
+// the import, so links into this module are looked up here.
+func TestPackageDocLinksResolve(t *testing.T) {
+	const module = "github.com/agentprotocols/go-sdk"
+	fset := token.NewFileSet()
+	byDir := map[string][]*ast.File{}
+	for _, f := range libraryFiles(t, fset) {
+		dir := filepath.Dir(fset.File(f.Pos()).Name())
+		byDir[dir] = append(byDir[dir], f)
+	}
+	pkgs := map[string]*doc.Package{}
+	for dir, files := range byDir {
+		path := module
+		if dir != "." {
+			path += "/" + filepath.ToSlash(dir)
+		}
+		pkg, err := doc.NewFromFiles(fset, files, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pkgs[path] = pkg
+	}
+	for path, pkg := range pkgs {
+		var bad []string
+		var walk func([]comment.Text)
+		walk = func(text []comment.Text) {
+			for _, x := range text {
+				switch x := x.(type) {
+				case comment.Plain:
+					bad = append(bad, bracketed.FindAllString(string(x), -1)...)
+				case comment.Italic:
+					bad = append(bad, bracketed.FindAllString(string(x), -1)...)
+				case *comment.Link:
+					walk(x.Text)
+				case *comment.DocLink:
+					if target, ok := pkgs[x.ImportPath]; ok && x.Name != "" && !target.Parser().LookupSym(x.Recv, x.Name) {
+						bad = append(bad, "["+x.ImportPath+"."+strings.TrimPrefix(x.Recv+"."+x.Name, ".")+"]")
+					}
+				}
+			}
+		}
+		for _, d := range docStrings(pkg) {
+			for _, b := range pkg.Parser().Parse(d).Content {
+				switch b := b.(type) {
+				case *comment.Paragraph:
+					walk(b.Text)
+				case *comment.Heading:
+					walk(b.Text)
+				case *comment.List:
+					for _, it := range b.Items {
+						for _, c := range it.Content {
+							if p, ok := c.(*comment.Paragraph); ok {
+								walk(p.Text)
+							}
+						}
+					}
+				}
+			}
+		}
+		for _, l := range bad {
+			t.Errorf("%s: doc link %s does not resolve", path, l)
 		}
 	}
-	sort.Strings(missing)
-	for _, m := range missing {
-		t.Errorf("%s has no doc comment", m)
+}
+
+// docStrings is the package doc and the doc comment of every exported
+// declaration of pkg.
+func docStrings(pkg *doc.Package) []string {
+	docs := []string{pkg.Doc}
+	values := func(vs []*doc.Value) {
+		for _, v := range vs {
+			docs = append(docs, v.Doc)
+		}
 	}
+	funcs := func(fs []*doc.Func) {
+		for _, f := range fs {
+			docs = append(docs, f.Doc)
+		}
+	}
+	values(pkg.Consts)
+	values(pkg.Vars)
+	funcs(pkg.Funcs)
+	for _, typ := range pkg.Types {
+		docs = append(docs, typ.Doc)
+		values(typ.Consts)
+		values(typ.Vars)
+		funcs(typ.Funcs)
+		funcs(typ.Methods)
+	}
+	return docs
 }
 
 // undocumented lists "file:line: Name" for each exported identifier of f
