@@ -15,8 +15,8 @@ import (
 const DiscoveryPath = "/.well-known/agent-discourse"
 
 // Discovery is the seed draft's ADP discovery document (§16.1, §5.2),
-// served at DiscoveryPath. It is not the later Identity-style document
-// (identity.Discovery wants a "service" member this draft does not have):
+// served at [DiscoveryPath]. It is not the later Identity-style document
+// ([identity.Discovery] wants a "service" member this draft does not have):
 // the seed names the host and lists the API and SSE endpoints instead.
 //
 // A discovery document is a service document, to which Agent Identity's
@@ -93,8 +93,8 @@ var registeredPackRE = regexp.MustCompile(`^adp:[a-z0-9-]+/[0-9]+\.[0-9]+$`)
 // URLs with an origin valid under opts and no userinfo, query or
 // fragment.
 // Members the draft does not define — at the top level, in profile and in
-// endpoints — are kept in Extra. Errors are *identity.Error values with
-// code invalid_request, as for identity.ParseDiscovery.
+// endpoints — are kept in [Discovery.Extra]. Errors are *[identity.Error]
+// values with code invalid_request, as for [identity.ParseDiscovery].
 func ParseDiscovery(b []byte, opts *identity.OriginOptions) (*Discovery, error) {
 	bad := func(msg string, err error) (*Discovery, error) {
 		return nil, &identity.Error{Code: identity.CodeInvalidRequest, Message: "invalid ADP discovery document: " + msg, Err: err}

@@ -6,31 +6,32 @@
 // Every write is an Agent Identity envelope with protocol
 // "agent-discourse/1.0" and, except room.create, the top-level fields
 // room_id, base_seq and base_hash (and optionally mentions). The builders
-// (NewRoomCreate, NewJoin, NewMessage, NewCustom, …) fill those fields from
-// a Base, validate the payload locally — kernel schema plus every rule that
-// needs no room state — and sign through an envelope.Author, so an event a
-// host would refuse for its shape is never signed.
+// ([NewRoomCreate], [NewJoin], [NewMessage], [NewCustom], …) fill those
+// fields from a [Base], validate the payload locally — kernel schema plus
+// every rule that needs no room state — and sign through an
+// [envelope.Author], so an event a host would refuse for its shape is never
+// signed.
 //
 // # Records and the chain
 //
-// A host accepts an envelope as a Record: seq (from 1, gapless), pre_hash
+// A host accepts an envelope as a [Record]: seq (from 1, gapless), pre_hash
 // (null at seq 1), received_at and hash = SHA3-256(JCS({room_id, seq,
-// pre_hash, envelope_hash, received_at})). ParseRecord is strict;
-// Record.AppendJSON writes canonical JSON. received_at never decreases
-// along the chain: Room.Apply refuses a record dated before its
-// predecessor (invalid_record), and Room.Accept never writes one.
+// pre_hash, envelope_hash, received_at})). [ParseRecord] is strict;
+// [Record.AppendJSON] writes canonical JSON. received_at never decreases
+// along the chain: [Room.Apply] refuses a record dated before its
+// predecessor (invalid_record), and [Room.Accept] never writes one.
 //
 // The record hash covers only those five members. A record may carry
-// more (the kernel schema leaves it open; Record.Extra keeps them), and
+// more (the kernel schema leaves it open; [Record.Extra] keeps them), and
 // the archive digest events_sha3_256 (§19) covers them: it is computed
 // over the records as given, each canonicalized, extra members included.
 //
 // # The room replayer
 //
-// Room materializes a room from its records — status, contract, members,
+// [Room] materializes a room from its records — status, contract, members,
 // bans, join reviews, the type registry and the head — and judges each
-// write by every rule of §6–§15. Hosts call Accept (check, link the
-// record, commit); verifiers call Apply for each record of a history.
+// write by every rule of §6–§15. Hosts call [Room.Accept] (check, link the
+// record, commit); verifiers call [Room.Apply] for each record of a history.
 // Both paths run one rule table, so history verified offline is judged by
 // exactly the rules its host had to apply. A rejected write changes
 // nothing, and every rejection carries its §20 code:
@@ -40,16 +41,16 @@
 // The head precondition (§6.1): signal-kind writes, including the five
 // membership events, need base_seq/base_hash to name any accepted record
 // (else base_record_mismatch); every other write must name the current
-// head exactly (else room_head_mismatch) and becomes the new head. Room
-// BaseFor returns the right base for a type.
+// head exactly (else room_head_mismatch) and becomes the new head.
+// [Room.BaseFor] returns the right base for a type.
 //
 // # What the replayer does not judge
 //
 // The live-write window and nonce replay protection belong to
-// envelope.Verifier, which a host runs first. Rate limits and room
+// [envelope.Verifier], which a host runs first. Rate limits and room
 // duration limits are host policy (§21) and stay with the host. Join
 // requests are HTTP resources, not events: a host passes its store as
-// RoomOptions.JoinRequests; a verifier trusts what the log's reviews say.
+// [RoomOptions.JoinRequests]; a verifier trusts what the log's reviews say.
 // A public room approves valid requests automatically, with no
 // room.join.review (§9.2, §11): replay accepts, once, a room.join naming
 // a request_id that the log never reviewed, still enforcing bans, the
@@ -79,23 +80,24 @@
 //
 // # Talking to a host
 //
-// Client speaks the HTTP API of §16–§18 as one agent: every endpoint, a
-// context on every call, an injectable *http.Client, clock, signer and
+// [Client] speaks the HTTP API of §16–§18 as one agent: every endpoint, a
+// context on every call, an injectable *[http.Client], clock, signer and
 // nonce source, and a fresh request JWT (aud = the host's API origin) per
 // request. Writes are signed through the nonce source; on
 // nonce_not_greater the client applies Max-Seen-Nonce, re-signs once and
 // retries, and a retried write re-sends the same envelope. A stale head
-// is a *HeadMismatchError carrying the host's current head:
+// is a *[HeadMismatchError] carrying the host's current head:
 //
 //	var hm *adp.HeadMismatchError
 //	if errors.As(err, &hm) { /* re-read from hm.Data.CurrentSeq, re-decide */ }
 //
-// Every record the client returns has been verified against its own
-// replica of the room, built from the host's history (Events, Sync): the
-// envelope, the record hash, the chain link and the room rules. A host
-// that forges, reorders, drops or moves in a record gets an
-// invalid_record error back, never data. adp/adptest holds the reference
-// host the client is tested against.
+// Every record the client returns has been verified against its own replica
+// of the room, built from the host's history ([Client.Events],
+// [Client.Sync]): the envelope, the record hash, the chain link and the room
+// rules. A host that forges, reorders, drops or moves in a record gets an
+// invalid_record error back, never data. Package
+// [github.com/agentprotocols/go-sdk/adp/adptest] holds the reference host the
+// client is tested against.
 //
 // # Adding a built-in event type
 //
@@ -162,6 +164,6 @@
 //     (else invalid_event).
 //   - A host whose clock steps back keeps writing the latest received_at
 //     (Room.Accept clamps), rather than backdating a record.
-//   - RestoreRoom validates a snapshot as strictly as live input: roles,
+//   - [RestoreRoom] validates a snapshot as strictly as live input: roles,
 //     statuses, decisions, the contract and every seq.
 package adp

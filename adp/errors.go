@@ -71,6 +71,6 @@ var (
 )
 
 // DefaultStatus is the HTTP status a host sends with an ADP error code. It
-// is identity.DefaultStatus, the SDK's one mapping for every wire code, so
-// identity.WriteError and a host calling this agree.
+// is [identity.DefaultStatus], the SDK's one mapping for every wire code, so
+// [identity.WriteError] and a host calling this agree.
 func DefaultStatus(code identity.Code) int { return identity.DefaultStatus(code) }

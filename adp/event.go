@@ -30,7 +30,7 @@ type Event struct {
 // base_seq a positive safe integer and base_hash a canonical hash; mentions
 // holds at most 32 distinct valid Agent IDs. Failures are invalid_event.
 //
-// It does not verify the signature; see envelope.Verify.
+// It does not verify the signature; see [envelope.Verify].
 func ParseEvent(env *envelope.Envelope) (*Event, error) {
 	e := &Event{Event: env.Event(), Hash: env.Hash()}
 	if e.Protocol != Protocol {

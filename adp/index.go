@@ -51,11 +51,3 @@ func (m *MemoryIndex) HasEvent(event envelope.Hash) bool {
 	_, ok := m.events[event]
 	return ok
 }
-
-func (m *MemoryIndex) clone() *MemoryIndex {
-	c := &MemoryIndex{records: append([]envelope.Hash(nil), m.records...), events: make(map[envelope.Hash]struct{}, len(m.events))}
-	for h := range m.events {
-		c.events[h] = struct{}{}
-	}
-	return c
-}

@@ -128,10 +128,10 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 
 // ParseRecord decodes a server record strictly: one JSON object with
 // room_id, seq (≥ 1), pre_hash (null exactly at seq 1), hash, received_at
-// and an envelope that envelope.Parse accepts; other members are kept in
-// Extra. It checks the shape only: ComputeHash, the chain and the envelope
-// signature are checked by Verify, CheckLink and the Room. Failures are
-// *identity.Error values with code invalid_record (or the envelope's own
+// and an envelope that [envelope.Parse] accepts; other members are kept in
+// [Record.Extra]. It checks the shape only: the record hash, the chain
+// and the envelope signature are checked by [Record.CheckHash],
+// [CheckLink] and [Room.Apply], which runs all three. Failures are *[identity.Error] values with code invalid_record (or the envelope's own
 // code).
 func ParseRecord(b []byte) (*Record, error) {
 	// The envelope is most of a record: split the object so that only

@@ -210,7 +210,7 @@ func (r *Room) clock(at time.Time) int64 {
 // received_at instead, and judges the write at that time. Check does the
 // same, so the two agree.
 //
-// Run the envelope through an envelope.Verifier first: Accept enforces room
+// Run the envelope through an [envelope.Verifier] first: Accept enforces room
 // rules, not the live-write window or nonce replay protection.
 func (r *Room) Accept(ctx context.Context, env *envelope.Envelope, at time.Time) (*Record, error) {
 	r.mu.Lock()

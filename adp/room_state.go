@@ -93,7 +93,7 @@ func (r *Room) Latest() Latest {
 // change only through its log (room.create, type.define), so a Declare on
 // the copy never reaches the room, and later writes to the room never
 // change the copy. The copy shares the definitions, which are immutable
-// by contract (see packs.Definition), so it costs two small map copies; it
+// by contract (see [packs.Definition]), so it costs two small map copies; it
 // may be read from any number of goroutines.
 func (r *Room) Registry() *packs.Registry {
 	r.mu.RLock()

@@ -8,7 +8,7 @@ import (
 )
 
 // Protocol is the event "protocol" value of ADP 1.0. Its closed field set
-// is envelope.DiscourseProtocol, the one table envelope.Parse applies.
+// is [envelope.DiscourseProtocol], the one table [envelope.Parse] applies.
 const Protocol = envelope.DiscourseName
 
 // The top-level event fields ADP adds to the Identity event object (§6).
@@ -79,7 +79,7 @@ func BuiltinTypes() []string { return slices.Clone(builtinTypes[:]) }
 // IsBuiltin reports whether typ is one of the eleven built-in types.
 func IsBuiltin(typ string) bool { return BuiltinCategory(typ) != "" }
 
-// Kind is an event type's permission class; see packs.Kind.
+// Kind is an event type's permission class; see [packs.Kind].
 type Kind = packs.Kind
 
 // The three kinds (§13.1).
@@ -89,7 +89,7 @@ const (
 	KindControl = packs.KindControl
 )
 
-// Role is a member's participation role; see packs.Role.
+// Role is a member's participation role; see [packs.Role].
 type Role = packs.Role
 
 // The three roles (§10.1).

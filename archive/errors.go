@@ -21,11 +21,11 @@ const (
 	CodeInvalidManifest identity.Code = "invalid_manifest"
 )
 
-// Sentinels for errors.Is. Record-level failures carry the protocol code
-// the host should have answered (adp.ErrPermissionDenied,
-// adp.ErrPayloadSchemaViolation, …) or adp.ErrInvalidRecord for a broken
+// Sentinels for [errors.Is]. Record-level failures carry the protocol code
+// the host should have answered ([adp.ErrPermissionDenied],
+// [adp.ErrPayloadSchemaViolation], …) or [adp.ErrInvalidRecord] for a broken
 // record, hash or chain; pack documents that do not match their digest are
-// adp.ErrPackUnavailable.
+// [adp.ErrPackUnavailable].
 var (
 	ErrArchiveMismatch = identity.NewError(CodeArchiveMismatch, "archive does not match its manifest")
 	ErrInvalidManifest = identity.NewError(CodeInvalidManifest, "invalid archive manifest")

@@ -178,25 +178,25 @@ type batch struct {
 //  2. Every envelope's hash is recomputed from its canonical event and
 //     its Ed25519 signature verified strictly (invalid_event_hash,
 //     invalid_signature), on a pool of worker goroutines.
-//  3. The room state is replayed with adp.Room — the same rule table hosts
-//     use, under the host policy in opts.Room — at each record's
+//  3. The room state is replayed with [adp.Room] — the same rule table hosts
+//     use, under the host policy in [VerifyOptions.Room] — at each record's
 //     received_at: membership, roles, bans, the type registry, and each
 //     custom payload validated against the definition in force at its
 //     seq. A record the host should have refused fails with the §20 code
 //     the host should have answered. External packs resolve only from
-//     opts.Packs (pack_unavailable otherwise).
+//     [VerifyOptions.Packs] (pack_unavailable otherwise).
 //  4. Each record's pre_hash must be the previous record's hash, its
 //     record hash must match its acceptance data (invalid_record), and
 //     the last record's hash must equal last_hash (archive_mismatch).
 //  5. events_sha3_256 is recomputed over the canonical (RFC 8785) form of
 //     the records, so it does not depend on how the log was written, and
-//     compared; so are archive_root (a copy of it, or the MerkleRoot),
+//     compared; so are archive_root (a copy of it, or the [MerkleRoot]),
 //     room_id, first_seq, last_seq and event_count (archive_mismatch).
 //
 // The log is read incrementally and never held in memory. A record that
 // arrives before an earlier seq waits in a temporary file (in
-// opts.TempDir), or, when records is an io.ReaderAt and io.Seeker such as
-// an *os.File, only its offset waits there and the line is read again
+// [VerifyOptions.TempDir]), or, when records is an [io.ReaderAt] and
+// [io.Seeker] such as an *[os.File], only its offset waits there and the line is read again
 // when its turn comes. Memory is bounded by the pipeline's bounded
 // queues, about 1 MiB for records out of place however many there are,
 // and the replay index (about 19 bytes per record): a 1,000,000-record
@@ -208,7 +208,7 @@ type batch struct {
 // cost of reading their bytes.
 //
 // Verification stops at the first failure. The error is an
-// *identity.Error whose Code is the failure's code, whose Data is
+// *[identity.Error] whose Code is the failure's code, whose Data is
 // {"seq":…,"line":…}, and which wraps the underlying error; the report
 // describes the archive up to that point. Errors that are not
 // *identity.Error (reading records, the temporary file, a cancelled ctx)

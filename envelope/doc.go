@@ -19,17 +19,17 @@
 //
 // # Strict parsing
 //
-// Parse rejects duplicate member names at any depth, invalid UTF-8 and
+// [Parse] rejects duplicate member names at any depth, invalid UTF-8 and
 // unpaired surrogates, numbers outside ±(2^53−1), trailing data and
 // unknown members, in one pass that also canonicalizes and hashes the
 // event. Payload bytes are kept as received and never normalized by a
-// decode/encode round trip; AppendJSON writes the canonical form, so
+// decode/encode round trip; [Envelope.AppendJSON] writes the canonical form, so
 // re-marshalling is stable. encoding/json is never used on signed bytes.
 //
 // # Signing
 //
 // [Sign] signs a complete [Event]; [Author] fills actor, created_at and a
-// nonce from an identity.NonceSource first, which is how protocol builders
+// nonce from an [identity.NonceSource] first, which is how protocol builders
 // sign. Sign refuses what Parse would refuse, refuses events nested deeper
 // than [MaxSignDepth] (256 levels, the reference TypeScript parser's limit;
 // the event object is level 1), and re-verifies what a remote Signer
@@ -38,11 +38,12 @@
 //
 // # Verifying
 //
-// Verify (the function) is the stateless check: parse, hash, signature.
-// A service accepting live writes uses a Verifier, which adds the
-// exact-resubmission lookup, the time window and the per-actor nonce
-// cache, and runs the protocol's own acceptance under the actor's lock.
-// Every rejection is an *identity.Error with its Identity code:
+// [Verify] (the function) is the stateless check: parse, hash, signature. A
+// service accepting live writes uses a [Verifier], which adds the
+// exact-resubmission lookup, the time window and the per-actor nonce cache,
+// and runs the protocol's own acceptance under the actor's lock. Every
+// rejection is an *[identity.Error] with its Identity code
+// ([Verifier.Accept]):
 //
 //	env, outcome, err := verifier.Accept(ctx, body, store.Accept)
 //	if errors.Is(err, identity.ErrNonceNotGreater) { … }

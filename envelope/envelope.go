@@ -41,9 +41,9 @@ type Envelope struct {
 // six common fields (see [ParseWith]). It canonicalizes and hashes the
 // event once; it does not check the hash or the signature.
 //
-// Failures are *identity.Error values: invalid_event for shape, invalid_actor
+// Failures are *[identity.Error] values: invalid_event for shape, invalid_actor
 // for a malformed actor, invalid_event_hash and invalid_signature for
-// malformed encodings of those two members, payload_too_large past MaxSize.
+// malformed encodings of those two members, payload_too_large past [MaxSize].
 func Parse(b []byte) (*Envelope, error) { return parse(b, nil) }
 
 // ParseWith is [Parse] for events of protocols outside the built-in table:

@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"time"
 
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agentprotocols/go-sdk/envelope"
@@ -17,23 +19,39 @@ import (
 // service's live-write Verifier.
 func Example() {
 	ctx := context.Background()
-	key, _ := identity.NewKeyFromSeed(bytes.Repeat([]byte{7}, 32))
+	key, err := identity.NewKeyFromSeed(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		log.Fatal(err)
+	}
 	now := time.UnixMilli(1779753600000)
 	author := &envelope.Author{Signer: key, Nonces: identity.NewNonceSource(nil), Now: func() time.Time { return now }}
 
-	payload := jsontext.Value(`{"id":"` + key.AgentID().String() + `","name":"ResearchAgent"}`)
-	env, _ := author.Sign(ctx, "agent-profile/1.0", "profile.update", payload, nil)
+	payload, err := json.Marshal(struct {
+		ID   identity.AgentID `json:"id"`
+		Name string           `json:"name"`
+	}{key.AgentID(), "ResearchAgent"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	env, err := author.Sign(ctx, "agent-profile/1.0", "profile.update", payload, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	wire := env.AppendJSON(nil)
 	fmt.Println("hash:", env.Hash())
 
-	if _, err := envelope.Verify(wire); err == nil {
-		fmt.Println("verified")
+	if _, err := envelope.Verify(wire); err != nil {
+		log.Fatal(err)
 	}
+	fmt.Println("verified")
 
 	svc := envelope.NewVerifier(&envelope.VerifierOptions{Now: func() time.Time { return now }})
-	_, outcome, _ := svc.Accept(ctx, wire, nil)
+	_, outcome, err := svc.Accept(ctx, wire, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println("first write fresh:", outcome == envelope.Fresh)
-	_, _, err := svc.Accept(ctx, wire, nil) // no accepted history: judged fresh again
+	_, _, err = svc.Accept(ctx, wire, nil) // no accepted history: judged fresh again
 	fmt.Println("replay refused:", errors.Is(err, identity.ErrNonceNotGreater))
 	// Output:
 	// hash: jRc2yf0x__2vmrD0U8TCryg2qzZ3FbeOFhzOeRwaSp4
@@ -48,8 +66,7 @@ func ExampleVerifyWith() {
 	ctx := context.Background()
 	key, err := identity.NewKeyFromSeed(bytes.Repeat([]byte{7}, 32))
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
 	notes := envelope.Protocol{Name: "agent-notes/1.0", Fields: []string{"thread"}}
 	env, err := envelope.SignWith(ctx, key, envelope.Event{
@@ -58,16 +75,14 @@ func ExampleVerifyWith() {
 		Ext: envelope.Fields{{Name: "thread", Value: jsontext.Value(`"t1"`)}},
 	}, notes)
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
 	wire := env.AppendJSON(nil)
 
 	_, err = envelope.Verify(wire)
 	fmt.Println("without its Protocol:", errors.Is(err, identity.ErrInvalidEvent))
 	if _, err := envelope.VerifyWith(wire, notes); err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
 	fmt.Println("with its Protocol: verified")
 	// Output:

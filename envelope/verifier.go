@@ -103,8 +103,8 @@ func NewVerifier(opts *VerifierOptions) *Verifier {
 // it returns nil the actor's nonce maximum advances, otherwise nothing
 // changes and its error is returned. accept may be nil.
 //
-// Rejections are *identity.Error values with the Identity codes; a
-// nonce_not_greater error carries MaxSeenNonce.
+// Rejections are *[identity.Error] values with the Identity codes; a
+// nonce_not_greater error carries [identity.Error.MaxSeenNonce].
 func (v *Verifier) Accept(ctx context.Context, b []byte, accept func(context.Context, *Envelope) error) (*Envelope, Outcome, error) {
 	env, err := verify(b, v.protos)
 	if err != nil {

@@ -18,7 +18,7 @@ const agentIDLen = len(AgentIDPrefix) + 43
 // Reasons an Agent ID fails to decode (Identity §3). Parse errors are
 // *Error values with code invalid_actor that wrap one of these.
 var (
-	ErrAgentIDPrefix   = errors.New("agent id: prefix is not did:agent:")
+	ErrAgentIDPrefix   = errors.New(`agent id: prefix is not "did:agent:"`)
 	ErrAgentIDEncoding = errors.New("agent id: key is not canonical unpadded base64url")
 	ErrAgentIDLength   = errors.New("agent id: key is not 32 bytes")
 )

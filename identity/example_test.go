@@ -6,6 +6,7 @@ import (
 	"crypto/sha3"
 	"errors"
 	"fmt"
+	"log"
 	"time"
 
 	"github.com/agentprotocols/go-sdk/identity"
@@ -17,7 +18,7 @@ func Example() {
 	seed := bytes.Repeat([]byte{0x07}, identity.SeedSize)
 	key, err := identity.NewKeyFromSeed(seed)
 	if err != nil {
-		panic(err)
+		log.Fatal(err)
 	}
 	id := key.AgentID()
 	fmt.Println(id)
@@ -26,13 +27,13 @@ func Example() {
 	digest := sha3.Sum256([]byte(`{"example":true}`))
 	sig, err := key.Sign(context.Background(), digest[:])
 	if err != nil {
-		panic(err)
+		log.Fatal(err)
 	}
 
 	// The receiver knows only the Agent ID.
 	sender, err := identity.ParseAgentID(id.String())
 	if err != nil {
-		panic(err)
+		log.Fatal(err)
 	}
 	fmt.Println("valid:", identity.VerifySignature(sender.PublicKey(), digest[:], sig) == nil)
 
@@ -48,7 +49,10 @@ func Example() {
 // A client mints a request token for a service origin; the service
 // verifies it against its own origin. Fixed clocks make the output stable.
 func ExampleMintRequestToken() {
-	key, _ := identity.NewKeyFromSeed(bytes.Repeat([]byte{0x07}, identity.SeedSize))
+	key, err := identity.NewKeyFromSeed(bytes.Repeat([]byte{0x07}, identity.SeedSize))
+	if err != nil {
+		log.Fatal(err)
+	}
 	service := identity.MustParseOrigin("https://api.example.com")
 	minted := time.Unix(1779753600, 0)
 
@@ -56,7 +60,7 @@ func ExampleMintRequestToken() {
 		Now: func() time.Time { return minted },
 	})
 	if err != nil {
-		panic(err)
+		log.Fatal(err)
 	}
 
 	// The service, 100 s later.
@@ -64,7 +68,7 @@ func ExampleMintRequestToken() {
 		Now: func() time.Time { return minted.Add(100 * time.Second) },
 	})
 	if err != nil {
-		panic(err)
+		log.Fatal(err)
 	}
 	fmt.Println(claims.Issuer)
 	fmt.Println(claims.Audience, claims.ExpiresAt.Sub(claims.IssuedAt))
@@ -91,7 +95,7 @@ func ExampleMintRequestToken() {
 func ExampleParseAgentURL() {
 	u, err := identity.ParseAgentURL("did:agent:6kpsY-KcUgq-9VB7Ey7F-ZVHdq6-vnuSQh7qaRRG0iw/mail/AAECAwQFBgcICQoLDA0ODw?route=https://relay.example")
 	if err != nil {
-		panic(err)
+		log.Fatal(err)
 	}
 	fmt.Println(u.Protocol, u.Resource, u.Routes)
 	fmt.Println(u.Stable())

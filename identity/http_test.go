@@ -15,9 +15,9 @@ import (
 	"github.com/agentprotocols/go-sdk/identity"
 )
 
-// roundTrip serves handler once and returns ReadError of the response
-// together with the raw body and headers.
-func roundTrip(t *testing.T, handler http.HandlerFunc) (error, string, http.Header) {
+// roundTrip serves handler once and returns the raw body and headers of the
+// response together with its ReadError.
+func roundTrip(t *testing.T, handler http.HandlerFunc) (string, http.Header, error) {
 	t.Helper()
 	srv := httptest.NewServer(handler)
 	defer srv.Close()
@@ -28,7 +28,7 @@ func roundTrip(t *testing.T, handler http.HandlerFunc) (error, string, http.Head
 	defer resp.Body.Close()
 	rerr := identity.ReadError(resp)
 	rest, _ := io.ReadAll(resp.Body)
-	return rerr, string(rest), resp.Header
+	return string(rest), resp.Header, rerr
 }
 
 func TestErrorRoundTrip(t *testing.T) {
@@ -163,7 +163,7 @@ func TestReadError(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err, _, _ := roundTrip(t, func(w http.ResponseWriter, r *http.Request) {
+			_, _, err := roundTrip(t, func(w http.ResponseWriter, r *http.Request) {
 				for k, v := range c.header {
 					w.Header().Set(k, v)
 				}
@@ -182,12 +182,12 @@ func TestReadError(t *testing.T) {
 			}
 		})
 	}
-	ok, _, _ := roundTrip(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) })
+	_, _, ok := roundTrip(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) })
 	if ok != nil {
 		t.Errorf("2xx: %v", ok)
 	}
 	// ReadError reads no more than it needs: the rest stays for the caller.
-	_, rest, _ := roundTrip(t, func(w http.ResponseWriter, r *http.Request) {
+	rest, _, _ := roundTrip(t, func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(500)
 		io.WriteString(w, big)
 	})

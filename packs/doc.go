@@ -7,15 +7,15 @@
 // # Declarations
 //
 // A room declares types in room.create.payload.types and in type.define
-// events (§13.4). Each declaration is either an inline Definition or an
-// Import of a pack, by registered id ({"use":"adp:deliberation/1.0"}) or by
+// events (§13.4). Each [Declaration] is either an inline [Definition] or an
+// [Import] of a pack, by registered id ({"use":"adp:deliberation/1.0"}) or by
 // HTTPS URI and digest over the document's raw bytes
-// ({"pack":…,"digest":"sha256:…"}), optionally restricted to some Types
-// and adjusted by Overrides (roles, instructions, status, rate_hint,
-// max_payload_hint — never kind or schema). ParseDeclaration and
-// ParseDeclarations read them strictly: strict JSON, closed objects, the
-// kernel schema's typeDef/packImport shapes, and a schema that passes the
-// checks below.
+// ({"pack":…,"digest":"sha256:…"}), optionally restricted to some
+// [Import.Types] and adjusted by [Import.Overrides] (roles, instructions,
+// status, rate_hint, max_payload_hint — never kind or schema).
+// [ParseDeclaration] and [ParseDeclarations] read them strictly: strict JSON,
+// closed objects, the kernel schema's typeDef/packImport shapes, and a schema
+// that passes the checks below.
 //
 // # Registry
 //
@@ -38,7 +38,7 @@
 // others must be defined (type_not_defined), not disabled (type_disabled),
 // and their payload must match the schema (payload_schema_violation).
 // Role checks, quotas and cross-event rules are the caller's: the
-// Definition supplies Kind, AllowedRoles, Status and the hints.
+// [Definition] supplies Kind, [Definition.AllowedRoles], Status and the hints.
 //
 // Payloads are parsed with the SDK's strict JSON policy, and numbers are
 // validated as the IEEE 754 doubles that RFC 8785 canonicalization, and
@@ -74,20 +74,20 @@
 // the SDK's, not the protocol's. Syntax ECMA-262 rejects too, such as an
 // unbalanced parenthesis, is invalid_event.
 //
-// One library evaluates every schema: github.com/santhosh-tekuri/jsonschema/v6,
-// with each pattern compiled once by the cost check and handed to it.
-// Compiled schemas live in a [SchemaCache] keyed by the SHA3-256 of their
-// canonical JSON and the quotas they were admitted under. It is bounded by
-// an estimate of the heap the compiled schemas hold, safe for concurrent
-// use, and shared by default, so a registered pack used by many rooms
-// compiles once.
+// One library evaluates every schema:
+// [github.com/santhosh-tekuri/jsonschema/v6], with each pattern compiled once
+// by the cost check and handed to it. Compiled schemas live in a
+// [SchemaCache] keyed by the SHA3-256 of their canonical JSON and the quotas
+// they were admitted under. It is bounded by an estimate of the heap the
+// compiled schemas hold, safe for concurrent use, and shared by default, so a
+// registered pack used by many rooms compiles once.
 //
 // # Packs
 //
 // The five registered packs are embedded byte for byte
-// (RegisteredDocument) and resolved by their use id. External packs are
-// resolved through a Fetcher: none by default, so that replaying a room
-// never touches the network unless asked; HTTPSFetcher for hosts (HTTPS
+// ([RegisteredDocument]) and resolved by their use id. External packs are
+// resolved through a [Fetcher]: none by default, so that replaying a room
+// never touches the network unless asked; [HTTPSFetcher] for hosts (HTTPS
 // only, redirects included, bounded size and time); [StaticFetcher] over
 // the documents an archive carries, for offline verification, matching by
 // digest. Every document
@@ -96,25 +96,25 @@
 //
 // # Errors
 //
-// Every rejection is an *identity.Error, matched by code with errors.Is:
-// identity.ErrInvalidEvent for malformed declarations, schemas and
+// Every rejection is an *[identity.Error], matched by code with [errors.Is]:
+// [identity.ErrInvalidEvent] for malformed declarations, schemas and
 // built-in payloads, and this package's [ErrTypeNotDefined],
 // [ErrTypeDisabled], [ErrPayloadSchemaViolation], [ErrPackUnavailable] and
 // the SDK-only [ErrSchemaUnsupported].
-// Schema failures carry a *SchemaError (instance and keyword location) as
+// Schema failures carry a *[SchemaError] (instance and keyword location) as
 // Err and, as JSON, as Data, ready for an error response body.
 //
 // # Concurrency
 //
-// Package-level functions and SchemaCache are safe for concurrent use. A
-// Registry is a plain value: one goroutine may mutate it (Declare), or
-// any number may read it (Validate, Lookup, Definitions, …) at once, but
-// not both.
+// Package-level functions and [SchemaCache] are safe for concurrent use. A
+// [Registry] is a plain value: one goroutine may mutate it
+// ([Registry.Declare]), or any number may read it ([Registry.Validate],
+// [Registry.Lookup], [Registry.Definitions], …) at once, but not both.
 //
 // # Readings of the specification
 //
 // Where the 2026-07-04 text is silent, the package chooses as follows.
-// Schema size is measured on the canonical form. MaxDefinitions counts
+// Schema size is measured on the canonical form. [MaxDefinitions] counts
 // distinct type names, so a redefinition does not use up the budget.
 // Declarations in one room.create apply in order, and a later one
 // redefines an earlier one under the usual rules. An external pack

@@ -10,7 +10,7 @@ import (
 
 // The ADP error codes (§20) this package produces that Agent Identity does
 // not share. Malformed declarations and payloads of built-in types use the
-// shared identity.CodeInvalidEvent.
+// shared [identity.CodeInvalidEvent].
 const (
 	CodeTypeNotDefined         identity.Code = "type_not_defined"
 	CodeTypeDisabled           identity.Code = "type_disabled"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 
 	"github.com/agentprotocols/go-sdk/packs"
 )
@@ -22,12 +23,12 @@ func Example() {
 		            "additionalProperties": false}}
 	]`))
 	if err != nil {
-		panic(err)
+		log.Fatal(err)
 	}
 	reg := packs.NewRegistry(nil)
 	// The room.create record is seq 1.
 	if err := reg.Declare(context.Background(), 1, decls...); err != nil {
-		panic(err)
+		log.Fatal(err)
 	}
 	for _, d := range reg.Definitions() {
 		fmt.Println(d.Type, d.Kind, d.AllowedRoles())

@@ -4,12 +4,12 @@
 // [Follow] returns an iterator of [Item] values. Each accepted record of
 // the room arrives exactly once, in seq order, and only after it verified:
 // the envelope's hash and signature, the record hash and the pre_hash link
-// to the record before it (with [Options].Room set, every room rule as well,
+// to the record before it (with [Options.Room] set, every room rule as well,
 // through the [adp.Room] replayer). The stream is only a transport (§17.3):
 //
 //  1. the client opens the stream first,
 //  2. then pages the history (GET …/events?after_seq=) from the last
-//     verified record through [Options].History,
+//     verified record through [Options.History],
 //  3. then delivers live records, dropping those it already has by seq.
 //
 // The same backfill runs after every reconnect, after a gap (a live record
@@ -25,8 +25,8 @@
 //
 // # Connections
 //
-// Framing and reconnection are github.com/tmaxmax/go-sse's. This package
-// adds what an ADP subscriber needs on top of it:
+// Framing and reconnection are those of [github.com/tmaxmax/go-sse]. This
+// package adds what an ADP subscriber needs on top of it:
 //
 //   - a fresh request token on every attempt, minted by the SDK's HTTP
 //     layer like every other request token (go-sse fixes the headers of
@@ -34,12 +34,12 @@
 //   - 429 and 5xx answers retried with exponential backoff and jitter,
 //     after any Retry-After (go-sse treats every non-200 answer as final);
 //   - an idle watchdog that reconnects when neither data nor a heartbeat
-//     comment arrived for [Options].IdleTimeout (go-sse never shows
+//     comment arrived for [Options.IdleTimeout] (go-sse never shows
 //     comments to its caller).
 //
 // 401, 403, 404 and other 4xx answers are permanent — membership was lost
 // or the room is gone — and the iterator ends with the host's
-// *identity.Error, so
+// *[identity.Error], so
 //
 //	if errors.Is(err, adp.ErrMembershipRequired) { … }
 //

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -41,8 +42,7 @@ func Example() {
 	ctx := context.Background()
 	resp, err := c.Do(ctx, &httpc.Request{Method: http.MethodGet, URL: srv.URL + "/v1/thing", Idempotent: true})
 	if err != nil {
-		fmt.Println("read:", err)
-		return
+		log.Fatal(err)
 	}
 	fmt.Println(resp.StatusCode, string(resp.Body))
 

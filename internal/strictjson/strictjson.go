@@ -192,7 +192,7 @@ func ParseInt(raw []byte) (int64, error) {
 }
 
 func isIntLiteral(raw []byte) bool {
-	return len(raw) > 0 && bytes.IndexAny(raw, ".eE") < 0
+	return len(raw) > 0 && !bytes.ContainsAny(raw, ".eE")
 }
 
 // parseSafeInt parses a grammatically valid JSON integer literal.

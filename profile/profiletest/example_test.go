@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 
 	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/identity"
@@ -23,25 +24,21 @@ func Example() {
 
 	key, err := identity.NewKeyFromSeed(bytes.Repeat([]byte{7}, 32))
 	if err != nil {
-		fmt.Println("key:", err)
-		return
+		log.Fatal(err)
 	}
 	author := envelope.NewAuthor(key)
 
 	v, err := client.Update(ctx, author, profile.Payload{Name: "Scout", Capabilities: []string{"search"}})
 	if err != nil {
-		fmt.Println("update:", err)
-		return
+		log.Fatal(err)
 	}
 	again, err := client.Publish(ctx, v.Update) // the same signed bytes once more
 	if err != nil {
-		fmt.Println("publish:", err)
-		return
+		log.Fatal(err)
 	}
 	got, err := client.Get(ctx, key.AgentID())
 	if err != nil {
-		fmt.Println("get:", err)
-		return
+		log.Fatal(err)
 	}
 	fmt.Println("profile:", got.Document.Name, got.Document.Capabilities)
 	fmt.Println("resubmission is the same event:", again.Update.Hash() == v.Update.Hash())
@@ -66,19 +63,16 @@ func Example_withoutHistory() {
 
 	key, err := identity.NewKeyFromSeed(bytes.Repeat([]byte{8}, 32))
 	if err != nil {
-		fmt.Println("key:", err)
-		return
+		log.Fatal(err)
 	}
 	if _, err := client.Update(ctx, envelope.NewAuthor(key), profile.Payload{Name: "Quiet"}); err != nil {
-		fmt.Println("update:", err)
-		return
+		log.Fatal(err)
 	}
 	_, err = client.Get(ctx, key.AgentID())
 	fmt.Println("verified get:", errors.Is(err, profile.ErrUnsupported))
 	doc, err := client.GetUnverifiedUnsafe(ctx, key.AgentID())
 	if err != nil {
-		fmt.Println("unverified get:", err)
-		return
+		log.Fatal(err)
 	}
 	fmt.Println("unverified get:", doc.Name)
 	// Output:

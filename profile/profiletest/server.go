@@ -1,9 +1,9 @@
 // Package profiletest runs an in-memory Agent Profile 1.0 service on an
-// httptest server, for tests and examples of code that reads or writes
+// [httptest.Server], for tests and examples of code that reads or writes
 // profiles.
 //
 // It implements every endpoint of §7 with the service-side rules: the
-// Identity live-write order through an envelope.Verifier (time window,
+// Identity live-write order through an [envelope.Verifier] (time window,
 // nonce cache, exact resubmission answered from its own store), the
 // durable latest-nonce comparison of §6 (nonce_not_greater with
 // Max-Seen-Nonce), full-replacement materialization, history newest first
@@ -11,6 +11,8 @@
 // JSON on every request body. Errors use the Identity error body.
 //
 // The service keeps everything in memory and is safe for concurrent use.
+// [NewServer] starts one; [Server.NewClient] returns a [profile.Client]
+// configured for it.
 //
 //	srv := profiletest.NewServer(nil)
 //	defer srv.Close()
