@@ -22,13 +22,18 @@
 //   - packs: the registered ADP type packs, type declarations, the per-room
 //     type registry and JSON Schema validation of payloads.
 //   - adp: ADP constants and error codes, typed builders for every built-in
-//     event, server records and the hash chain, and the room-state replayer
-//     that hosts and verifiers share.
+//     event, server records and the hash chain, the room-state replayer
+//     that hosts and verifiers share, and the verifying HTTP client;
+//     adp/adptest holds the reference host and a room test fixture.
 //   - archive: build and verify room archives offline.
 //   - sse: follow a room live — a resumable client of the §17 event stream
 //     that backfills from the history after every reconnect and verifies
 //     every record before delivering it, once, in seq order.
-//   - internal: wire details (canonical base64url, the strict JSON policy).
+//   - internal: wire details (canonical base64url, the strict JSON policy,
+//     the one HTTP client layer) and shared test data.
+//   - examples: runnable programs — the main demo (discussion), quickstart,
+//     the archive verifier, a development host, a live follower and the
+//     MCP connector with its engine.
 //
 // # Drafts implemented
 //
@@ -42,7 +47,8 @@
 //
 // # Where to start
 //
-// Run examples/quickstart, then read the envelope package: Author.Sign is
+// Run examples/discussion (the whole story) or examples/quickstart (the
+// core loop), then read the envelope package: Author.Sign is
 // the signing path, envelope.Verify the verification path and
 // envelope.Verifier the live-write path of a service. The four data paths
 // (sign, verify, host accept, verify history) are each a few calls long.
