@@ -138,9 +138,8 @@ func decode(payload jsontext.Value, v any) bool {
 }
 
 // body renders what an event says, by type, through adp's payload types.
-// What it does not render (room.update, custom types, payloads that do
-// not decode, reasons next to a structured summary) is shown as the raw
-// payload JSON.
+// What it does not render (custom types, payloads that do not decode,
+// reasons next to a structured summary) is shown as the raw payload JSON.
 func (t *Transcript) body(ev envelope.Event) {
 	raw := true
 	switch ev.Type {
@@ -164,8 +163,7 @@ func (t *Transcript) body(ev envelope.Event) {
 		}
 	case adp.TypeRoomUpdate:
 		t.str("- Updates the room contract\n")
-		if v, err := adp.ParsePayload(ev.Type, ev.Payload); err == nil {
-			u := v.(*adp.RoomUpdate)
+		if u := new(adp.RoomUpdate); decode(ev.Payload, u) {
 			if u.Topic != nil {
 				t.str("- Topic: ")
 				t.text(*u.Topic)
