@@ -137,6 +137,11 @@ type Failure struct {
 	Line    int64         `json:"line,omitzero"`
 	Code    identity.Code `json:"code"`
 	Message string        `json:"message"`
+	// CannotEvaluate reports that this verifier lacks a feature the
+	// archive needs (packs.ErrSchemaUnsupported: a type schema using
+	// ECMA-262 regular-expression syntax that RE2 cannot run). It is a
+	// verdict about the verifier, not that the host broke the protocol.
+	CannotEvaluate bool `json:"cannot_evaluate,omitzero"`
 }
 
 // item is one JSONL line after the worker stage.
@@ -240,7 +245,7 @@ func Verify(ctx context.Context, m *Manifest, records io.Reader, opts *VerifyOpt
 	if err != nil {
 		var ie *identity.Error
 		if errors.As(err, &ie) {
-			v.report.Failure = &Failure{Code: ie.Code, Message: ie.Message}
+			v.report.Failure = &Failure{Code: ie.Code, Message: ie.Message, CannotEvaluate: errors.Is(err, packs.ErrSchemaUnsupported)}
 			v.report.Failure.Seq, v.report.Failure.Line = v.failSeq, v.failLine
 		}
 		return v.report, err

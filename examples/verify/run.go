@@ -20,7 +20,7 @@ const usage = `usage:
   verify archive [-workers N] [-json] <manifest.json> <records.jsonl>
   verify envelope <file>     ("-" reads standard input)
 
-exit status: 0 valid, 1 invalid, 2 usage or I/O error
+exit status: 0 valid, 1 invalid, 2 usage or I/O error, 3 this verifier cannot evaluate the archive
 `
 
 // Exit statuses.
@@ -28,6 +28,9 @@ const (
 	exitValid   = 0
 	exitInvalid = 1
 	exitUsage   = 2
+	// exitCannotEvaluate: the archive needs a feature this verifier lacks
+	// (a schema pattern RE2 cannot run); nothing is said about the host.
+	exitCannotEvaluate = 3
 )
 
 // run is the whole command, testable without a process.
@@ -76,16 +79,22 @@ func runArchive(args []string, stdout, stderr io.Writer) int {
 	} else {
 		printReport(stdout, rep)
 	}
-	if err != nil {
+	switch {
+	case err != nil && rep.Failure != nil && rep.Failure.CannotEvaluate:
+		return exitCannotEvaluate
+	case err != nil:
 		return exitInvalid
 	}
 	return exitValid
 }
 
 func printReport(w io.Writer, r *archive.Report) {
-	if r.Valid {
+	switch {
+	case r.Valid:
 		fmt.Fprintln(w, "archive: valid")
-	} else {
+	case r.Failure != nil && r.Failure.CannotEvaluate:
+		fmt.Fprintln(w, "archive: CANNOT EVALUATE (this verifier lacks a feature the archive needs; no verdict on the host)")
+	default:
 		fmt.Fprintln(w, "archive: INVALID")
 	}
 	if f := r.Failure; f != nil {

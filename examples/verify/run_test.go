@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/adp/adptest"
@@ -146,5 +147,29 @@ func TestArchiveReversedLog(t *testing.T) {
 	code, out, errOut := runCmd("archive", filepath.Join(dir, "manifest.json"), path)
 	if code != 0 || !strings.Contains(out, "records:  4200 verified") {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// A schema that uses ECMA-262 syntax RE2 lacks (a look-ahead) may be a
+// valid schema: the verifier says it cannot evaluate the archive (exit 3),
+// not that the archive is invalid (exit 1).
+func TestArchiveCannotEvaluate(t *testing.T) {
+	w := adptest.NewWorld(t, "d8ftedhpqhsusbg006xx", nil)
+	start := w.Now.UnixMilli()
+	payload := `{"topic":"t","visibility":"public","start_time":` + strconv.FormatInt(start, 10) +
+		`,"end_time":` + strconv.FormatInt(start+3600000, 10) +
+		`,"types":[{"type":"x.re","kind":"message","title":"t","schema":{"properties":{"s":{"pattern":"^(?=a)"}}}}]}`
+	// Signed directly: the builder, like the SDK host, refuses the schema.
+	env, err := w.Author("creator").Sign(w.Ctx, adp.Protocol, adp.TypeRoomCreate, jsontext.Value(payload), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := archive.WriteDir(dir, []*adp.Record{adp.NewRecord(w.Room.ID(), nil, start+1, env)}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runCmd("archive", filepath.Join(dir, "manifest.json"), filepath.Join(dir, "records.jsonl"))
+	if code != exitCannotEvaluate || !strings.Contains(out, "CANNOT EVALUATE") || !strings.Contains(out, "schema_unsupported") {
+		t.Fatalf("exit %d, output:\n%s", code, out)
 	}
 }
