@@ -131,6 +131,11 @@ func (h *Host) publicRooms(w http.ResponseWriter, r *http.Request) {
 		}
 		list = append(list, s)
 	}
+	writeSummaries(w, r, list)
+}
+
+// writeSummaries writes the page of list, sorted, that r asks for.
+func writeSummaries(w http.ResponseWriter, r *http.Request, list []adp.RoomSummary) {
 	sortSummaries(list)
 	out, err := page(r, list)
 	if err != nil {
@@ -197,11 +202,5 @@ func (h *Host) myRooms(w http.ResponseWriter, r *http.Request) {
 		}
 		list = append(list, s)
 	}
-	sortSummaries(list)
-	out, err := page(r, list)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeSummaries(w, r, list)
 }
