@@ -21,32 +21,42 @@ func strictUnmarshal(b []byte, v any) error {
 	return strictjson.Unmarshal(b, v)
 }
 
+// callerRoomInput authenticates the caller, finds the path's room and
+// strictly decodes a body of at most 16 KiB into in (what names it in the
+// error); on error it has written the response and ok is false.
+func (h *Host) callerRoomInput(w http.ResponseWriter, r *http.Request, what string, in any) (who identity.AgentID, hr *hostRoom, ok bool) {
+	who, err := h.requireCaller(r)
+	if err == nil {
+		hr, err = h.lookup(r.PathValue("room_id"))
+	}
+	var b []byte
+	if err == nil {
+		b, err = readBody(r, 16<<10)
+	}
+	if err == nil {
+		if uerr := strictUnmarshal(b, in); uerr != nil {
+			err = identity.Wrap(identity.CodeInvalidRequest, what, uerr)
+		}
+	}
+	if err != nil {
+		writeError(w, err)
+		return identity.AgentID{}, nil, false
+	}
+	return who, hr, true
+}
+
 // createJoinRequest is POST /v1/rooms/{room_id}/join-requests (§11). A
 // valid request to a public room is approved at once (reviewed_by null),
 // except a banned applicant's or a moderator request from an agent not in
 // moderator_agent_ids; every other request stays pending until a signed
 // room.join.review decides it.
 func (h *Host) createJoinRequest(w http.ResponseWriter, r *http.Request) {
-	who, err := h.requireCaller(r)
-	var hr *hostRoom
-	if err == nil {
-		hr, err = h.lookup(r.PathValue("room_id"))
-	}
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	b, err := readBody(r, 16<<10)
 	var in adp.JoinRequestInput
-	if err == nil {
-		if uerr := strictUnmarshal(b, &in); uerr != nil {
-			err = identity.Wrap(identity.CodeInvalidRequest, "join request", uerr)
-		}
-	}
-	if err != nil {
-		writeError(w, err)
+	who, hr, ok := h.callerRoomInput(w, r, "join request", &in)
+	if !ok {
 		return
 	}
+	var err error
 	now := h.now()
 	hr.mu.Lock() // one decision per room at a time, like a write
 	defer hr.mu.Unlock()

@@ -271,35 +271,35 @@ func (h *Host) statusesOf(r *http.Request, roomID string) ([]adp.AgentStatus, er
 	return out, nil
 }
 
-// listStatuses is GET /v1/rooms/{room_id}/agent-status (§17.4).
-func (h *Host) listStatuses(w http.ResponseWriter, r *http.Request) {
+// readableStatuses returns the current statuses of the path's room once
+// the caller may read its contents; on error it has written the response
+// and ok is false.
+func (h *Host) readableStatuses(w http.ResponseWriter, r *http.Request) (list []adp.AgentStatus, ok bool) {
 	hr, err := h.lookup(r.PathValue("room_id"))
 	if err == nil {
 		_, _, err = h.authorize(r, hr, readContents)
 	}
-	var list []adp.AgentStatus
 	if err == nil {
 		list, err = h.statusesOf(r, hr.id)
 	}
 	if err != nil {
 		writeError(w, err)
-		return
+		return nil, false
 	}
-	writeJSON(w, http.StatusOK, adp.AgentStatusList{Statuses: list})
+	return list, true
+}
+
+// listStatuses is GET /v1/rooms/{room_id}/agent-status (§17.4).
+func (h *Host) listStatuses(w http.ResponseWriter, r *http.Request) {
+	if list, ok := h.readableStatuses(w, r); ok {
+		writeJSON(w, http.StatusOK, adp.AgentStatusList{Statuses: list})
+	}
 }
 
 // getStatus is GET /v1/rooms/{room_id}/agent-status/{agent_id}.
 func (h *Host) getStatus(w http.ResponseWriter, r *http.Request) {
-	hr, err := h.lookup(r.PathValue("room_id"))
-	if err == nil {
-		_, _, err = h.authorize(r, hr, readContents)
-	}
-	var list []adp.AgentStatus
-	if err == nil {
-		list, err = h.statusesOf(r, hr.id)
-	}
-	if err != nil {
-		writeError(w, err)
+	list, ok := h.readableStatuses(w, r)
+	if !ok {
 		return
 	}
 	for _, st := range list {
@@ -315,28 +315,16 @@ func (h *Host) getStatus(w http.ResponseWriter, r *http.Request) {
 // status, only while it is an active moderator or speaker. It creates no
 // event and no seq.
 func (h *Host) putStatus(w http.ResponseWriter, r *http.Request) {
-	who, err := h.requireCaller(r)
-	var hr *hostRoom
-	if err == nil {
-		hr, err = h.lookup(r.PathValue("room_id"))
-	}
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	b, err := readBody(r, 16<<10)
 	var in adp.AgentStatusInput
-	if err == nil {
-		if uerr := strictUnmarshal(b, &in); uerr != nil {
-			err = identity.Wrap(identity.CodeInvalidRequest, "agent status", uerr)
-		} else if in.State == "" {
-			err = identity.NewError(identity.CodeInvalidRequest, "agent status needs a non-empty state")
-		}
-	}
-	if err != nil {
-		writeError(w, err)
+	who, hr, ok := h.callerRoomInput(w, r, "agent status", &in)
+	if !ok {
 		return
 	}
+	if in.State == "" {
+		writeError(w, identity.NewError(identity.CodeInvalidRequest, "agent status needs a non-empty state"))
+		return
+	}
+	var err error
 	// The role check and the store write run under the room's lock, like
 	// the writes that clear statuses (leave, removal, demotion): a status
 	// never outlives the role that allowed it.
