@@ -272,15 +272,25 @@ func (e *Engine) MembersList(ctx context.Context, session string, in MembersList
 	return res, nil
 }
 
+// resolveAgent resolves (host, room_id) like resolve and parses the
+// input's agent_id.
+func (e *Engine) resolveAgent(host, roomID, agentID string) (roomKey, *hostState, identity.AgentID, error) {
+	k, h, err := e.resolve(host, roomID)
+	if err != nil {
+		return roomKey{}, nil, identity.AgentID{}, err
+	}
+	id, err := identity.ParseAgentID(agentID)
+	if err != nil {
+		return roomKey{}, nil, identity.AgentID{}, fmt.Errorf("%w: agent_id: %v", ErrInvalidInput, err)
+	}
+	return k, h, id, nil
+}
+
 // MemberGet is agent_protocols_room_member_get (verified local state).
 func (e *Engine) MemberGet(ctx context.Context, session string, in MemberGetInput) (*MemberGetResult, error) {
-	k, h, err := e.resolve(in.Host, in.RoomID)
+	k, h, id, err := e.resolveAgent(in.Host, in.RoomID, in.AgentID)
 	if err != nil {
 		return nil, err
-	}
-	id, err := identity.ParseAgentID(in.AgentID)
-	if err != nil {
-		return nil, fmt.Errorf("%w: agent_id: %v", ErrInvalidInput, err)
 	}
 	room, s, err := e.verifiedRoom(session, k)
 	if err != nil {
@@ -356,13 +366,9 @@ func (e *Engine) AgentStatusList(ctx context.Context, session string, in AgentSt
 
 // AgentStatusGet is agent_protocols_agent_status_get (remote read).
 func (e *Engine) AgentStatusGet(ctx context.Context, session string, in AgentStatusGetInput) (*AgentStatusResult, error) {
-	k, h, err := e.resolve(in.Host, in.RoomID)
+	k, h, id, err := e.resolveAgent(in.Host, in.RoomID, in.AgentID)
 	if err != nil {
 		return nil, err
-	}
-	id, err := identity.ParseAgentID(in.AgentID)
-	if err != nil {
-		return nil, fmt.Errorf("%w: agent_id: %v", ErrInvalidInput, err)
 	}
 	st, err := h.client.AgentStatus(ctx, k.room, id)
 	res := &AgentStatusResult{Sync: e.syncOf(k)}
