@@ -476,16 +476,26 @@ func (e *Engine) RoomOpen(ctx context.Context, session string, in RoomOpenInput)
 	return &RoomOpenResult{Room: *view, Sync: s, ActiveTurn: view.ActiveTurn}, nil
 }
 
+// resolveRefreshed resolves (host, room_id) like resolve and, when refresh
+// is set, first brings the room up to date from the host.
+func (e *Engine) resolveRefreshed(ctx context.Context, host, roomID string, refresh bool) (roomKey, *hostState, error) {
+	k, h, err := e.resolve(host, roomID)
+	if err != nil {
+		return roomKey{}, nil, err
+	}
+	if refresh {
+		if err := e.refresh(ctx, k, h); err != nil {
+			return roomKey{}, nil, err
+		}
+	}
+	return k, h, nil
+}
+
 // RoomState is agent_protocols_room_state (local read; refresh reads the host).
 func (e *Engine) RoomState(ctx context.Context, session string, in RoomStateInput) (*RoomStateResult, error) {
-	k, h, err := e.resolve(in.Host, in.RoomID)
+	k, h, err := e.resolveRefreshed(ctx, in.Host, in.RoomID, in.Refresh)
 	if err != nil {
 		return nil, err
-	}
-	if in.Refresh {
-		if err := e.refresh(ctx, k, h); err != nil {
-			return nil, err
-		}
 	}
 	view, s, err := e.roomView(k, h, in.IncludeTypes)
 	if err != nil {
@@ -560,14 +570,9 @@ func memberView(m adp.Member, creator identity.AgentID) RoomMemberView {
 // Timeline is agent_protocols_room_timeline (local read of verified
 // records; refresh reads the host first; mark_read advances the cursor).
 func (e *Engine) Timeline(ctx context.Context, session string, in TimelineInput) (*TimelineResult, error) {
-	k, h, err := e.resolve(in.Host, in.RoomID)
+	k, h, err := e.resolveRefreshed(ctx, in.Host, in.RoomID, in.Refresh)
 	if err != nil {
 		return nil, err
-	}
-	if in.Refresh {
-		if err := e.refresh(ctx, k, h); err != nil {
-			return nil, err
-		}
 	}
 	limit := in.Limit
 	if limit <= 0 || limit > 200 {
