@@ -103,7 +103,8 @@ func (c *Client) Live(ctx context.Context, roomID string) (iter.Seq2[LiveItem, e
 	}, nil
 }
 
-// admitLive verifies a live record, filling a gap from history.
+// admitLive verifies a live record or the answer to an own write against
+// rep, filling a gap from history first.
 func (c *Client) admitLive(ctx context.Context, rep *replica, rec *Record) error {
 	rep.mu.Lock()
 	defer rep.mu.Unlock()

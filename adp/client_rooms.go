@@ -262,16 +262,7 @@ func (c *Client) verifyOwn(ctx context.Context, roomID string, env *envelope.Env
 	if rec.Envelope.Hash() != env.Hash() {
 		return identity.NewError(CodeInvalidRecord, "host answered with a record of another envelope")
 	}
-	rep := c.replicaOf(roomID)
-	rep.mu.Lock()
-	defer rep.mu.Unlock()
-	err := admit(ctx, rep, rec)
-	if errors.Is(err, errGap) {
-		if err = c.syncTo(ctx, rep, rec.Seq-1); err == nil {
-			err = admit(ctx, rep, rec)
-		}
-	}
-	return err
+	return c.admitLive(ctx, c.replicaOf(roomID), rec)
 }
 
 // BuildFunc signs one event on base through author; the Client calls it
