@@ -68,10 +68,7 @@ func (h *Host) archiveOf(r *http.Request, hr *hostRoom) (*builtArchive, error) {
 
 // archiveFor authorizes and returns the archive of the request's room.
 func (h *Host) archiveFor(w http.ResponseWriter, r *http.Request) *builtArchive {
-	hr, err := h.lookup(r.PathValue("room_id"))
-	if err == nil {
-		_, _, err = h.authorize(r, hr, readContents)
-	}
+	hr, _, err := h.authorizedRoom(r, readContents)
 	var a *builtArchive
 	if err == nil {
 		a, err = h.archiveOf(r, hr)

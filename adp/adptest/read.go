@@ -126,14 +126,23 @@ func (h *Host) approvedApplicant(r *http.Request, roomID string, who identity.Ag
 	return false
 }
 
-// getRoom is GET /v1/rooms/{room_id} (§16).
-func (h *Host) getRoom(w http.ResponseWriter, r *http.Request) {
+// authorizedRoom finds the path's room and authorizes the caller for what
+// (readMeta or readContents), returning the room authorize chose to show.
+func (h *Host) authorizedRoom(r *http.Request, what int) (*hostRoom, *adp.Room, error) {
 	hr, err := h.lookup(r.PathValue("room_id"))
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, nil, err
 	}
-	room, _, err := h.authorize(r, hr, readMeta)
+	room, _, err := h.authorize(r, hr, what)
+	if err != nil {
+		return nil, nil, err
+	}
+	return hr, room, nil
+}
+
+// getRoom is GET /v1/rooms/{room_id} (§16).
+func (h *Host) getRoom(w http.ResponseWriter, r *http.Request) {
+	_, room, err := h.authorizedRoom(r, readMeta)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -172,12 +181,7 @@ const (
 // {"result":[…],"next_cursor":…} (the Identity list shape; the seed text
 // defines none). The cursor is opaque and takes precedence over after_seq.
 func (h *Host) listEvents(w http.ResponseWriter, r *http.Request) {
-	hr, err := h.lookup(r.PathValue("room_id"))
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	room, _, err := h.authorize(r, hr, readContents)
+	hr, room, err := h.authorizedRoom(r, readContents)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -275,10 +279,7 @@ func (h *Host) statusesOf(r *http.Request, roomID string) ([]adp.AgentStatus, er
 // the caller may read its contents; on error it has written the response
 // and ok is false.
 func (h *Host) readableStatuses(w http.ResponseWriter, r *http.Request) (list []adp.AgentStatus, ok bool) {
-	hr, err := h.lookup(r.PathValue("room_id"))
-	if err == nil {
-		_, _, err = h.authorize(r, hr, readContents)
-	}
+	hr, _, err := h.authorizedRoom(r, readContents)
 	if err == nil {
 		list, err = h.statusesOf(r, hr.id)
 	}
