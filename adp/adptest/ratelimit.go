@@ -108,13 +108,19 @@ func (l *limiter) check(key rateKey, limit int, now time.Time) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	ms := now.UnixMilli()
+	_, err := l.window(key, limit, now.UnixMilli())
+	return err
+}
+
+// window trims key's window to the last minute, stores it and returns it,
+// refusing with rate_limited when it already holds limit uses. l.mu is held.
+func (l *limiter) window(key rateKey, limit int, ms int64) ([]int64, error) {
 	w := trim(l.windows[key], ms)
 	l.windows[key] = w
 	if len(w) >= limit {
-		return identity.Errorf(identity.CodeRateLimited, "%s quota of %d per minute is used up", key.class, limit)
+		return nil, identity.Errorf(identity.CodeRateLimited, "%s quota of %d per minute is used up", key.class, limit)
 	}
-	return nil
+	return w, nil
 }
 
 // consume counts one accepted event.
@@ -157,10 +163,9 @@ func (l *limiter) take(key rateKey, limit int, now time.Time) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ms := now.UnixMilli()
-	w := trim(l.windows[key], ms)
-	if len(w) >= limit {
-		l.windows[key] = w
-		return identity.Errorf(identity.CodeRateLimited, "%s quota of %d per minute is used up", key.class, limit)
+	w, err := l.window(key, limit, ms)
+	if err != nil {
+		return err
 	}
 	l.windows[key] = append(w, ms)
 	return nil
