@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/agentprotocols/go-sdk/adp"
@@ -195,7 +196,7 @@ func (m *MemoryStore) Statuses(_ context.Context, roomID string) ([]*adp.AgentSt
 		c := *st
 		out = append(out, &c)
 	}
-	slices.SortFunc(out, func(a, b *adp.AgentStatus) int { return compareStrings(a.AgentID.String(), b.AgentID.String()) })
+	slices.SortFunc(out, func(a, b *adp.AgentStatus) int { return strings.Compare(a.AgentID.String(), b.AgentID.String()) })
 	return out, nil
 }
 
@@ -213,14 +214,4 @@ func (m *MemoryStore) PutMaxNonce(_ context.Context, actor identity.AgentID, non
 	defer m.mu.Unlock()
 	m.nonces[actor] = [2]int64{nonce, expiresAt}
 	return nil
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
