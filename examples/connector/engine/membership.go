@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -61,13 +60,9 @@ func (e *Engine) CreateRoom(ctx context.Context, session string, in RoomCreateIn
 	}
 	rec, err := h.client.SubmitCreate(ctx, env)
 	if err != nil {
-		if transient(err) {
-			e.writeMu.Unlock()
-			return nil, fmt.Errorf("%w: %v", ErrPendingOutbox, err)
-		}
-		derr := e.dropOutbox(id)
+		err = e.submitFailed(id, err)
 		e.writeMu.Unlock()
-		return nil, errors.Join(err, derr)
+		return nil, err
 	}
 	k := roomKey{h.name, rec.RoomID}
 	e.rt(k)
@@ -247,10 +242,7 @@ func (e *Engine) blindSignal(ctx context.Context, k roomKey, h *hostState, req *
 	}
 	rec, err := h.client.Submit(ctx, k.room, env)
 	if err != nil {
-		if transient(err) {
-			return nil, fmt.Errorf("%w: %v", ErrPendingOutbox, err)
-		}
-		return nil, errors.Join(err, e.dropOutbox(id))
+		return nil, e.submitFailed(id, err)
 	}
 	if _, err := e.accepted(ctx, "", k, h, id, rec, true); err != nil {
 		return nil, err

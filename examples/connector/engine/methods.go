@@ -518,10 +518,7 @@ func (e *Engine) ProfileUpdate(ctx context.Context, in ProfileUpdateInput) (*Pro
 	}
 	v, err := c.Publish(ctx, env)
 	if err != nil {
-		if transient(err) {
-			return nil, fmt.Errorf("%w: %v", ErrPendingOutbox, err)
-		}
-		return nil, errors.Join(err, e.dropOutbox(id))
+		return nil, e.submitFailed(id, err)
 	}
 	if err := e.dropOutbox(id); err != nil {
 		return nil, err

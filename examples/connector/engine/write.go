@@ -278,6 +278,16 @@ func (e *Engine) accepted(ctx context.Context, session string, k roomKey, h *hos
 	return res, nil
 }
 
+// submitFailed is the error of a recorded write whose submission failed:
+// a transient failure leaves it in the outbox to be retried; any other
+// failure is final and drops it.
+func (e *Engine) submitFailed(id string, err error) error {
+	if transient(err) {
+		return fmt.Errorf("%w: %v", ErrPendingOutbox, err)
+	}
+	return errors.Join(err, e.dropOutbox(id))
+}
+
 // recordOutbox persists the envelope's nonce and its outbox entry in one
 // transaction; only then may it be sent.
 func (e *Engine) recordOutbox(env *envelope.Envelope, ent *outboxEntry) (string, error) {
