@@ -267,10 +267,7 @@ func (e *Engine) pendingCount(tx Tx, host, room, session string) (int, error) {
 // oldest first, high priority first; claim marks them for this session;
 // wait_ms long-polls (at most 60 s) when nothing is pending.
 func (e *Engine) InboxNext(ctx context.Context, session string, in InboxNextInput) (*InboxNextResult, error) {
-	limit := in.Limit
-	if limit <= 0 || limit > 100 {
-		limit = 20
-	}
+	limit := pageLimit(in.Limit, 20, 100)
 	wait := min(time.Duration(in.WaitMS)*time.Millisecond, 60*time.Second)
 	var deadline <-chan time.Time
 	if wait > 0 {

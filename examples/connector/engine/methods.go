@@ -87,10 +87,7 @@ func (e *Engine) RoomsSearch(ctx context.Context, in RoomsSearchInput) (*RoomsRe
 	if err != nil {
 		return nil, err
 	}
-	limit := in.Limit
-	if limit <= 0 || limit > 100 {
-		limit = 20
-	}
+	limit := pageLimit(in.Limit, 20, 100)
 	q := adp.RoomQuery{Status: adp.Status(in.Status), Tag: in.Tag, Keyword: in.Keyword, Language: in.Language,
 		StartsAfter: in.StartsAfter, EndsBefore: in.EndsBefore}
 	if in.Creator != "" {
@@ -101,11 +98,9 @@ func (e *Engine) RoomsSearch(ctx context.Context, in RoomsSearchInput) (*RoomsRe
 		q.Creator = id
 	}
 	res := &RoomsResult{Rooms: []RoomSummary{}}
-	skip := 0
-	if in.Cursor != "" {
-		if skip, err = strconv.Atoi(in.Cursor); err != nil || skip < 0 {
-			return nil, fmt.Errorf("%w: cursor", ErrInvalidInput)
-		}
+	skip, err := offsetCursor(in.Cursor)
+	if err != nil {
+		return nil, err
 	}
 	i := 0
 	for s, err := range h.client.PublicRooms(ctx, q) {
@@ -128,10 +123,7 @@ func (e *Engine) RoomsSearch(ctx context.Context, in RoomsSearchInput) (*RoomsRe
 // membership filters by this agent's verified membership: member (active),
 // creator, moderator, pending (a join request awaits review) or all.
 func (e *Engine) RoomsList(ctx context.Context, in RoomsListInput) (*RoomsResult, error) {
-	limit := in.Limit
-	if limit <= 0 || limit > 100 {
-		limit = 50
-	}
+	limit := pageLimit(in.Limit, 50, 100)
 	res := &RoomsResult{Rooms: []RoomSummary{}}
 	err := e.store.View(func(tx Tx) error {
 		return tx.Scan(bRooms, "", func(key string, raw []byte) error {
@@ -236,16 +228,11 @@ func (e *Engine) MembersList(ctx context.Context, session string, in MembersList
 	ms := room.Members()
 	slices.SortFunc(ms, func(a, b adp.Member) int { return int(a.JoinedSeq - b.JoinedSeq) })
 	res := &MembersListResult{Members: []RoomMemberView{}, Sync: s}
-	skip := 0
-	if in.Cursor != "" {
-		if skip, err = strconv.Atoi(in.Cursor); err != nil || skip < 0 {
-			return nil, fmt.Errorf("%w: cursor", ErrInvalidInput)
-		}
+	skip, err := offsetCursor(in.Cursor)
+	if err != nil {
+		return nil, err
 	}
-	limit := in.Limit
-	if limit <= 0 || limit > 200 {
-		limit = 100
-	}
+	limit := pageLimit(in.Limit, 100, 200)
 	i := 0
 	defer func() {
 		if in.IncludeProfiles && len(res.Members) > 0 {
@@ -442,10 +429,7 @@ func (e *Engine) JoinRequestsList(ctx context.Context, in JoinRequestsListInput)
 		return nil, err
 	}
 	res := &JoinRequestsListResult{JoinRequests: []jsontext.Value{}}
-	limit := in.Limit
-	if limit <= 0 || limit > 200 {
-		limit = 100
-	}
+	limit := pageLimit(in.Limit, 100, 200)
 	for _, jr := range jrs {
 		if in.Status != "" && string(jr.Status) != in.Status {
 			continue
@@ -570,4 +554,26 @@ func (e *Engine) attachProfiles(ctx context.Context, host string, ms []RoomMembe
 	for i := range ms {
 		ms[i].Profile = byID[ms[i].AgentID]
 	}
+}
+
+// pageLimit is a list's page size: the requested n, or def when n is not
+// in 1..most.
+func pageLimit(n, def, most int) int {
+	if n <= 0 || n > most {
+		return def
+	}
+	return n
+}
+
+// offsetCursor parses a list cursor that is the count of items already
+// returned ("" is the start).
+func offsetCursor(cursor string) (int, error) {
+	if cursor == "" {
+		return 0, nil
+	}
+	skip, err := strconv.Atoi(cursor)
+	if err != nil || skip < 0 {
+		return 0, fmt.Errorf("%w: cursor", ErrInvalidInput)
+	}
+	return skip, nil
 }

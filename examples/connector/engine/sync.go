@@ -574,10 +574,7 @@ func (e *Engine) Timeline(ctx context.Context, session string, in TimelineInput)
 	if err != nil {
 		return nil, err
 	}
-	limit := in.Limit
-	if limit <= 0 || limit > 200 {
-		limit = 50
-	}
+	limit := pageLimit(in.Limit, 50, 200)
 	room := h.client.Verified(k.room)
 	res := &TimelineResult{Items: []TimelineItem{}}
 	var maxSeq int64

@@ -494,10 +494,7 @@ func (e *Engine) SubmitEvent(ctx context.Context, session string, in SubmitEvent
 // DraftsList is agent_protocols_drafts_list (local state).
 func (e *Engine) DraftsList(ctx context.Context, in DraftsListInput) (*DraftsListResult, error) {
 	res := &DraftsListResult{Drafts: []HeldDraft{}}
-	limit := in.Limit
-	if limit <= 0 || limit > 100 {
-		limit = 50
-	}
+	limit := pageLimit(in.Limit, 50, 100)
 	err := e.store.View(func(tx Tx) error {
 		return tx.Scan(bDrafts, "", func(key string, raw []byte) error {
 			if in.Cursor != "" && key <= in.Cursor {
