@@ -21,14 +21,22 @@ func strictUnmarshal(b []byte, v any) error {
 	return strictjson.Unmarshal(b, v)
 }
 
+// callerRoom authenticates the caller (a request JWT is required) and
+// finds the path's room.
+func (h *Host) callerRoom(r *http.Request) (identity.AgentID, *hostRoom, error) {
+	who, err := h.requireCaller(r)
+	if err != nil {
+		return who, nil, err
+	}
+	hr, err := h.lookup(r.PathValue("room_id"))
+	return who, hr, err
+}
+
 // callerRoomInput authenticates the caller, finds the path's room and
 // strictly decodes a body of at most 16 KiB into in (what names it in the
 // error); on error it has written the response and ok is false.
 func (h *Host) callerRoomInput(w http.ResponseWriter, r *http.Request, what string, in any) (who identity.AgentID, hr *hostRoom, ok bool) {
-	who, err := h.requireCaller(r)
-	if err == nil {
-		hr, err = h.lookup(r.PathValue("room_id"))
-	}
+	who, hr, err := h.callerRoom(r)
 	var b []byte
 	if err == nil {
 		b, err = readBody(r, 16<<10)
@@ -143,11 +151,7 @@ func canReview(room *adp.Room, who identity.AgentID) bool {
 // list in creation order, paged by limit (default 100, at most 1000) and
 // an opaque cursor.
 func (h *Host) listJoinRequests(w http.ResponseWriter, r *http.Request) {
-	who, err := h.requireCaller(r)
-	var hr *hostRoom
-	if err == nil {
-		hr, err = h.lookup(r.PathValue("room_id"))
-	}
+	who, hr, err := h.callerRoom(r)
 	if err == nil && !canReview(hr.current(), who) {
 		err = identity.NewError(identity.CodePermissionDenied, "only the creator and moderators list join requests")
 	}
@@ -185,11 +189,7 @@ func (h *Host) listJoinRequests(w http.ResponseWriter, r *http.Request) {
 // visible to the applicant, the creator and moderators; to anyone else it
 // does not exist.
 func (h *Host) getJoinRequest(w http.ResponseWriter, r *http.Request) {
-	who, err := h.requireCaller(r)
-	var hr *hostRoom
-	if err == nil {
-		hr, err = h.lookup(r.PathValue("room_id"))
-	}
+	who, hr, err := h.callerRoom(r)
 	var jr *adp.JoinRequestResource
 	if err == nil {
 		jr, err = h.store.JoinRequest(r.Context(), hr.id, r.PathValue("request_id"))

@@ -39,11 +39,7 @@ func (s *subscriber) send(m *sse.Message) {
 // before the response headers are sent, so a client that subscribes and
 // then reads the history misses nothing.
 func (h *Host) live(w http.ResponseWriter, r *http.Request) {
-	who, err := h.requireCaller(r)
-	var hr *hostRoom
-	if err == nil {
-		hr, err = h.lookup(r.PathValue("room_id"))
-	}
+	who, hr, err := h.callerRoom(r)
 	if err == nil {
 		room := hr.current()
 		if !isMember(room, who, true) {
