@@ -173,15 +173,11 @@ func (h *Host) listJoinRequests(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := identity.List[*adp.JoinRequestResource]{Result: []*adp.JoinRequestResource{}}
-	if off < int64(len(list)) {
-		end := min(int64(len(list)), off+int64(limit))
-		for _, jr := range list[off:end] {
-			out.Result = append(out.Result, h.effective(jr))
-		}
-		if end < int64(len(list)) {
-			out.NextCursor = makeCursor(end)
-		}
+	part, next := cut(list, off, limit)
+	for _, jr := range part {
+		out.Result = append(out.Result, h.effective(jr))
 	}
+	out.NextCursor = next
 	writeJSON(w, http.StatusOK, out)
 }
 

@@ -76,14 +76,25 @@ func page(r *http.Request, list []adp.RoomSummary) (identity.List[adp.RoomSummar
 		}
 	}
 	out := identity.List[adp.RoomSummary]{Result: []adp.RoomSummary{}}
-	if off < int64(len(list)) {
-		end := min(int64(len(list)), off+int64(limit))
-		out.Result = list[off:end]
-		if end < int64(len(list)) {
-			out.NextCursor = makeCursor(end)
-		}
+	if part, next := cut(list, off, limit); part != nil {
+		out.Result, out.NextCursor = part, next
 	}
 	return out, nil
+}
+
+// cut returns the items of list from offset off, at most limit of them,
+// and the cursor of the page after them ("" when none follows); nil when
+// off is past the end.
+func cut[T any](list []T, off int64, limit int) ([]T, string) {
+	if off >= int64(len(list)) {
+		return nil, ""
+	}
+	end := min(int64(len(list)), off+int64(limit))
+	next := ""
+	if end < int64(len(list)) {
+		next = makeCursor(end)
+	}
+	return list[off:end], next
 }
 
 // publicRooms is GET /v1/rooms/public (§18) with the filters status, tag,
