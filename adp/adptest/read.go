@@ -335,11 +335,7 @@ func (h *Host) putStatus(w http.ResponseWriter, r *http.Request) {
 	m, found := room.Member(who)
 	switch {
 	case !found || m.Status != adp.MemberActive:
-		if room.Contract().Visibility == adp.VisibilityPrivate {
-			err = identity.Errorf(adp.CodeRoomNotFound, "room %q does not exist", clip(hr.id))
-		} else {
-			err = identity.NewError(adp.CodeMembershipRequired, "only active members write an agent status")
-		}
+		err = membersOnly(room, hr.id, "only active members write an agent status")
 	case m.Role == adp.RoleObserver:
 		err = identity.NewError(identity.CodePermissionDenied, "observers must not write an agent status")
 	}

@@ -34,6 +34,16 @@ func (s *subscriber) send(m *sse.Message) {
 	}
 }
 
+// membersOnly refuses a caller that is not an active member: a private
+// room does not exist for it (room_not_found); any other room answers
+// membership_required with msg.
+func membersOnly(room *adp.Room, roomID, msg string) error {
+	if room.Contract().Visibility == adp.VisibilityPrivate {
+		return identity.Errorf(adp.CodeRoomNotFound, "room %q does not exist", clip(roomID))
+	}
+	return identity.NewError(adp.CodeMembershipRequired, msg)
+}
+
 // live is GET /v1/rooms/{room_id}/events/live (§17): members only, the
 // JWT in the Authorization header, no replay. The subscription exists
 // before the response headers are sent, so a client that subscribes and
@@ -43,11 +53,7 @@ func (h *Host) live(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		room := hr.current()
 		if !isMember(room, who, true) {
-			if room.Contract().Visibility == adp.VisibilityPrivate {
-				err = identity.Errorf(adp.CodeRoomNotFound, "room %q does not exist", clip(hr.id))
-			} else {
-				err = identity.NewError(adp.CodeMembershipRequired, "only active members subscribe to the live stream")
-			}
+			err = membersOnly(room, hr.id, "only active members subscribe to the live stream")
 		}
 	}
 	if err != nil {
