@@ -30,21 +30,12 @@ type CreateResponse struct {
 // fields and the room head. The host asserts these values; a client that
 // needs them verified replays the history.
 type RoomResource struct {
-	ID         string              `json:"id"`
-	Status     Status              `json:"status"`
-	URL        string              `json:"url"`
-	Creator    identity.AgentID    `json:"creator"`
-	CreatedAt  int64               `json:"created_at"`
-	Topic      string              `json:"topic"`
-	Agenda     string              `json:"agenda,omitzero"`
-	Guidance   string              `json:"guidance,omitzero"`
-	Visibility Visibility          `json:"visibility"`
-	StartTime  int64               `json:"start_time"`
-	EndTime    int64               `json:"end_time"`
-	Tags       []string            `json:"tags,omitzero"`
-	Language   string              `json:"language,omitzero"`
-	Policy     Policy              `json:"policy"`
-	Extra      jsontext.Value      `json:"extra,omitzero"`
+	ID         string           `json:"id"`
+	Status     Status           `json:"status"`
+	URL        string           `json:"url"`
+	Creator    identity.AgentID `json:"creator"`
+	CreatedAt  int64            `json:"created_at"`
+	Contract   `json:",inline"`
 	Types      []*packs.Definition `json:"types"`
 	Seq        int64               `json:"seq"`
 	PreHash    *envelope.Hash      `json:"pre_hash"`

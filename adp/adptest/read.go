@@ -156,9 +156,7 @@ func (h *Host) resource(room *adp.Room) adp.RoomResource {
 	c := room.Contract()
 	latest := room.Latest()
 	res := adp.RoomResource{
-		ID: room.ID(), Status: room.Status(h.now()), URL: h.RoomURL(room.ID()), Creator: creator, CreatedAt: created,
-		Topic: c.Topic, Agenda: c.Agenda, Guidance: c.Guidance, Visibility: c.Visibility,
-		StartTime: c.StartTime, EndTime: c.EndTime, Tags: c.Tags, Language: c.Language, Policy: c.Policy, Extra: c.Extra,
+		ID: room.ID(), Status: room.Status(h.now()), URL: h.RoomURL(room.ID()), Creator: creator, CreatedAt: created, Contract: c,
 		Types: room.Registry().Definitions(), Seq: latest.Seq, Hash: latest.Hash, ReceivedAt: latest.ReceivedAt, Head: room.Head(),
 	}
 	if res.Types == nil {
