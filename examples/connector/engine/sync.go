@@ -112,13 +112,24 @@ func (e *Engine) subscribe(k roomKey) {
 			e.mu.Unlock()
 			cancel()
 		}()
+		retried := false
 		for ctx.Err() == nil {
 			err := e.follow(ctx, k, h)
 			e.logf("engine: room %s on %s: subscription ended: %v", k.room, k.host, err)
 			if ctx.Err() != nil {
 				return
 			}
-			if isPermanent(err) {
+			switch {
+			case !isPermanent(err):
+				retried = false
+			case !retried && e.refreshedActive(ctx, k, h):
+				// A stream opened before this agent's join was accepted
+				// (room_open, then room_join) is refused after the join
+				// already asked for a subscription and found this one
+				// still running. One more attempt tells such a stale
+				// refusal from a lost membership.
+				retried = true
+			default:
 				e.membershipLost(ctx, k, h, err)
 				return
 			}
@@ -129,6 +140,24 @@ func (e *Engine) subscribe(k roomKey) {
 			}
 		}
 	}()
+}
+
+// refreshedActive refreshes the room's replica and reports whether it
+// shows this agent as an active member.
+func (e *Engine) refreshedActive(ctx context.Context, k roomKey, h *hostState) bool {
+	_ = e.refresh(ctx, k, h) // a failed refresh leaves the replica as it was
+	return e.activeMember(k, h)
+}
+
+// activeMember reports whether the verified replica of the room shows this
+// agent as an active member.
+func (e *Engine) activeMember(k roomKey, h *hostState) bool {
+	room := h.client.Verified(k.room)
+	if room == nil {
+		return false
+	}
+	m, ok := room.Member(e.agent)
+	return ok && m.Status == adp.MemberActive
 }
 
 func isPermanent(err error) bool {
@@ -711,11 +740,7 @@ func (e *Engine) membershipLost(ctx context.Context, k roomKey, h *hostState, ca
 	}
 	// Only a membership the verified state shows active can be lost; a
 	// reader who never joined (or already left) has nothing to report.
-	room := h.client.Verified(k.room)
-	if room == nil {
-		return
-	}
-	if m, ok := room.Member(e.agent); !ok || m.Status != adp.MemberActive {
+	if !e.activeMember(k, h) {
 		return
 	}
 	var added bool
