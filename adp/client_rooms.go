@@ -6,10 +6,7 @@ import (
 	"iter"
 	"net/http"
 	"net/url"
-	"runtime"
 	"strconv"
-	"sync"
-	"sync/atomic"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -91,28 +88,6 @@ func (c *Client) page(ctx context.Context, roomID string, after int64) ([]*Recor
 	return parseRecordList(b)
 }
 
-// preverify checks the envelopes of a page on every core before the
-// records are applied in order: the signature checks dominate the cost
-// of verifying a history, and an envelope remembers a successful check,
-// so Room.Apply does not repeat it. Failures are left for Apply to report
-// in order.
-func preverify(recs []*Record) {
-	workers := min(runtime.GOMAXPROCS(0), len(recs)/16)
-	if workers < 2 {
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for i := next.Add(1) - 1; i < int64(len(recs)); i = next.Add(1) - 1 {
-				recs[i].Envelope.Verify()
-			}
-		})
-	}
-	wg.Wait()
-}
-
 // parseRecordList parses {"result":[records…],"next_cursor"?}.
 func parseRecordList(b []byte) ([]*Record, bool, error) {
 	members, err := strictjson.SplitObject(b)
@@ -153,7 +128,9 @@ func parseRecordList(b []byte) ([]*Record, bool, error) {
 	if !seen {
 		return nil, false, identity.NewError(CodeInvalidRecord, "history page has no result")
 	}
-	preverify(recs)
+	// A history page: the signatures dominate its cost, so check them on
+	// every core before the records are applied in order.
+	VerifySignatures(recs, 16)
 	return recs, more, nil
 }
 

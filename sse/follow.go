@@ -9,9 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -180,23 +178,7 @@ func (f *follower) checkAhead(batch []raw) {
 			todo = append(todo, rec)
 		}
 	}
-	workers := min(runtime.GOMAXPROCS(0), len(todo)/minPerWorker)
-	if workers <= 1 {
-		for _, rec := range todo {
-			_ = rec.Envelope.Verify()
-		}
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for i := next.Add(1) - 1; i < int64(len(todo)); i = next.Add(1) - 1 {
-				_ = todo[i].Envelope.Verify()
-			}
-		})
-	}
-	wg.Wait()
+	adp.VerifySignatures(todo, minPerWorker)
 }
 
 // Batches between the reading goroutine and the ordered stage: with two
