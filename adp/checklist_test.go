@@ -6,7 +6,9 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -106,6 +108,7 @@ func TestBuiltinChecklist(t *testing.T) {
 	if kernel := packs.BuiltinTypes(); !slices.Equal(types, kernel) {
 		t.Errorf("adp.BuiltinTypes %v, kernel schema (packs.BuiltinTypes) %v", types, kernel)
 	}
+	checklistPlaces(t)
 	cases := dispatchCases(t)
 	vectors := vectorTypes(t)
 	for _, typ := range types {
@@ -162,10 +165,92 @@ func TestBuiltinChecklist(t *testing.T) {
 	}
 }
 
+var fileName = regexp.MustCompile(`[A-Za-z_./]+\.(?:go|json)\b`)
+
+// checklistPlaces checks that the checklist in the package documentation
+// names files that exist, and that the functions it names live in the file
+// it names, so the list cannot drift from the code when files are split or
+// renamed.
+func checklistPlaces(t *testing.T) {
+	t.Helper()
+	doc, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := string(doc)
+	start := strings.Index(sec, "// # Adding a built-in event type")
+	end := strings.Index(sec, "// # Vectors")
+	if start < 0 || end < start {
+		t.Fatal("doc.go has no checklist section")
+	}
+	sec = sec[start:end]
+	names := fileName.FindAllString(sec, -1)
+	if len(names) < 9 {
+		t.Fatalf("the checklist names %d files: %v", len(names), names)
+	}
+	for _, n := range names {
+		if _, err := os.Stat(n); err == nil {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join("..", n)); err != nil {
+			t.Errorf("the checklist names %s, which exists neither in adp nor at the module root", n)
+		}
+	}
+	got := map[string]string{} // identifier → the file declaring it
+	fset := token.NewFileSet()
+	for _, f := range packageFiles(t, fset) {
+		file := fset.Position(f.Package).Filename
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				name := d.Name.Name
+				if d.Recv != nil && len(d.Recv.List) == 1 {
+					name = strings.TrimPrefix(exprString(d.Recv.List[0].Type), "*") + "." + name
+				}
+				got[name] = file
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					if vs, ok := s.(*ast.ValueSpec); ok {
+						for _, n := range vs.Names {
+							got[n.Name] = file
+						}
+					}
+				}
+			}
+		}
+	}
+	// Every package identifier the checklist names after a file of this
+	// package is declared in that file.
+	locs := fileName.FindAllStringIndex(sec, -1)
+	ident := regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?`)
+	checked := 0
+	for i, loc := range locs {
+		file := sec[loc[0]:loc[1]]
+		if strings.Contains(file, "/") || strings.HasSuffix(file, "_test.go") || !strings.HasSuffix(file, ".go") {
+			continue
+		}
+		next := len(sec)
+		if i+1 < len(locs) {
+			next = locs[i+1][0]
+		}
+		for _, id := range ident.FindAllString(sec[loc[1]:next], -1) {
+			if at, ok := got[id]; ok {
+				checked++
+				if at != file {
+					t.Errorf("the checklist places %s in %s; it is in %s", id, file, at)
+				}
+			}
+		}
+	}
+	if checked < 5 {
+		t.Errorf("the checklist places only %d identifiers in files", checked)
+	}
+}
+
 // typeConstants returns the package's exported Type* string constants.
 func typeConstants(t *testing.T) map[string]string {
 	out := map[string]string{}
-	for _, f := range packageFiles(t) {
+	for _, f := range packageFiles(t, token.NewFileSet()) {
 		for _, d := range f.Decls {
 			g, ok := d.(*ast.GenDecl)
 			if !ok || g.Tok != token.CONST {
@@ -192,7 +277,7 @@ func typeConstants(t *testing.T) map[string]string {
 // "*pkg.Name".
 func dispatchCases(t *testing.T) map[string]bool {
 	out := map[string]bool{}
-	for _, f := range packageFiles(t) {
+	for _, f := range packageFiles(t, token.NewFileSet()) {
 		for _, d := range f.Decls {
 			fn, ok := d.(*ast.FuncDecl)
 			if !ok || fn.Name.Name != "check" || fn.Recv == nil {
@@ -231,14 +316,13 @@ func exprString(e ast.Expr) string {
 }
 
 // packageFiles parses the package's non-test sources.
-func packageFiles(t *testing.T) []*ast.File {
+func packageFiles(t *testing.T, fset *token.FileSet) []*ast.File {
 	t.Helper()
 	entries, err := os.ReadDir(".")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []*ast.File
-	fset := token.NewFileSet()
 	for _, e := range entries {
 		n := e.Name()
 		if !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") {

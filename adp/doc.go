@@ -117,9 +117,9 @@
 //     [ParsePayload] table.
 //  5. build.go: its New… builder; then its entry in checklistBuilders
 //     (checklist_test.go).
-//  6. room.go: its rule-table row — the §14 status rules in checkState,
-//     its case in Room.check's dispatch and the check… function holding
-//     its permission rule and its state change.
+//  6. rules.go: its rule-table row — the §14 status rules in checkState
+//     and the check… function holding its permission rule and its state
+//     change; room.go: its case in Room.check's dispatch.
 //  7. vectors_test.go: at least one accepted record of it (and its
 //     rejections) in testdata/vectors.json; regenerate with
 //     go test ./adp -run TestVectorsReproducible -update.

@@ -1,11 +1,85 @@
 package adp
 
 import (
+	"bytes"
+	"slices"
+
 	"github.com/go-json-experiment/json"
 
 	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/internal/strictjson"
+	"github.com/agentprotocols/go-sdk/packs"
 )
+
+// snapshot is the persistent form of a Room.
+type snapshot struct {
+	Version  int            `json:"version"`
+	ID       string         `json:"id"`
+	State    state          `json:"state"`
+	Registry packs.Snapshot `json:"registry"`
+	// Records and Events are the MemoryIndex; a custom Index persists
+	// itself.
+	Records []envelope.Hash `json:"records,omitzero"`
+	Events  []envelope.Hash `json:"events,omitzero"`
+}
+
+// Snapshot returns the room state as strict JSON, for a host to persist and
+// RestoreRoom to load. With the default MemoryIndex the index is included;
+// a custom Index is the caller's to persist.
+func (r *Room) Snapshot() ([]byte, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	s := snapshot{Version: 1, ID: r.id, State: r.st, Registry: r.st.Registry.Snapshot()}
+	if m, ok := r.index.(*MemoryIndex); ok {
+		s.Records = m.records
+		s.Events = make([]envelope.Hash, 0, len(m.events))
+		for h := range m.events {
+			s.Events = append(s.Events, h)
+		}
+		slices.SortFunc(s.Events, func(a, b envelope.Hash) int { return bytes.Compare(a[:], b[:]) })
+	}
+	return json.Marshal(s, json.Deterministic(true))
+}
+
+// RestoreRoom loads a Snapshot. opts must configure the room as it was
+// (same Packs fetcher, and the same custom Index if one was used).
+func RestoreRoom(b []byte, opts *RoomOptions) (*Room, error) {
+	var s snapshot
+	if err := strictjson.Unmarshal(b, &s); err != nil {
+		return nil, identity.Wrap(identity.CodeInvalidRequest, "room snapshot", err)
+	}
+	if s.Version != 1 {
+		return nil, identity.Errorf(identity.CodeInvalidRequest, "room snapshot version %d is not supported", s.Version)
+	}
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	r := NewRoom(s.ID, opts)
+	var popts *packs.Options
+	if opts != nil {
+		popts = opts.Packs
+	}
+	reg, err := packs.Restore(s.Registry, popts)
+	if err != nil {
+		return nil, err
+	}
+	r.st = s.State
+	r.st.Registry = reg
+	if r.st.Members == nil {
+		r.st.Members = map[identity.AgentID]*Member{}
+	}
+	if m, ok := r.index.(*MemoryIndex); ok && (opts == nil || opts.Index == nil) {
+		if n := int64(len(s.Records)); n != r.st.Latest.Seq || n > 0 && (s.Records[n-1] != r.st.Latest.Hash || s.Records[r.st.Head.Seq-1] != r.st.Head.Hash) {
+			return nil, identity.NewError(identity.CodeInvalidRequest, "room snapshot index does not match its latest record and head")
+		}
+		m.records = s.Records
+		for _, h := range s.Events {
+			m.events[h] = struct{}{}
+		}
+	}
+	return r, nil
+}
 
 // check validates a decoded snapshot as strictly as live input: a snapshot
 // is bytes from storage, and a room restored from a doctored one would

@@ -1,0 +1,618 @@
+package adp
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/agentprotocols/go-sdk/envelope"
+	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/internal/strictjson"
+	"github.com/agentprotocols/go-sdk/packs"
+)
+
+// The rule table (§6.1, §8–§14): the checks Room.check dispatches to, each
+// deciding one event against the room state and describing its change.
+
+// statusAt is the room status at time at (Unix ms): the recorded status
+// advanced by the clock — scheduled becomes active at start_time, active
+// becomes ended at end_time (§8). Transitions only move forward.
+func (r *Room) statusAt(at int64) Status {
+	s := r.st.Status
+	if s == StatusScheduled && at >= r.st.Contract.StartTime {
+		s = StatusActive
+	}
+	if s == StatusActive && at >= r.st.Contract.EndTime {
+		s = StatusEnded
+	}
+	return s
+}
+
+// checkBase is the head precondition of §6.1.
+func (r *Room) checkBase(ev *Event, signal bool) error {
+	s := &r.st
+	if signal {
+		if !r.index.HasRecord(ev.BaseSeq, ev.BaseHash) {
+			return identity.Errorf(CodeBaseRecordMismatch, "base_seq %d / base_hash %s is not an accepted record of this room", ev.BaseSeq, ev.BaseHash)
+		}
+		return nil
+	}
+	if ev.BaseSeq == s.Head.Seq && ev.BaseHash == s.Head.Hash {
+		return nil
+	}
+	data := struct {
+		BaseSeq     int64         `json:"base_seq"`
+		BaseHash    envelope.Hash `json:"base_hash"`
+		CurrentSeq  int64         `json:"current_seq"`
+		CurrentHash envelope.Hash `json:"current_hash"`
+		EventsURL   string        `json:"events_url,omitzero"`
+	}{ev.BaseSeq, ev.BaseHash, s.Head.Seq, s.Head.Hash, ""}
+	if r.opts.URL != "" {
+		data.EventsURL = r.opts.URL + "/events?after_seq=" + strconv.FormatInt(ev.BaseSeq, 10)
+	}
+	raw, _ := json.Marshal(data, json.Deterministic(true))
+	return &identity.Error{
+		Code:    CodeRoomHeadMismatch,
+		Message: "base_seq " + strconv.FormatInt(ev.BaseSeq, 10) + " is not the room head " + strconv.FormatInt(s.Head.Seq, 10),
+		Data:    raw,
+	}
+}
+
+// checkState applies the status restrictions of §8 and §14.
+func checkState(typ string, status Status) error {
+	switch status {
+	case StatusEnded:
+		return identity.NewError(CodeRoomEnded, "the room has ended and is read-only")
+	case StatusCancelled:
+		return identity.NewError(CodeRoomNotActive, "the room was cancelled and is read-only")
+	case StatusScheduled:
+		switch typ {
+		case TypeRoomJoin, TypeRoomJoinReview, TypeMemberRoleUpdate, TypeMemberRemove,
+			TypeRoomLeave, TypeRoomUpdate, TypeTypeDefine, TypeRoomCancel:
+			return nil
+		}
+		return identity.Errorf(CodeRoomNotActive, "%s is not allowed before the room starts", clip(typ))
+	}
+	if typ == TypeRoomCancel {
+		return identity.NewError(CodeRoomNotActive, "room.cancel is only allowed before the room starts")
+	}
+	return nil
+}
+
+// activeMember returns the actor's membership if it is active.
+func (r *Room) activeMember(id identity.AgentID) *Member {
+	if m := r.st.Members[id]; m != nil && m.Status == MemberActive {
+		return m
+	}
+	return nil
+}
+
+// requireAdmin enforces "creator or moderator" (§13.2): the creator's
+// authority is attached to its identity (§9) and survives role changes; a
+// moderator must be an active member.
+func (r *Room) requireAdmin(ev *Event) error {
+	if ev.Actor == r.st.Creator {
+		return nil
+	}
+	if m := r.activeMember(ev.Actor); m != nil && m.Role == RoleModerator {
+		return nil
+	}
+	return identity.Errorf(identity.CodePermissionDenied, "%s requires the room creator or a moderator", ev.Type)
+}
+
+// speakers counts active members holding a speaking role.
+func (r *Room) speakers() int64 {
+	var n int64
+	for _, m := range r.st.Members {
+		if m.Status == MemberActive && speaking(m.Role) {
+			n++
+		}
+	}
+	return n
+}
+
+// checkSpeakers enforces max_speakers for one more speaking member.
+func (r *Room) checkSpeakers(role Role) error {
+	max := r.st.Contract.Policy.MaxSpeakers
+	if max > 0 && speaking(role) && r.speakers()+1 > max {
+		return identity.Errorf(CodeMaxSpeakersExceeded, "the room allows at most %d speaking members", max)
+	}
+	return nil
+}
+
+// checkRole enforces the policy's role rules (§9.3): observers only when
+// observer_allowed is not false.
+func (r *Room) checkRole(role Role) error {
+	if role == RoleObserver && !r.st.Contract.Policy.observersAllowed() {
+		return identity.NewError(CodeRoleNotAllowed, "the room policy does not allow observers")
+	}
+	return nil
+}
+
+// checkSize enforces the payload limit on the canonical payload (§21).
+func (r *Room) checkSize(ev *Event, def *packs.Definition) error {
+	limit := r.payloadLimit(def)
+	n := int64(len(ev.Payload))
+	// Canonical form is at most four times the raw form under the number
+	// policy (an exponent like 9e15 spelled out), so only payloads that
+	// could exceed the limit pay for canonicalization.
+	if n*4 > limit {
+		canon, err := strictjson.Canonicalize(ev.Payload)
+		if err != nil {
+			return identity.Wrap(identity.CodeInvalidEvent, "payload", err)
+		}
+		n = int64(len(canon))
+	}
+	if n > limit {
+		return identity.Errorf(identity.CodePayloadTooLarge, "payload is %d bytes; the limit is %d", n, limit)
+	}
+	return nil
+}
+
+// checkCustom is §13.6 for a room-defined type.
+func (r *Room) checkCustom(ev *Event, def *packs.Definition) error {
+	if err := checkCustomPayload(ev.Payload); err != nil {
+		return err
+	}
+	if def.Status == packs.StatusDisabled {
+		return identity.Errorf(CodeTypeDisabled, "type %q is disabled in this room", ev.Type)
+	}
+	m := r.activeMember(ev.Actor)
+	if m == nil {
+		return identity.Errorf(identity.CodePermissionDenied, "%s requires active membership", ev.Type)
+	}
+	if ev.Actor != r.st.Creator && !def.Allows(m.Role) {
+		return identity.Errorf(identity.CodePermissionDenied, "role %s may not send %s", m.Role, ev.Type)
+	}
+	if err := r.checkSize(ev, def); err != nil {
+		return err
+	}
+	return r.st.Registry.Validate(ev.Type, ev.Payload)
+}
+
+// checkCreate is §9: the first record of a room.
+func (r *Room) checkCreate(ctx context.Context, ev *Event, at int64) (*change, error) {
+	if r.st.Created {
+		return nil, identity.NewError(identity.CodeInvalidEvent, "the room already has its room.create")
+	}
+	v, err := checkBuiltinPayload(TypeRoomCreate, ev.Payload)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.checkSize(ev, nil); err != nil {
+		return nil, err
+	}
+	p := v.(*RoomCreate)
+	reg := packs.NewRegistry(r.opts.Packs)
+	if len(p.Types) > 0 {
+		if err := reg.Declare(ctx, 1, p.Types...); err != nil {
+			return nil, err
+		}
+	}
+	c := &change{ev: ev, advances: true, registry: reg}
+	c.apply = func(s *state, seq int64) {
+		s.Created, s.Creator, s.CreatedAt = true, ev.Actor, ev.CreatedAt
+		s.Contract = Contract{
+			Topic: p.Topic, Agenda: p.Agenda, Guidance: p.Guidance, Visibility: p.Visibility,
+			StartTime: p.StartTime, EndTime: p.EndTime, Tags: p.Tags, Language: p.Language, Extra: p.Extra,
+		}
+		if p.Policy != nil {
+			s.Contract.Policy = *p.Policy
+		}
+		s.Status = StatusScheduled
+		s.Status = r.statusAt(at)
+		s.Members[ev.Actor] = &Member{ID: ev.Actor, Role: RoleModerator, Status: MemberActive, JoinedSeq: seq}
+	}
+	return c, nil
+}
+
+// checkUpdate is §9.4.
+func (r *Room) checkUpdate(c *change, p *RoomUpdate, status Status, at int64) error {
+	if err := r.requireAdmin(c.ev); err != nil {
+		return err
+	}
+	cur := r.st.Contract
+	start, end := cur.StartTime, cur.EndTime
+	if p.StartTime != nil {
+		if status == StatusActive {
+			return invalid("room.update cannot change start_time of an active room")
+		}
+		start = *p.StartTime
+	}
+	if p.EndTime != nil {
+		end = *p.EndTime
+	}
+	if start >= end {
+		return invalid("room.update would make start_time not before end_time")
+	}
+	if status == StatusActive && end <= at {
+		return invalid("room.update cannot end an active room; use room.close")
+	}
+	c.apply = func(s *state, _ int64) {
+		k := &s.Contract
+		setIf(&k.Topic, p.Topic)
+		setIf(&k.Agenda, p.Agenda)
+		setIf(&k.Guidance, p.Guidance)
+		setIf(&k.Language, p.Language)
+		setIf(&k.StartTime, p.StartTime)
+		setIf(&k.EndTime, p.EndTime)
+		if p.Tags != nil {
+			k.Tags = p.Tags
+		}
+		if p.Policy != nil {
+			k.Policy = *p.Policy
+		}
+	}
+	return nil
+}
+
+func setIf[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+// checkJoin is §10.2.
+func (r *Room) checkJoin(ctx context.Context, c *change, p *Join, at int64) error {
+	s := &r.st
+	ev := c.ev
+	if r.activeMember(ev.Actor) != nil {
+		return invalid("the actor is already an active member")
+	}
+	if s.Bans[ev.Actor] {
+		return identity.NewError(CodeMemberBanned, "the actor is banned from this room")
+	}
+	if err := r.checkSpeakers(p.Role); err != nil {
+		return err
+	}
+	if err := r.checkRole(p.Role); err != nil {
+		return err
+	}
+	perspective := ""
+	if p.Perspective != nil {
+		perspective = *p.Perspective
+	}
+	var rv *review
+	if p.RequestID == "" {
+		if s.Contract.Visibility != VisibilityPublic {
+			return identity.NewError(CodeApprovalRequired, "this room requires an approved join request")
+		}
+		if p.Role == RoleModerator && !slices.Contains(s.Contract.Policy.ModeratorAgentIDs, ev.Actor) {
+			return identity.NewError(CodeRoleNotAllowed, "joining as moderator requires a join request or policy.moderator_agent_ids")
+		}
+	} else {
+		var err error
+		if rv, err = r.approvedRequest(ctx, ev, p, at); err != nil {
+			return err
+		}
+		perspective = rv.Perspective
+	}
+	c.apply = func(s *state, seq int64) {
+		switch {
+		case rv == nil:
+		case rv.Auto:
+			if s.Reviews == nil {
+				s.Reviews = map[string]*review{}
+			}
+			auto := *rv
+			auto.Seq, auto.Consumed = seq, true
+			s.Reviews[p.RequestID] = &auto
+		default:
+			s.Reviews[p.RequestID].Consumed = true
+		}
+		s.Members[ev.Actor] = &Member{ID: ev.Actor, Role: p.Role, Status: MemberActive, Perspective: perspective, JoinedSeq: seq}
+	}
+	return nil
+}
+
+// approvedRequest finds the approved, unexpired, unconsumed join request a
+// room.join names (§10.2): reviewed in the log, or automatically approved
+// in a public room (autoApproved).
+func (r *Room) approvedRequest(ctx context.Context, ev *Event, p *Join, at int64) (*review, error) {
+	rv := r.st.Reviews[p.RequestID]
+	if rv == nil {
+		return r.autoApproved(ctx, ev, p, at)
+	}
+	if rv.Applicant != ev.Actor {
+		return nil, requestNotFound(p.RequestID)
+	}
+	switch {
+	case rv.Decision != DecisionApprove:
+		return nil, identity.NewError(CodeJoinRequestNotApproved, "the join request was rejected")
+	case rv.Consumed:
+		return nil, identity.NewError(CodeJoinRequestExpired, "the join request was already used")
+	case rv.ExpiresAt <= at:
+		return nil, identity.NewError(CodeJoinRequestExpired, "the join request has expired")
+	case rv.Role != p.Role:
+		return nil, identity.Errorf(CodeJoinRequestRoleMismatch, "the approved role is %s", rv.Role)
+	}
+	return rv, nil
+}
+
+func requestNotFound(id string) error {
+	return identity.Errorf(CodeJoinRequestNotFound, "no join request %q for this actor in this room", clip(id))
+}
+
+// autoApproved judges a room.join naming a request the log never
+// reviewed. Public rooms approve valid requests automatically, with
+// reviewed_by null and no room.join.review (§9.2, §11), so the log alone
+// cannot show the approval: replay accepts the request_id in a public room
+// once, for the actor who first uses it, after the bans, role policy and
+// max_speakers checks of checkJoin — the request's expiry and its
+// perspective are not in the log, and replay cannot judge or keep them.
+// A request for moderator is approved only for an Agent ID in
+// policy.moderator_agent_ids (§11). Restricted and private rooms keep
+// requests pending until reviewed, so there an unreviewed request_id is
+// refused.
+//
+// A host passes its JoinRequestStore and is held to more: the stored
+// request must be approved, for this room and actor, unexpired at the
+// join, and for the joining role; the member keeps its perspective.
+func (r *Room) autoApproved(ctx context.Context, ev *Event, p *Join, at int64) (*review, error) {
+	s := &r.st
+	auto := &review{Applicant: ev.Actor, Decision: DecisionApprove, Role: p.Role, Auto: true}
+	if store := r.opts.JoinRequests; store != nil {
+		req, status, err := store.Lookup(ctx, r.id, p.RequestID)
+		if err != nil && !errors.Is(err, ErrJoinRequestNotFound) {
+			return nil, err // the store failed: no verdict on the write
+		}
+		if err != nil || req.RoomID != r.id || req.Applicant != ev.Actor {
+			return nil, requestNotFound(p.RequestID)
+		}
+		switch status {
+		case JoinApproved:
+		case JoinPending:
+			return nil, identity.NewError(CodeJoinRequestNotApproved, "the join request is still pending")
+		case JoinRejected:
+			return nil, identity.NewError(CodeJoinRequestNotApproved, "the join request was rejected")
+		case JoinExpired:
+			return nil, identity.NewError(CodeJoinRequestExpired, "the join request has expired")
+		default:
+			return nil, requestNotFound(p.RequestID)
+		}
+		if s.Contract.Visibility != VisibilityPublic {
+			return nil, identity.NewError(CodeJoinRequestNotApproved, "a restricted or private room approves join requests only by a room.join.review")
+		}
+		if req.ExpiresAt <= at {
+			return nil, identity.NewError(CodeJoinRequestExpired, "the join request has expired")
+		}
+		if req.Role != p.Role {
+			return nil, identity.Errorf(CodeJoinRequestRoleMismatch, "the approved role is %s", req.Role)
+		}
+		if req.Perspective != nil {
+			auto.Perspective = *req.Perspective
+		}
+		auto.ExpiresAt = req.ExpiresAt
+	}
+	if s.Contract.Visibility != VisibilityPublic {
+		return nil, requestNotFound(p.RequestID)
+	}
+	if p.Role == RoleModerator && !slices.Contains(s.Contract.Policy.ModeratorAgentIDs, ev.Actor) {
+		return nil, identity.NewError(CodeRoleNotAllowed, "a moderator join request is approved automatically only for policy.moderator_agent_ids")
+	}
+	return auto, nil
+}
+
+// checkReview is §11. The request must still be pending at the review:
+// not reviewed before, and not expired (its expires_at, which the request
+// object carries, after the review's acceptance time).
+func (r *Room) checkReview(ctx context.Context, c *change, p *JoinReview, at int64) error {
+	if err := r.requireAdmin(c.ev); err != nil {
+		return err
+	}
+	req := &p.Request
+	if req.RoomID != r.id {
+		return invalid("the reviewed request belongs to another room")
+	}
+	if rv := r.st.Reviews[req.ID]; rv != nil {
+		how := "reviewed"
+		if rv.Auto {
+			how = "approved automatically and used"
+		}
+		return identity.Errorf(CodeJoinRequestNotFound, "join request %q was already %s", clip(req.ID), how)
+	}
+	if store := r.opts.JoinRequests; store != nil {
+		stored, status, err := store.Lookup(ctx, r.id, req.ID)
+		if err != nil {
+			return err
+		}
+		switch status {
+		case JoinPending:
+		case JoinExpired:
+			return identity.Errorf(CodeJoinRequestExpired, "join request %q has expired", clip(req.ID))
+		default:
+			return identity.Errorf(CodeJoinRequestNotFound, "join request %q is %s, not pending", clip(req.ID), status)
+		}
+		if !sameRequest(stored, *req) {
+			return invalid("the reviewed request differs from the stored join request")
+		}
+	}
+	if req.ExpiresAt <= at {
+		return identity.Errorf(CodeJoinRequestExpired, "join request %q expired before the review", clip(req.ID))
+	}
+	if p.Decision == DecisionApprove {
+		if err := r.checkRole(p.Role); err != nil {
+			return err
+		}
+		if r.activeMember(req.Applicant) == nil {
+			if err := r.checkSpeakers(p.Role); err != nil {
+				return err
+			}
+		}
+	}
+	perspective := ""
+	if req.Perspective != nil {
+		perspective = *req.Perspective
+	}
+	c.apply = func(s *state, seq int64) {
+		if s.Reviews == nil {
+			s.Reviews = map[string]*review{}
+		}
+		s.Reviews[req.ID] = &review{
+			Applicant: req.Applicant, Decision: p.Decision, Role: p.Role,
+			Perspective: perspective, ExpiresAt: req.ExpiresAt, Seq: seq,
+		}
+		if p.Decision == DecisionApprove {
+			// Approving a banned agent's request lifts the ban (§10.5).
+			delete(s.Bans, req.Applicant)
+			if m := s.Members[req.Applicant]; m != nil && m.Status == MemberBanned {
+				m.Status = MemberRemoved
+			}
+		}
+	}
+	return nil
+}
+
+// sameRequest compares the immutable fields of two join requests.
+func sameRequest(a, b JoinRequest) bool {
+	eq := func(x, y *string) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
+	ea, _ := strictjson.Canonicalize(orEmpty(a.Extra))
+	eb, _ := strictjson.Canonicalize(orEmpty(b.Extra))
+	return a.ID == b.ID && a.RoomID == b.RoomID && a.Applicant == b.Applicant && a.Role == b.Role &&
+		eq(a.Perspective, b.Perspective) && eq(a.Reason, b.Reason) &&
+		a.CreatedAt == b.CreatedAt && a.ExpiresAt == b.ExpiresAt && string(ea) == string(eb)
+}
+
+func orEmpty(v jsontext.Value) jsontext.Value {
+	if len(v) == 0 {
+		return jsontext.Value("{}")
+	}
+	return v
+}
+
+// checkRoleUpdate is §10.4.
+func (r *Room) checkRoleUpdate(c *change, p *RoleUpdate) error {
+	if err := r.requireAdmin(c.ev); err != nil {
+		return err
+	}
+	m := r.activeMember(p.Member)
+	if m == nil {
+		return invalid("room.member.role.update target is not an active member")
+	}
+	if err := r.checkRole(p.Role); err != nil {
+		return err
+	}
+	if !speaking(m.Role) {
+		if err := r.checkSpeakers(p.Role); err != nil {
+			return err
+		}
+	}
+	c.apply = func(s *state, _ int64) { s.Members[p.Member].Role = p.Role }
+	return nil
+}
+
+// checkRemove is §10.5.
+func (r *Room) checkRemove(c *change, p *MemberRemove) error {
+	if err := r.requireAdmin(c.ev); err != nil {
+		return err
+	}
+	switch {
+	case p.Member == r.st.Creator:
+		return identity.NewError(identity.CodePermissionDenied, "the room creator cannot be removed or banned")
+	case p.Member == c.ev.Actor:
+		return invalid("room.member.remove cannot target the actor; use room.leave")
+	case r.activeMember(p.Member) == nil && !p.Ban:
+		return invalid("room.member.remove target is not an active member (only a ban may target a non-member)")
+	}
+	c.apply = func(s *state, seq int64) {
+		if m := s.Members[p.Member]; m != nil {
+			if m.Status == MemberActive {
+				m.Status, m.LeftSeq = MemberRemoved, seq
+			}
+			if p.Ban {
+				m.Status = MemberBanned
+			}
+		}
+		if p.Ban {
+			if s.Bans == nil {
+				s.Bans = map[identity.AgentID]bool{}
+			}
+			s.Bans[p.Member] = true
+		}
+	}
+	return nil
+}
+
+// checkTypeDefine is §13.4: one declaration, applied to a copy of the
+// registry so that a refusal changes nothing.
+func (r *Room) checkTypeDefine(ctx context.Context, c *change, d *packs.Declaration) error {
+	if err := r.requireAdmin(c.ev); err != nil {
+		return err
+	}
+	next := r.st.Registry.Clone()
+	if err := next.Declare(ctx, r.st.Latest.Seq+1, *d); err != nil {
+		return err
+	}
+	c.registry = next
+	return nil
+}
+
+// checkMessage is §12.
+func (r *Room) checkMessage(c *change, p *Message) error {
+	ev := c.ev
+	m := r.activeMember(ev.Actor)
+	if m == nil || (!speaking(m.Role) && ev.Actor != r.st.Creator) {
+		return identity.NewError(identity.CodePermissionDenied, "message.create requires an active member with a speaking role")
+	}
+	if accept := r.opts.AcceptContentType; accept != nil && !accept(p.ContentType) {
+		return identity.Errorf(identity.CodeInvalidEvent, "content_type %q is not supported by this host", clip(p.ContentType))
+	}
+	for i, h := range p.References {
+		if !r.index.HasEvent(h) {
+			return identity.Errorf(identity.CodeInvalidEvent, "references[%d] %s is not an event of this room", i, h)
+		}
+	}
+	return nil
+}
+
+// checkNotice covers room.leave, room.close and room.cancel.
+func (r *Room) checkNotice(c *change) error {
+	ev := c.ev
+	switch ev.Type {
+	case TypeRoomLeave:
+		if r.activeMember(ev.Actor) == nil {
+			return identity.NewError(identity.CodePermissionDenied, "room.leave requires active membership")
+		}
+		c.apply = func(s *state, seq int64) {
+			m := s.Members[ev.Actor]
+			m.Status, m.LeftSeq = MemberLeft, seq
+		}
+		return nil
+	case TypeRoomClose:
+		if err := r.requireAdmin(ev); err != nil {
+			return err
+		}
+		c.apply = func(s *state, _ int64) { s.Status = StatusEnded }
+		return nil
+	default: // room.cancel
+		if err := r.requireAdmin(ev); err != nil {
+			return err
+		}
+		c.apply = func(s *state, _ int64) { s.Status = StatusCancelled }
+		return nil
+	}
+}
+
+// payloadLimit is the §21 payload limit for an event of a type with
+// definition def (nil for built-in types): the host limit, or for a type
+// with a max_payload_hint that hint clamped to the host's hinted ceiling.
+// The hint may lower the limit or raise it up to the ceiling; never past
+// it (see RoomOptions.MaxHintedPayloadBytes).
+func (r *Room) payloadLimit(def *packs.Definition) int64 {
+	limit, ceiling := int64(r.opts.MaxPayloadBytes), int64(r.opts.MaxHintedPayloadBytes)
+	if limit <= 0 {
+		limit = MaxPayloadBytes
+		if ceiling <= 0 {
+			ceiling = MaxHintedPayloadBytes
+		}
+	}
+	ceiling = max(ceiling, limit)
+	if def != nil && def.MaxPayloadHint > 0 {
+		return min(def.MaxPayloadHint, ceiling)
+	}
+	return limit
+}
