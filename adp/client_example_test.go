@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/agentprotocols/go-sdk/adp"
-	"github.com/agentprotocols/go-sdk/adp/adptest"
+	"github.com/agentprotocols/go-sdk/adphost"
 	"github.com/agentprotocols/go-sdk/identity"
 )
 
@@ -23,7 +23,7 @@ func ExampleClient() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	host, err := adptest.New(ctx, &adptest.Options{Origin: origin})
+	host, err := adphost.New(ctx, &adphost.Options{Origin: origin})
 	if err != nil {
 		log.Fatal(err)
 	}

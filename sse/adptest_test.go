@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/agentprotocols/go-sdk/adp"
-	"github.com/agentprotocols/go-sdk/adp/adptest"
+	"github.com/agentprotocols/go-sdk/adphost"
 	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/identity"
 	"github.com/agentprotocols/go-sdk/sse"
@@ -27,7 +27,7 @@ import (
 // through untouched.
 type faultyHost struct {
 	t      testing.TB
-	host   *adptest.Host
+	host   *adphost.Host
 	srv    *httptest.Server
 	origin identity.Origin
 
@@ -53,7 +53,7 @@ func newFaultyHost(t testing.TB, heartbeat time.Duration) *faultyHost {
 		t.Fatal(err)
 	}
 	f.origin = o
-	f.host, err = adptest.New(context.Background(), &adptest.Options{Origin: o, RateLimits: adptest.Unlimited(), Heartbeat: heartbeat, SSEBuffer: 1 << 14})
+	f.host, err = adphost.New(context.Background(), &adphost.Options{Origin: o, RateLimits: adphost.Unlimited(), Heartbeat: heartbeat, SSEBuffer: 1 << 14})
 	if err != nil {
 		t.Fatal(err)
 	}

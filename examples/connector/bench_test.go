@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentprotocols/go-sdk/adp/adptest"
+	"github.com/agentprotocols/go-sdk/adphost"
 )
 
 // reportLatency adds p50/p99 (µs) of the per-call latencies to the
@@ -24,7 +24,7 @@ func reportLatency(b *testing.B, d []time.Duration) {
 // MCP client: room_state (a local read) and room_send_message (a signed
 // write submitted to adptest and applied from the accepted record).
 func BenchmarkToolsCall(b *testing.B) {
-	h := newTestHost(b, &adptest.Options{RateLimits: adptest.Unlimited()})
+	h := newTestHost(b, &adphost.Options{RateLimits: adphost.Unlimited()})
 	c := newConnector(b, "bench", h)
 	roomID := createRoom(b, c, h, "public")
 
@@ -74,7 +74,7 @@ func BenchmarkToolsCall(b *testing.B) {
 // the host (its received_at, which the inbox item's created_at carries)
 // to the item being returned by bob's waiting inbox_next.
 func BenchmarkMentionToInbox(b *testing.B) {
-	h := newTestHost(b, &adptest.Options{RateLimits: adptest.Unlimited()})
+	h := newTestHost(b, &adphost.Options{RateLimits: adphost.Unlimited()})
 	alice := newConnector(b, "alice", h)
 	bob := newConnector(b, "bob", h)
 	roomID := createRoom(b, alice, h, "public")

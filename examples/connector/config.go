@@ -8,7 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/agentprotocols/go-sdk/examples/connector/engine"
+	"github.com/agentprotocols/go-sdk/connector"
 	"github.com/agentprotocols/go-sdk/internal/strictjson"
 )
 
@@ -30,7 +30,7 @@ type Config struct {
 	// TokenFile holds the --http bearer token (created 0600 on first run).
 	TokenFile string `json:"token_file,omitempty"`
 	// Hosts is the host allowlist: the only hosts the connector signs for.
-	Hosts []engine.HostConfig `json:"hosts"`
+	Hosts []connector.HostConfig `json:"hosts"`
 	// Profiles are the active Agent ID's profile service URLs.
 	Profiles []string `json:"profiles,omitempty"`
 	// Watch lists custom event types that create room.event.custom items.
@@ -125,14 +125,14 @@ func (c *Config) save(path string) error {
 
 // loadKey opens the key store named by the config, with an error that
 // says what to do when there is no key.
-func (c *Config) loadKey() (*engine.Key, error) {
+func (c *Config) loadKey() (*connector.Key, error) {
 	if _, err := os.Stat(c.KeyFile); errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("no key at %s; run `connector keygen` first", c.KeyFile)
 	}
 	if c.KeyUnencryptedDev {
-		return engine.LoadKeyFileUnencryptedDev(c.KeyFile)
+		return connector.LoadKeyFileUnencryptedDev(c.KeyFile)
 	}
-	k, err := engine.LoadKeyFile(c.KeyFile, engine.PassphraseEnv(c.PassphraseEnv))
+	k, err := connector.LoadKeyFile(c.KeyFile, connector.PassphraseEnv(c.PassphraseEnv))
 	if err != nil {
 		return nil, fmt.Errorf("key %s: %w", c.KeyFile, err)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentprotocols/go-sdk/examples/connector/engine"
+	"github.com/agentprotocols/go-sdk/connector"
 )
 
 // TestConversation is the acceptance test of issue 14: two MCP clients,
@@ -106,7 +106,7 @@ func TestInboxSubscription(t *testing.T) {
 	bob.call("room_open", map[string]any{"host": h.url, "room_id": roomID})
 	bob.call("room_join", map[string]any{"room_id": roomID, "role": "speaker"})
 	ctx := context.Background()
-	if err := bob.client.Subscribe(ctx, &mcp.SubscribeParams{URI: engine.URIInboxPending}); err != nil {
+	if err := bob.client.Subscribe(ctx, &mcp.SubscribeParams{URI: connector.URIInboxPending}); err != nil {
 		t.Fatal(err)
 	}
 	drain(bob.updates)
@@ -117,7 +117,7 @@ func TestInboxSubscription(t *testing.T) {
 	for {
 		select {
 		case uri := <-bob.updates:
-			if uri != engine.URIInboxPending {
+			if uri != connector.URIInboxPending {
 				continue
 			}
 			rr, err := bob.client.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})

@@ -8,7 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
-	"github.com/agentprotocols/go-sdk/examples/connector/engine"
+	"github.com/agentprotocols/go-sdk/connector"
 	"github.com/agentprotocols/go-sdk/identity"
 )
 
@@ -26,12 +26,12 @@ func TestToolResultError(t *testing.T) {
 	}{
 		{"host error with data", fmt.Errorf("submit: %w", hostErr), "room_head_mismatch", `{"head_seq":44,"head_hash":"abc"}`, false},
 		{"permission_denied", identity.NewError("permission_denied", "observers cannot speak"), "permission_denied", "", false},
-		{"ambiguous", fmt.Errorf("room x: %w", engine.ErrAmbiguousRoom), string(CodeAmbiguousRoom), "", false},
-		{"not allowed", engine.ErrHostNotAllowed, string(CodeHostNotAllowed), "", false},
-		{"role mismatch", engine.ErrRoleMismatch, string(CodeRoleMismatch), "", false},
-		{"rate limited", engine.ErrRateLimited, "rate_limited", "", false},
+		{"ambiguous", fmt.Errorf("room x: %w", connector.ErrAmbiguousRoom), string(CodeAmbiguousRoom), "", false},
+		{"not allowed", connector.ErrHostNotAllowed, string(CodeHostNotAllowed), "", false},
+		{"role mismatch", connector.ErrRoleMismatch, string(CodeRoleMismatch), "", false},
+		{"rate limited", connector.ErrRateLimited, "rate_limited", "", false},
 		{"other", errors.New("disk full"), string(CodeConnector), "", false},
-		{"invalid input", fmt.Errorf("%w: base_hash without base_seq", engine.ErrInvalidInput), "", "", true},
+		{"invalid input", fmt.Errorf("%w: base_hash without base_seq", connector.ErrInvalidInput), "", "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := toolResultError("agent_protocols_x", classify(tc.err))
@@ -64,8 +64,8 @@ func TestToolResultError(t *testing.T) {
 func TestNotifierCoalesces(t *testing.T) {
 	n := NewNotifier()
 	for range 10000 {
-		n.Notify(engine.URIInboxPending)
-		n.Notify(engine.URIDraftsHeld)
+		n.Notify(connector.URIInboxPending)
+		n.Notify(connector.URIDraftsHeld)
 	}
 	if len(n.order) != 2 || len(n.pending) != 2 {
 		t.Fatalf("queued %d URIs, want 2", len(n.order))

@@ -12,7 +12,7 @@ func TestEveryTool(t *testing.T) {
 	alice := newConnector(t, "alice", h)
 	bob := newConnector(t, "bob", h)
 	called := map[string]bool{}
-	call := func(c *connector, tool string, args map[string]any) map[string]any {
+	call := func(c *agentConn, tool string, args map[string]any) map[string]any {
 		t.Helper()
 		called[tool] = true
 		return c.call(tool, args)

@@ -9,30 +9,31 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/agentprotocols/go-sdk/adphost"
+	"github.com/agentprotocols/go-sdk/adphost/adphosttest"
+	"github.com/agentprotocols/go-sdk/connector"
 
-	"github.com/agentprotocols/go-sdk/adp/adptest"
-	"github.com/agentprotocols/go-sdk/examples/connector/engine"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // testHost is an adptest host on a loopback httptest server.
 type testHost struct {
-	host *adptest.Host
+	host *adphost.Host
 	url  string
 }
 
-func newTestHost(t testing.TB, opts *adptest.Options) *testHost {
+func newTestHost(t testing.TB, opts *adphost.Options) *testHost {
 	t.Helper()
-	h, srv := adptest.NewServer(t, opts)
+	h, srv := adphosttest.NewServer(t, opts)
 	return &testHost{host: h, url: srv.URL}
 }
 
-// connector is one connector (engine + MCP server) and one in-memory MCP
+// agentConn is one connector (engine + MCP server) and one in-memory MCP
 // client session driving it, as an agent's MCP client would.
-type connector struct {
+type agentConn struct {
 	t       testing.TB
 	name    string
-	eng     *engine.Engine
+	eng     *connector.Engine
 	srv     *Server
 	client  *mcp.ClientSession
 	updates chan string // resources/updated URIs this client received
@@ -40,7 +41,7 @@ type connector struct {
 }
 
 type connectorOptions struct {
-	hosts []engine.HostConfig
+	hosts []connector.HostConfig
 	dir   string
 }
 
@@ -52,16 +53,16 @@ func seedFor(name string) []byte {
 
 // newConnector opens an engine for name against hosts and connects an
 // in-memory MCP client to its server.
-func newConnector(t testing.TB, name string, hosts ...*testHost) *connector {
+func newConnector(t testing.TB, name string, hosts ...*testHost) *agentConn {
 	t.Helper()
-	var hc []engine.HostConfig
+	var hc []connector.HostConfig
 	for _, h := range hosts {
-		hc = append(hc, engine.HostConfig{Host: h.url, Label: "adptest"})
+		hc = append(hc, connector.HostConfig{Host: h.url, Label: "adptest"})
 	}
 	return newConnectorWith(t, name, &connectorOptions{hosts: hc})
 }
 
-func newConnectorWith(t testing.TB, name string, o *connectorOptions) *connector {
+func newConnectorWith(t testing.TB, name string, o *connectorOptions) *agentConn {
 	t.Helper()
 	ctx := context.Background()
 	dir := o.dir
@@ -69,15 +70,15 @@ func newConnectorWith(t testing.TB, name string, o *connectorOptions) *connector
 		dir = t.TempDir()
 	}
 	keyPath := filepath.Join(dir, "key.dev")
-	if _, err := engine.ImportKeyFileUnencryptedDev(keyPath, seedFor(name)); err != nil {
+	if _, err := connector.ImportKeyFileUnencryptedDev(keyPath, seedFor(name)); err != nil {
 		t.Fatalf("%s: key: %v", name, err)
 	}
-	k, err := engine.LoadKeyFileUnencryptedDev(keyPath)
+	k, err := connector.LoadKeyFileUnencryptedDev(keyPath)
 	if err != nil {
 		t.Fatalf("%s: key: %v", name, err)
 	}
 	n := NewNotifier()
-	eng, err := engine.Open(ctx, &engine.Options{
+	eng, err := connector.Open(ctx, &connector.Options{
 		Dir:               filepath.Join(dir, "state"),
 		Key:               k,
 		Hosts:             o.hosts,
@@ -94,7 +95,7 @@ func newConnectorWith(t testing.TB, name string, o *connectorOptions) *connector
 	}
 	nctx, cancel := context.WithCancel(ctx)
 	go n.Run(nctx, srv.MCP())
-	c := &connector{t: t, name: name, eng: eng, srv: srv, updates: make(chan string, 1024), agentID: k.AgentID().String()}
+	c := &agentConn{t: t, name: name, eng: eng, srv: srv, updates: make(chan string, 1024), agentID: k.AgentID().String()}
 	c.client = connectClient(t, srv, c.updates)
 	t.Cleanup(func() {
 		c.client.Close()
@@ -132,14 +133,14 @@ func connectClient(t testing.TB, srv *Server, updates chan string) *mcp.ClientSe
 }
 
 // callRaw calls a tool and returns the raw result and the JSON-RPC error.
-func (c *connector) callRaw(tool string, args any) (*mcp.CallToolResult, error) {
+func (c *agentConn) callRaw(tool string, args any) (*mcp.CallToolResult, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return c.client.CallTool(ctx, &mcp.CallToolParams{Name: toolPrefix + tool, Arguments: args})
 }
 
 // call calls a tool that must succeed and decodes its structured content.
-func (c *connector) call(tool string, args any) map[string]any {
+func (c *agentConn) call(tool string, args any) map[string]any {
 	c.t.Helper()
 	res, err := c.callRaw(tool, args)
 	if err != nil {
@@ -154,7 +155,7 @@ func (c *connector) call(tool string, args any) map[string]any {
 
 // callErr calls a tool that must be refused with an isError result and
 // returns its protocol code.
-func (c *connector) callErr(tool string, args any) (code string, m map[string]any) {
+func (c *agentConn) callErr(tool string, args any) (code string, m map[string]any) {
 	c.t.Helper()
 	res, err := c.callRaw(tool, args)
 	if err != nil {
@@ -222,7 +223,7 @@ func num(v any) int64 {
 
 // createRoom has c create an active public room on h through the tool
 // and returns its room_id.
-func createRoom(t testing.TB, c *connector, h *testHost, visibility string) string {
+func createRoom(t testing.TB, c *agentConn, h *testHost, visibility string) string {
 	t.Helper()
 	now := time.Now().UnixMilli()
 	res := c.call("room_create", map[string]any{
@@ -238,7 +239,7 @@ func createRoom(t testing.TB, c *connector, h *testHost, visibility string) stri
 }
 
 // waitInbox long-polls inbox_next until an item of kind arrives.
-func waitInbox(t testing.TB, c *connector, roomID, kind string) map[string]any {
+func waitInbox(t testing.TB, c *agentConn, roomID, kind string) map[string]any {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {

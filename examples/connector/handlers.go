@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/agentprotocols/go-sdk/examples/connector/engine"
+	"github.com/agentprotocols/go-sdk/connector"
 	"github.com/agentprotocols/go-sdk/identity"
 )
 
@@ -13,7 +13,7 @@ import (
 // (the presented head is per session, §4.2) and map errors.
 
 // withSession adapts an engine method that reads or writes a room.
-func withSession[In, Out any](m func(*engine.Engine, context.Context, string, In) (Out, error)) handler {
+func withSession[In, Out any](m func(*connector.Engine, context.Context, string, In) (Out, error)) handler {
 	return func(ctx context.Context, c *call) (any, error) {
 		var in In
 		if err := c.decode(&in); err != nil {
@@ -24,7 +24,7 @@ func withSession[In, Out any](m func(*engine.Engine, context.Context, string, In
 }
 
 // noSession adapts an engine method that needs no session.
-func noSession[In, Out any](m func(*engine.Engine, context.Context, In) (Out, error)) handler {
+func noSession[In, Out any](m func(*connector.Engine, context.Context, In) (Out, error)) handler {
 	return func(ctx context.Context, c *call) (any, error) {
 		var in In
 		if err := c.decode(&in); err != nil {
@@ -35,7 +35,7 @@ func noSession[In, Out any](m func(*engine.Engine, context.Context, In) (Out, er
 }
 
 // noInput adapts an engine method without input.
-func noInput[Out any](m func(*engine.Engine, context.Context) (Out, error)) handler {
+func noInput[Out any](m func(*connector.Engine, context.Context) (Out, error)) handler {
 	return func(ctx context.Context, c *call) (any, error) {
 		var in struct{}
 		if err := c.decode(&in); err != nil {
@@ -46,37 +46,37 @@ func noInput[Out any](m func(*engine.Engine, context.Context) (Out, error)) hand
 }
 
 var (
-	hIdentityCurrent = noInput((*engine.Engine).IdentityCurrent)
-	hHostsList       = noInput((*engine.Engine).HostsList)
-	hRoomsSearch     = noSession((*engine.Engine).RoomsSearch)
-	hRoomsList       = noSession((*engine.Engine).RoomsList)
-	hRoomOpen        = withSession((*engine.Engine).RoomOpen)
-	hRoomState       = withSession((*engine.Engine).RoomState)
-	hMembersList     = withSession((*engine.Engine).MembersList)
-	hMemberGet       = withSession((*engine.Engine).MemberGet)
-	hStatusList      = withSession((*engine.Engine).AgentStatusList)
-	hStatusGet       = withSession((*engine.Engine).AgentStatusGet)
-	hStatusSet       = withSession((*engine.Engine).AgentStatusSet)
-	hTimeline        = withSession((*engine.Engine).Timeline)
-	hMarkRead        = noSession((*engine.Engine).MarkRead)
-	hInboxNext       = withSession((*engine.Engine).InboxNext)
-	hInboxAck        = withSession((*engine.Engine).InboxAck)
-	hDraftsList      = noSession((*engine.Engine).DraftsList)
-	hDraftGet        = withSession(func(e *engine.Engine, ctx context.Context, session string, in draftIDInput) (*engine.DraftGetResult, error) {
+	hIdentityCurrent = noInput((*connector.Engine).IdentityCurrent)
+	hHostsList       = noInput((*connector.Engine).HostsList)
+	hRoomsSearch     = noSession((*connector.Engine).RoomsSearch)
+	hRoomsList       = noSession((*connector.Engine).RoomsList)
+	hRoomOpen        = withSession((*connector.Engine).RoomOpen)
+	hRoomState       = withSession((*connector.Engine).RoomState)
+	hMembersList     = withSession((*connector.Engine).MembersList)
+	hMemberGet       = withSession((*connector.Engine).MemberGet)
+	hStatusList      = withSession((*connector.Engine).AgentStatusList)
+	hStatusGet       = withSession((*connector.Engine).AgentStatusGet)
+	hStatusSet       = withSession((*connector.Engine).AgentStatusSet)
+	hTimeline        = withSession((*connector.Engine).Timeline)
+	hMarkRead        = noSession((*connector.Engine).MarkRead)
+	hInboxNext       = withSession((*connector.Engine).InboxNext)
+	hInboxAck        = withSession((*connector.Engine).InboxAck)
+	hDraftsList      = noSession((*connector.Engine).DraftsList)
+	hDraftGet        = withSession(func(e *connector.Engine, ctx context.Context, session string, in draftIDInput) (*connector.DraftGetResult, error) {
 		return e.DraftGet(ctx, session, in.DraftID)
 	})
-	hDraftCommit = withSession((*engine.Engine).DraftCommit)
-	hDraftDrop   = noSession(func(e *engine.Engine, ctx context.Context, in draftIDInput) (*engine.DraftDropResult, error) {
+	hDraftCommit = withSession((*connector.Engine).DraftCommit)
+	hDraftDrop   = noSession(func(e *connector.Engine, ctx context.Context, in draftIDInput) (*connector.DraftDropResult, error) {
 		return e.DraftDrop(ctx, in.DraftID)
 	})
-	hProfileUpdate     = noSession((*engine.Engine).ProfileUpdate)
-	hRoomCreate        = withSession((*engine.Engine).CreateRoom)
-	hRoomJoin          = withSession((*engine.Engine).Join)
-	hRoomLeave         = withSession((*engine.Engine).Leave)
-	hSendMessage       = withSession((*engine.Engine).SendMessage)
-	hSubmitEvent       = withSession((*engine.Engine).SubmitEvent)
-	hJoinRequestsList  = noSession((*engine.Engine).JoinRequestsList)
-	hJoinRequestReview = withSession((*engine.Engine).Review)
+	hProfileUpdate     = noSession((*connector.Engine).ProfileUpdate)
+	hRoomCreate        = withSession((*connector.Engine).CreateRoom)
+	hRoomJoin          = withSession((*connector.Engine).Join)
+	hRoomLeave         = withSession((*connector.Engine).Leave)
+	hSendMessage       = withSession((*connector.Engine).SendMessage)
+	hSubmitEvent       = withSession((*connector.Engine).SubmitEvent)
+	hJoinRequestsList  = noSession((*connector.Engine).JoinRequestsList)
+	hJoinRequestReview = withSession((*connector.Engine).Review)
 )
 
 // draftIDInput is agent_protocols_draft_get's and _drop's input.
@@ -90,14 +90,13 @@ var engineCodes = []struct {
 	err  error
 	code identity.Code
 }{
-	{engine.ErrAmbiguousRoom, CodeAmbiguousRoom},
-	{engine.ErrHostNotAllowed, CodeHostNotAllowed},
-	{engine.ErrUnknownRoom, CodeUnknownRoom},
-	{engine.ErrRoleMismatch, CodeRoleMismatch},
-	{engine.ErrNotFound, CodeNotFound},
-	{engine.ErrRateLimited, "rate_limited"},
-	{engine.ErrPendingOutbox, "pending_outbox"},
-	{engine.ErrNotImplemented, "not_implemented"},
+	{connector.ErrAmbiguousRoom, CodeAmbiguousRoom},
+	{connector.ErrHostNotAllowed, CodeHostNotAllowed},
+	{connector.ErrUnknownRoom, CodeUnknownRoom},
+	{connector.ErrRoleMismatch, CodeRoleMismatch},
+	{connector.ErrNotFound, CodeNotFound},
+	{connector.ErrRateLimited, "rate_limited"},
+	{connector.ErrPendingOutbox, "pending_outbox"},
 }
 
 // classify turns an engine error into what toolResultError maps: a
@@ -108,7 +107,7 @@ func classify(err error) error {
 	if errors.As(err, &ie) {
 		return err
 	}
-	if errors.Is(err, engine.ErrInvalidInput) {
+	if errors.Is(err, connector.ErrInvalidInput) {
 		return &malformedError{msg: err.Error()}
 	}
 	for _, ec := range engineCodes {

@@ -14,14 +14,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentprotocols/go-sdk/examples/connector/engine"
+	"github.com/agentprotocols/go-sdk/connector"
 )
 
 const testToken = "test-token-0123456789abcdef"
 
 // serveHTTP serves c's MCP server over the guarded Streamable HTTP
 // handler on a loopback listener.
-func serveHTTP(t *testing.T, c *connector) *httptest.Server {
+func serveHTTP(t *testing.T, c *agentConn) *httptest.Server {
 	t.Helper()
 	ts := httptest.NewServer(httpHandler(c.srv, testToken))
 	t.Cleanup(ts.Close)
@@ -256,7 +256,7 @@ func TestHTTPSubscription(t *testing.T) {
 	roomID := createRoom(t, alice, h, "public")
 	bob.call("room_open", map[string]any{"host": h.url, "room_id": roomID})
 	bob.call("room_join", map[string]any{"room_id": roomID, "role": "speaker"})
-	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: engine.URIInboxPending}); err != nil {
+	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: connector.URIInboxPending}); err != nil {
 		t.Fatal(err)
 	}
 	alice.call("room_state", map[string]any{"room_id": roomID, "refresh": true})
@@ -265,7 +265,7 @@ func TestHTTPSubscription(t *testing.T) {
 	for {
 		select {
 		case uri := <-updates:
-			if uri != engine.URIInboxPending {
+			if uri != connector.URIInboxPending {
 				continue
 			}
 			rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})

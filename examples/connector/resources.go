@@ -9,7 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentprotocols/go-sdk/examples/connector/engine"
+	"github.com/agentprotocols/go-sdk/connector"
 )
 
 // §4.4 resources. Each read is the local-cache answer of the matching
@@ -21,11 +21,11 @@ const jsonMIME = "application/json"
 var staticResources = []struct {
 	uri, name, desc string
 }{
-	{engine.URIIdentity, "identity", "Active local Agent ID and non-secret configuration."},
-	{engine.URIHosts, "hosts", "Configured host allowlist and discovery metadata."},
-	{engine.URIRooms, "rooms", "Locally known rooms and unread summaries."},
-	{engine.URIInboxPending, "inbox-pending", "Pending actionable inbox items."},
-	{engine.URIDraftsHeld, "drafts-held", "Local held drafts waiting for explicit agent action."},
+	{connector.URIIdentity, "identity", "Active local Agent ID and non-secret configuration."},
+	{connector.URIHosts, "hosts", "Configured host allowlist and discovery metadata."},
+	{connector.URIRooms, "rooms", "Locally known rooms and unread summaries."},
+	{connector.URIInboxPending, "inbox-pending", "Pending actionable inbox items."},
+	{connector.URIDraftsHeld, "drafts-held", "Local held drafts waiting for explicit agent action."},
 }
 
 // roomResources are the per-room resources: the URI suffix and description.
@@ -48,7 +48,7 @@ func (s *Server) addResources() {
 		s.mcp.AddResource(&mcp.Resource{URI: r.uri, Name: r.name, Description: r.desc, MIMEType: jsonMIME}, s.readResource)
 	}
 	for _, r := range roomResources {
-		tmpl := engine.URIRooms + "/{room_id}"
+		tmpl := connector.URIRooms + "/{room_id}"
 		if r.sub != "" {
 			tmpl += "/" + r.sub
 		}
@@ -64,7 +64,7 @@ func parseResourceURI(uri string) (static bool, roomID, sub string, ok bool) {
 			return true, "", "", true
 		}
 	}
-	rest, found := strings.CutPrefix(uri, engine.URIRooms+"/")
+	rest, found := strings.CutPrefix(uri, connector.URIRooms+"/")
 	if !found || rest == "" {
 		return false, "", "", false
 	}
@@ -93,38 +93,38 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	e := s.eng
 	if static {
 		switch uri {
-		case engine.URIIdentity:
+		case connector.URIIdentity:
 			v, err = e.IdentityCurrent(ctx)
-		case engine.URIHosts:
+		case connector.URIHosts:
 			v, err = e.HostsList(ctx)
-		case engine.URIRooms:
-			v, err = e.RoomsList(ctx, engine.RoomsListInput{Membership: "all", Limit: 200})
-		case engine.URIInboxPending:
-			var items []engine.InboxItem
+		case connector.URIRooms:
+			v, err = e.RoomsList(ctx, connector.RoomsListInput{Membership: "all", Limit: 200})
+		case connector.URIInboxPending:
+			var items []connector.InboxItem
 			items, err = e.InboxPending(ctx)
 			if items == nil {
-				items = []engine.InboxItem{}
+				items = []connector.InboxItem{}
 			}
 			v = map[string]any{"items": items, "pending_count": len(items)}
-		case engine.URIDraftsHeld:
-			v, err = e.DraftsList(ctx, engine.DraftsListInput{Limit: 100})
+		case connector.URIDraftsHeld:
+			v, err = e.DraftsList(ctx, connector.DraftsListInput{Limit: 100})
 		}
 	} else {
 		switch sub {
 		case "":
-			v, err = e.RoomState(ctx, resourceSession, engine.RoomStateInput{RoomID: roomID})
+			v, err = e.RoomState(ctx, resourceSession, connector.RoomStateInput{RoomID: roomID})
 		case "members":
-			v, err = e.MembersList(ctx, resourceSession, engine.MembersListInput{RoomID: roomID, Status: "all", Limit: 200})
+			v, err = e.MembersList(ctx, resourceSession, connector.MembersListInput{RoomID: roomID, Status: "all", Limit: 200})
 		case "timeline":
-			v, err = e.Timeline(ctx, resourceSession, engine.TimelineInput{RoomID: roomID, Limit: 100})
+			v, err = e.Timeline(ctx, resourceSession, connector.TimelineInput{RoomID: roomID, Limit: 100})
 		case "types":
-			var st *engine.RoomStateResult
-			st, err = e.RoomState(ctx, resourceSession, engine.RoomStateInput{RoomID: roomID, IncludeTypes: true})
+			var st *connector.RoomStateResult
+			st, err = e.RoomState(ctx, resourceSession, connector.RoomStateInput{RoomID: roomID, IncludeTypes: true})
 			if err == nil {
 				v = map[string]any{"room_id": roomID, "types": st.Room.Types, "sync": st.Sync}
 			}
 		case "agent-status":
-			v, err = e.AgentStatusList(ctx, resourceSession, engine.AgentStatusListInput{RoomID: roomID})
+			v, err = e.AgentStatusList(ctx, resourceSession, connector.AgentStatusListInput{RoomID: roomID})
 		}
 	}
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentprotocols/go-sdk/examples/connector/engine"
+	"github.com/agentprotocols/go-sdk/connector"
 )
 
 // TestResources reads every §4.4 resource of an open room as JSON, and
@@ -18,9 +18,9 @@ func TestResources(t *testing.T) {
 	roomID := createRoom(t, alice, h, "public")
 	ctx := context.Background()
 	uris := []string{
-		engine.URIIdentity, engine.URIHosts, engine.URIRooms, engine.URIInboxPending, engine.URIDraftsHeld,
-		engine.RoomURI(roomID), engine.RoomURI(roomID, "members"), engine.RoomURI(roomID, "timeline"),
-		engine.RoomURI(roomID, "types"), engine.RoomURI(roomID, "agent-status"),
+		connector.URIIdentity, connector.URIHosts, connector.URIRooms, connector.URIInboxPending, connector.URIDraftsHeld,
+		connector.RoomURI(roomID), connector.RoomURI(roomID, "members"), connector.RoomURI(roomID, "timeline"),
+		connector.RoomURI(roomID, "types"), connector.RoomURI(roomID, "agent-status"),
 	}
 	for _, uri := range uris {
 		rr, err := alice.client.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})

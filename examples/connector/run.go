@@ -17,7 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentprotocols/go-sdk/examples/connector/engine"
+	"github.com/agentprotocols/go-sdk/connector"
 )
 
 const usage = `usage:
@@ -108,14 +108,14 @@ func keygen(path string, unencrypted bool, stdout, stderr io.Writer) int {
 	}
 	var id fmt.Stringer
 	if unencrypted {
-		aid, err := engine.GenerateKeyFileUnencryptedDev(c.KeyFile)
+		aid, err := connector.GenerateKeyFileUnencryptedDev(c.KeyFile)
 		if err != nil {
 			fmt.Fprintln(stderr, "connector: keygen:", err)
 			return exitError
 		}
 		id = aid
 	} else {
-		aid, err := engine.GenerateKeyFile(c.KeyFile, engine.PassphraseEnv(c.PassphraseEnv), nil)
+		aid, err := connector.GenerateKeyFile(c.KeyFile, connector.PassphraseEnv(c.PassphraseEnv), nil)
 		if err != nil {
 			fmt.Fprintf(stderr, "connector: keygen: %v (set %s to the key file passphrase)\n", err, c.PassphraseEnv)
 			return exitError
@@ -123,7 +123,7 @@ func keygen(path string, unencrypted bool, stdout, stderr io.Writer) int {
 		id = aid
 	}
 	if fresh {
-		starter := &Config{KeyUnencryptedDev: unencrypted, Hosts: []engine.HostConfig{}}
+		starter := &Config{KeyUnencryptedDev: unencrypted, Hosts: []connector.HostConfig{}}
 		if err := starter.save(path); err != nil {
 			fmt.Fprintln(stderr, "connector: writing config:", err)
 			return exitError
@@ -159,7 +159,7 @@ func whoami(path string, stdout, stderr io.Writer) int {
 }
 
 // openEngine loads the key and opens the state directory named by c.
-func openEngine(ctx context.Context, c *Config, notify func(string), httpClient *http.Client) (*engine.Engine, error) {
+func openEngine(ctx context.Context, c *Config, notify func(string), httpClient *http.Client) (*connector.Engine, error) {
 	k, err := c.loadKey()
 	if err != nil {
 		return nil, err
@@ -167,7 +167,7 @@ func openEngine(ctx context.Context, c *Config, notify func(string), httpClient 
 	if err := os.MkdirAll(c.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("state directory %s: %w", c.StateDir, err)
 	}
-	eng, err := engine.Open(ctx, &engine.Options{
+	eng, err := connector.Open(ctx, &connector.Options{
 		Dir:               c.StateDir,
 		Key:               k,
 		Hosts:             c.Hosts,
@@ -178,7 +178,7 @@ func openEngine(ctx context.Context, c *Config, notify func(string), httpClient 
 		HTTPClient:        httpClient,
 		Notify:            notify,
 	})
-	if errors.Is(err, engine.ErrLocked) {
+	if errors.Is(err, connector.ErrLocked) {
 		return nil, fmt.Errorf("state directory %s is in use by another connector process (one connector per state directory)", c.StateDir)
 	}
 	if err != nil {

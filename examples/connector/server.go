@@ -14,7 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentprotocols/go-sdk/examples/connector/engine"
+	"github.com/agentprotocols/go-sdk/connector"
 	"github.com/agentprotocols/go-sdk/identity"
 	"github.com/agentprotocols/go-sdk/internal/strictjson"
 )
@@ -61,7 +61,7 @@ func malformedf(format string, a ...any) error {
 // safe for concurrent use by many sessions.
 type Server struct {
 	mcp *mcp.Server
-	eng *engine.Engine
+	eng *connector.Engine
 	log *slog.Logger
 
 	mu          sync.Mutex
@@ -77,7 +77,7 @@ type ServerOptions struct {
 }
 
 // NewServer returns the MCP server over eng.
-func NewServer(eng *engine.Engine, opts *ServerOptions) (*Server, error) {
+func NewServer(eng *connector.Engine, opts *ServerOptions) (*Server, error) {
 	if opts == nil {
 		opts = &ServerOptions{}
 	}

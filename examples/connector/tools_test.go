@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentprotocols/go-sdk/adphost"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/agentprotocols/go-sdk/adp/adptest"
 )
 
 // TestProtocolRejection: a host's rejection reaches the agent as an
@@ -48,8 +48,8 @@ func TestProtocolRejection(t *testing.T) {
 // ambiguity error unless host is given (§4.3).
 func TestAmbiguousRoom(t *testing.T) {
 	same := func() string { return "d8ftedhpqhsusbg001tg" }
-	h1 := newTestHost(t, &adptest.Options{NewRoomID: same})
-	h2 := newTestHost(t, &adptest.Options{NewRoomID: same})
+	h1 := newTestHost(t, &adphost.Options{NewRoomID: same})
+	h2 := newTestHost(t, &adphost.Options{NewRoomID: same})
 	alice := newConnector(t, "alice", h1, h2)
 	now := time.Now().UnixMilli()
 	for _, h := range []*testHost{h1, h2} {
@@ -107,7 +107,7 @@ func TestPresentedHeadPerSession(t *testing.T) {
 	bob.call("room_open", map[string]any{"host": h.url, "room_id": roomID})
 	bob.call("room_join", map[string]any{"room_id": roomID, "role": "speaker"})
 
-	second := &connector{t: t, name: "alice-2", eng: alice.eng, srv: alice.srv, client: connectClient(t, alice.srv, nil), agentID: alice.agentID}
+	second := &agentConn{t: t, name: "alice-2", eng: alice.eng, srv: alice.srv, client: connectClient(t, alice.srv, nil), agentID: alice.agentID}
 	t.Cleanup(func() { second.client.Close() })
 	alice.call("room_state", map[string]any{"room_id": roomID, "refresh": true})
 	second.call("room_state", map[string]any{"room_id": roomID, "refresh": true})
@@ -181,7 +181,7 @@ func TestClaimReleasedWhenSessionEnds(t *testing.T) {
 	alice.call("room_send_message", map[string]any{"room_id": roomID, "content": "ping", "mentions": []string{bob.agentID}})
 	waitInbox(t, bob, roomID, "room.mention")
 
-	other := &connector{t: t, name: "bob-2", eng: bob.eng, srv: bob.srv, client: connectClient(t, bob.srv, nil), agentID: bob.agentID}
+	other := &agentConn{t: t, name: "bob-2", eng: bob.eng, srv: bob.srv, client: connectClient(t, bob.srv, nil), agentID: bob.agentID}
 	claimed := bob.call("inbox_next", map[string]any{"room_id": roomID, "kinds": []string{"room.mention"}, "claim": true})
 	if len(claimed["items"].([]any)) != 1 {
 		t.Fatalf("claim: %v", claimed)

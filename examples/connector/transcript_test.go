@@ -15,7 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentprotocols/go-sdk/examples/connector/engine"
+	"github.com/agentprotocols/go-sdk/connector"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/transcripts.txtar")
@@ -44,7 +44,7 @@ func TestTranscripts(t *testing.T) {
 	dir := t.TempDir()
 	c := newConnectorWith(t, "transcript", &connectorOptions{
 		dir:   dir,
-		hosts: []engine.HostConfig{{Host: "https://api.example", Label: "example"}},
+		hosts: []connector.HostConfig{{Host: "https://api.example", Label: "example"}},
 	})
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()

@@ -16,10 +16,10 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agentprotocols/go-sdk/adp"
-	"github.com/agentprotocols/go-sdk/adp/adptest"
+	"github.com/agentprotocols/go-sdk/adphost"
 	"github.com/agentprotocols/go-sdk/archive"
+	"github.com/agentprotocols/go-sdk/connector"
 	"github.com/agentprotocols/go-sdk/envelope"
-	"github.com/agentprotocols/go-sdk/examples/connector/engine"
 	"github.com/agentprotocols/go-sdk/identity"
 	"github.com/agentprotocols/go-sdk/packs"
 	"github.com/agentprotocols/go-sdk/profile"
@@ -322,11 +322,11 @@ func startHost(ctx context.Context) (string, func(), error) {
 		ln.Close()
 		return "", nil, err
 	}
-	h, err := adptest.New(ctx, &adptest.Options{
+	h, err := adphost.New(ctx, &adphost.Options{
 		Origin: origin,
 		// One demo writes faster than the §21 per-minute defaults
 		// allow; the quotas themselves are tested in adptest.
-		RateLimits: &adptest.RateLimits{Message: 1000, Signal: 1000, Control: 1000, JoinRequests: 100, StatusWrites: 100},
+		RateLimits: &adphost.RateLimits{Message: 1000, Signal: 1000, Control: 1000, JoinRequests: 100, StatusWrites: 100},
 	})
 	if err != nil {
 		ln.Close()
@@ -460,16 +460,16 @@ func headMismatch(ctx context.Context, origin string, httpc *http.Client, room s
 	}
 	defer os.RemoveAll(dir)
 	keyFile := filepath.Join(dir, "key.dev")
-	if _, err := engine.ImportKeyFileUnencryptedDev(keyFile, b.key.Seed()); err != nil {
+	if _, err := connector.ImportKeyFileUnencryptedDev(keyFile, b.key.Seed()); err != nil {
 		return nil, err
 	}
-	key, err := engine.LoadKeyFileUnencryptedDev(keyFile)
+	key, err := connector.LoadKeyFileUnencryptedDev(keyFile)
 	if err != nil {
 		return nil, err
 	}
-	eng, err := engine.Open(ctx, &engine.Options{
+	eng, err := connector.Open(ctx, &connector.Options{
 		Dir: filepath.Join(dir, "state"), Key: key,
-		Hosts:      []engine.HostConfig{{Host: origin, Label: "demo"}},
+		Hosts:      []connector.HostConfig{{Host: origin, Label: "demo"}},
 		HTTPClient: httpc, AllowLoopbackHTTP: true,
 		// The engine syncs when asked; without a live subscription it
 		// learns that the room moved from the host's answer.
@@ -485,7 +485,7 @@ func headMismatch(ctx context.Context, origin string, httpc *http.Client, room s
 	}
 	// b reads the room: the engine presents the head to b's session.
 	no := false
-	seen, err := eng.RoomOpen(ctx, session, engine.RoomOpenInput{Host: origin, RoomID: room, Subscribe: &no})
+	seen, err := eng.RoomOpen(ctx, session, connector.RoomOpenInput{Host: origin, RoomID: room, Subscribe: &no})
 	if err != nil {
 		return nil, fmt.Errorf("connector room_open: %w", err)
 	}
@@ -497,11 +497,11 @@ func headMismatch(ctx context.Context, origin string, httpc *http.Client, room s
 	}
 	h.current = won.Seq
 	// b's write, signed on the presented head, is refused by the host.
-	w, err := eng.SendMessage(ctx, session, engine.SendMessageInput{RoomID: room, Content: "Retries: let's make it five."})
+	w, err := eng.SendMessage(ctx, session, connector.SendMessageInput{RoomID: room, Content: "Retries: let's make it five."})
 	if err != nil {
 		return nil, fmt.Errorf("connector send_message: %w", err)
 	}
-	if w.Status != engine.StatusHeld || w.Draft == nil || w.Draft.Reason != string(adp.CodeRoomHeadMismatch) {
+	if w.Status != connector.StatusHeld || w.Draft == nil || w.Draft.Reason != string(adp.CodeRoomHeadMismatch) {
 		return nil, fmt.Errorf("connector send_message on a stale head: want a held draft (room_head_mismatch), got %s", w.Status)
 	}
 	if w.Draft.BaseSeq != h.base || w.Draft.CurrentSync.HeadSeq != won.Seq {
@@ -516,14 +516,14 @@ func headMismatch(ctx context.Context, origin string, httpc *http.Client, room s
 		return nil, fmt.Errorf("connector draft_get: %w", err)
 	}
 	revised := fmt.Sprintf("Saw %s's message (seq %d): three retries is fine, I withdraw five.", a.name, won.Seq)
-	r, err := eng.DraftCommit(ctx, session, engine.DraftCommitInput{
-		DraftID: h.draftID, Action: engine.ActionRevise, Content: &revised,
+	r, err := eng.DraftCommit(ctx, session, connector.DraftCommitInput{
+		DraftID: h.draftID, Action: connector.ActionRevise, Content: &revised,
 		Mentions: []string{a.id().String()}, References: []string{won.Envelope.Hash().String()},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("connector draft_commit: %w", err)
 	}
-	if r.Status != engine.StatusSent || r.Item == nil {
+	if r.Status != connector.StatusSent || r.Item == nil {
 		return nil, fmt.Errorf("connector draft_commit revise: %s", r.Status)
 	}
 	h.revised = r.Item.Seq
@@ -534,7 +534,7 @@ func headMismatch(ctx context.Context, origin string, httpc *http.Client, room s
 	return h, nil
 }
 
-func changeSummary(items []engine.TimelineItem) string {
+func changeSummary(items []connector.TimelineItem) string {
 	var s []string
 	for _, it := range items {
 		s = append(s, it.Summary)

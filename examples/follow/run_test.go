@@ -17,7 +17,8 @@ import (
 	"time"
 
 	"github.com/agentprotocols/go-sdk/adp"
-	"github.com/agentprotocols/go-sdk/adp/adptest"
+	"github.com/agentprotocols/go-sdk/adphost"
+	"github.com/agentprotocols/go-sdk/adphost/adphosttest"
 	"github.com/agentprotocols/go-sdk/identity"
 	"github.com/agentprotocols/go-sdk/internal/b64url"
 	"github.com/agentprotocols/go-sdk/sse"
@@ -102,7 +103,7 @@ func keyFile(t *testing.T, name string) string {
 // The command prints exactly the host's records after --after, once each,
 // in order, across forced disconnects, and exits 0 after room.close.
 func TestFollowUntilEnded(t *testing.T) {
-	host, srv := adptest.NewServer(t, &adptest.Options{RateLimits: adptest.Unlimited(), Heartbeat: -1})
+	host, srv := adphosttest.NewServer(t, &adphost.Options{RateLimits: adphost.Unlimited(), Heartbeat: -1})
 	ctx := context.Background()
 	client := func(name string) *adp.Client {
 		c, err := adp.NewClient(srv.URL, &adp.ClientOptions{Signer: testKey(name), AllowLoopbackHTTP: true})
@@ -180,7 +181,7 @@ func TestFollowUntilEnded(t *testing.T) {
 
 // A permanent refusal exits 1 with the protocol code.
 func TestFollowRefused(t *testing.T) {
-	_, srv := adptest.NewServer(t, &adptest.Options{RateLimits: adptest.Unlimited(), Heartbeat: -1})
+	_, srv := adphosttest.NewServer(t, &adphost.Options{RateLimits: adphost.Unlimited(), Heartbeat: -1})
 	ctx := context.Background()
 	creator, err := adp.NewClient(srv.URL, &adp.ClientOptions{Signer: testKey("creator"), AllowLoopbackHTTP: true})
 	if err != nil {
@@ -246,7 +247,7 @@ func TestFollowHostileStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	host, err := adptest.New(context.Background(), &adptest.Options{Origin: origin, RateLimits: adptest.Unlimited(), Heartbeat: -1})
+	host, err := adphost.New(context.Background(), &adphost.Options{Origin: origin, RateLimits: adphost.Unlimited(), Heartbeat: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

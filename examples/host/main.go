@@ -23,7 +23,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/agentprotocols/go-sdk/adp/adptest"
+	"github.com/agentprotocols/go-sdk/adphost"
+	"github.com/agentprotocols/go-sdk/adphost/boltstore"
+
 	"github.com/agentprotocols/go-sdk/identity"
 )
 
@@ -62,19 +64,19 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opts := &adptest.Options{Origin: origin}
+	opts := &adphost.Options{Origin: origin}
 	if *data != "" {
 		if err := os.MkdirAll(*data, 0o700); err != nil {
 			return err
 		}
-		st, err := openBolt(filepath.Join(*data, "host.db"))
+		st, err := boltstore.Open(filepath.Join(*data, "host.db"))
 		if err != nil {
 			return err
 		}
 		defer st.Close()
 		opts.Store = st
 	}
-	h, err := adptest.New(ctx, opts)
+	h, err := adphost.New(ctx, opts)
 	if err != nil {
 		return err
 	}

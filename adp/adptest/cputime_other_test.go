@@ -1,8 +1,0 @@
-//go:build !linux
-
-package adptest_test
-
-import "time"
-
-// threadCPU is not available on this system.
-func threadCPU() (time.Duration, bool) { return 0, false }

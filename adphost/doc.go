@@ -1,0 +1,70 @@
+// Package adphost is the ADP host as a library: the reference
+// implementation of the Agent Discourse Protocol's server side, for a team
+// that runs an ADP host, embeds one in a service, or tests a client
+// against one.
+//
+// Create one with [New] and serve it: a Host is an http.Handler for the
+// host's origin. State lives behind [Store]; [MemoryStore] keeps it in
+// memory, package adphost/boltstore keeps it in one bbolt file, and a team
+// can back the interface with its own database. adphost/adphosttest
+// starts a Host on a loopback test server; examples/host runs one as a
+// program.
+//
+// # What it enforces
+//
+// [Host] is an ADP host (seed draft 2026-07-04) as an http.Handler,
+// implementing every endpoint of §16–§18 on top of the adp.Room rule
+// table, the same table that verifiers replay:
+//
+//   - writes pass envelope.Verifier (hash, signature, exact resubmission,
+//     live-write window, nonce) and then, under the room's lock, the
+//     host's durable nonce cache, the §21 rate limits ([RateLimits], with
+//     rate_hint) and adp.Room.Accept; the record is appended to the
+//     [Store] with append-if-head before anyone sees it. An exact
+//     resubmission answers with the original record;
+//   - reads follow §16: public rooms are open, a restricted room's
+//     resource is public but its events, statuses and archive need a
+//     member's request JWT (membership_required), and a private room does
+//     not exist for anyone else (room_not_found) except that an approved
+//     applicant may read its resource;
+//   - join requests (§11): a valid request to a public room is approved
+//     at once, unless the applicant is banned or asks for moderator
+//     without being listed in moderator_agent_ids; others stay pending
+//     until a signed room.join.review decides them, and expire;
+//   - agent statuses (§17.4) with a TTL of at most [MaxStatusTTL], cleared
+//     on leave, removal and demotion to observer;
+//   - the live stream (§17, over github.com/tmaxmax/go-sse): members only,
+//     room.event, room.agent_status and room.join_request items and
+//     heartbeat comments, no replay; leaving ends the stream;
+//   - an archive (§19, built by package archive) once the room has ended,
+//     with its jsonl and markdown formats;
+//   - the discovery document, /v1/rooms/public with the §18 filters and
+//     cursor paging, and /v1/me/rooms.
+//
+// The clock ([Options].Now) drives the live-write window, JWT checks,
+// received_at (never decreasing) and scheduled → active → ended. All state
+// is behind [Store].
+//
+// Every input is bounded: bodies (an envelope's 1 MiB, 16 KiB for the JSON
+// resources), history pages (100 by default, 1000 at most), live streams
+// per agent and room, pending join requests per room, and the per-agent
+// quotas.
+//
+// Where the seed text leaves a choice open, the host documents its
+// reading on the handler (list shapes, status codes, cursors).
+//
+// # What it keeps in memory
+//
+// Whatever the Store, the Host keeps every room's adp.Room replica (the
+// verified room state: members, registry, head) in memory, rebuilds all of
+// them from the Store's records when it starts, and scans them for public
+// room discovery and /v1/me/rooms. Live-stream subscribers, rate-limit
+// counters and the per-actor locks are in memory too. One process serves
+// one Store.
+//
+// # Running it for real
+//
+// Put TLS and edge rate limits in front of it (a reverse proxy), give it a
+// durable Store, set [Options].Origin to the public origin, and budget
+// memory for the room state above. The package is experimental until v1.
+package adphost

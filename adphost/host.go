@@ -1,0 +1,415 @@
+package adphost
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-json-experiment/json"
+
+	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/envelope"
+	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/packs"
+)
+
+// Options configures a Host. A nil *Options means defaults, except that
+// Origin has no default: New requires it (NewServer fills it in).
+type Options struct {
+	// Origin is the public origin of the host API: the audience every
+	// request JWT must name, and the origin of every URL the host
+	// announces (discovery, room URLs, archive formats).
+	Origin identity.Origin
+	// Store holds the host's state; nil means a new MemoryStore.
+	Store Store
+	// Now is the clock that drives the live-write window, token checks,
+	// received_at and the scheduled → active → ended transitions; nil
+	// means time.Now.
+	Now func() time.Time
+	// Window is the live-write window; 0 means envelope.DefaultWindow.
+	Window time.Duration
+	// StatusTTL is the longest life of an agent status (§17.4); 0 or
+	// anything above MaxStatusTTL means MaxStatusTTL.
+	StatusTTL time.Duration
+	// JoinRequestTTL is how long a join request stays valid; 0 means one
+	// hour.
+	JoinRequestTTL time.Duration
+	// RateLimits are the per-agent quotas (§21); nil means
+	// DefaultRateLimits.
+	RateLimits *RateLimits
+	// Heartbeat is the interval of SSE heartbeat comments; 0 means 15 s,
+	// negative means none.
+	Heartbeat time.Duration
+	// Packs configures every room's type registry (external pack fetcher);
+	// nil refuses external packs.
+	Packs *packs.Options
+	// MaxPayloadBytes is the payload limit (§21); 0 means
+	// adp.MaxPayloadBytes.
+	MaxPayloadBytes int
+	// NewRoomID returns a fresh room ID; nil means a random 20-character
+	// lowercase base32 ID (the shape of an Xid, §7.1).
+	NewRoomID func() string
+	// MaxStreams bounds the live streams one agent may hold open on one
+	// room; 0 means 4. A further subscription is refused with
+	// rate_limited.
+	MaxStreams int
+	// MaxPendingJoinRequests bounds a room's pending join requests; 0
+	// means 1000. A further request is refused with rate_limited.
+	MaxPendingJoinRequests int
+	// NewRequestID returns a fresh join-request ID; nil means "jr_" and 26
+	// random base32 characters.
+	NewRequestID func() string
+	// SSEBuffer is how many items a live subscriber may fall behind before
+	// the host drops it (the client resumes from history); 0 means 256.
+	SSEBuffer int
+}
+
+// MaxStatusTTL is the recommended maximum agent-status TTL (§17.4).
+const MaxStatusTTL = 300 * time.Second
+
+// Host is the reference ADP host (seed draft 2026-07-04) as an
+// http.Handler: every endpoint of §16–§18 on top of the adp.Room rule
+// table, with the live-write checks of envelope.Verifier. It is meant for
+// tests and development (examples/host), not for production traffic: it
+// keeps every room's state in memory and scans rooms linearly for the
+// discovery lists.
+//
+// Writes to one room are serialized; the head precondition, seq and
+// received_at (never decreasing) are assigned under the room's lock, and
+// the record is appended to the Store before anyone sees it. A Host is
+// safe for concurrent use.
+type Host struct {
+	origin     identity.Origin
+	store      Store
+	now        func() time.Time
+	window     time.Duration
+	statusTTL  time.Duration
+	jrTTL      time.Duration
+	heartbeat  time.Duration
+	sseBuffer  int
+	maxStreams int
+	maxPending int
+	roomOpts   adp.RoomOptions
+	newID      func() string
+	newReqID   func() string
+	limits     RateLimits
+	limiter    *limiter
+	verifier   *envelope.Verifier
+	mux        *http.ServeMux
+
+	mu    sync.RWMutex
+	rooms map[string]*hostRoom
+}
+
+// hostRoom is one room's in-memory state.
+type hostRoom struct {
+	id string
+	mu sync.Mutex // serializes writes and archive building
+	// room is replaced only under mu (after a failed Store append).
+	room    *adp.Room
+	archive *builtArchive
+	// reg is the room's type registry, refreshed when a record changes it
+	// (room.create, type.define): Room.Registry returns a copy, too dear
+	// to take on every write for the rate class.
+	reg *packs.Registry
+
+	subMu sync.Mutex
+	subs  map[*subscriber]struct{}
+}
+
+// New returns a Host that serves opts.Origin, replaying every room the
+// Store holds.
+func New(ctx context.Context, opts *Options) (*Host, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Origin.IsZero() {
+		return nil, errors.New("adphost: Options.Origin is required")
+	}
+	h := &Host{
+		origin: o.Origin, store: o.Store, now: o.Now, window: o.Window, statusTTL: o.StatusTTL,
+		jrTTL: o.JoinRequestTTL, heartbeat: o.Heartbeat, sseBuffer: o.SSEBuffer, newID: o.NewRoomID,
+		rooms: map[string]*hostRoom{},
+	}
+	if h.store == nil {
+		h.store = NewMemoryStore()
+	}
+	if h.now == nil {
+		h.now = time.Now
+	}
+	if h.window <= 0 {
+		h.window = envelope.DefaultWindow
+	}
+	if h.statusTTL <= 0 || h.statusTTL > MaxStatusTTL {
+		h.statusTTL = MaxStatusTTL
+	}
+	if h.jrTTL <= 0 {
+		h.jrTTL = time.Hour
+	}
+	if h.heartbeat == 0 {
+		h.heartbeat = 15 * time.Second
+	}
+	if h.sseBuffer <= 0 {
+		h.sseBuffer = 256
+	}
+	h.maxStreams, h.maxPending = cmp.Or(max(o.MaxStreams, 0), 4), cmp.Or(max(o.MaxPendingJoinRequests, 0), 1000)
+	if h.newID == nil {
+		h.newID = randomRoomID
+	}
+	h.newReqID = o.NewRequestID
+	if h.newReqID == nil {
+		h.newReqID = randomRequestID
+	}
+	h.limits = DefaultRateLimits()
+	if o.RateLimits != nil {
+		h.limits = o.RateLimits.withDefaults()
+	}
+	h.limiter = newLimiter()
+	h.roomOpts = adp.RoomOptions{Packs: o.Packs, JoinRequests: joinRequests{h}, MaxPayloadBytes: o.MaxPayloadBytes}
+	h.verifier = envelope.NewVerifier(&envelope.VerifierOptions{Window: h.window, History: history{h.store}, Now: h.now})
+	ids, err := h.store.Rooms(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		hr := &hostRoom{id: id, subs: map[*subscriber]struct{}{}}
+		if err := h.reload(ctx, hr); err != nil {
+			return nil, err
+		}
+		h.rooms[id] = hr
+	}
+	h.routes()
+	return h, nil
+}
+
+// Origin returns the origin the host announces and requires as JWT aud.
+func (h *Host) Origin() identity.Origin { return h.origin }
+
+// API returns the API base URL, origin + "/v1".
+func (h *Host) API() string { return h.origin.String() + "/v1" }
+
+// RoomURL returns the canonical URL of a room (§7.2).
+func (h *Host) RoomURL(id string) string { return h.API() + "/rooms/" + id }
+
+// ServeHTTP implements http.Handler.
+func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	h.mux.ServeHTTP(w, r)
+}
+
+func (h *Host) routes() {
+	m := http.NewServeMux()
+	m.HandleFunc("GET "+adp.DiscoveryPathADP, h.discovery)
+	m.HandleFunc("POST /v1/rooms", h.createRoom)
+	m.HandleFunc("POST /v1/rooms/{room_id}", h.postEvent)
+	m.HandleFunc("POST /v1/rooms/{room_id}/join-requests", h.createJoinRequest)
+	m.HandleFunc("GET /v1/rooms/{room_id}/join-requests", h.listJoinRequests)
+	m.HandleFunc("GET /v1/rooms/{room_id}/join-requests/{request_id}", h.getJoinRequest)
+	m.HandleFunc("GET /v1/rooms/public", h.publicRooms)
+	m.HandleFunc("GET /v1/rooms/{room_id}", h.getRoom)
+	m.HandleFunc("GET /v1/rooms/{room_id}/events", h.listEvents)
+	m.HandleFunc("GET /v1/rooms/{room_id}/events/live", h.live)
+	m.HandleFunc("GET /v1/rooms/{room_id}/agent-status", h.listStatuses)
+	m.HandleFunc("GET /v1/rooms/{room_id}/agent-status/{agent_id}", h.getStatus)
+	m.HandleFunc("PUT /v1/rooms/{room_id}/agent-status", h.putStatus)
+	m.HandleFunc("GET /v1/rooms/{room_id}/archive", h.getArchive)
+	m.HandleFunc("GET /v1/rooms/{room_id}/archive.jsonl", h.getArchiveJSONL)
+	m.HandleFunc("GET /v1/rooms/{room_id}/archive.md", h.getArchiveMarkdown)
+	m.HandleFunc("GET /v1/me/rooms", h.myRooms)
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, identity.NewError(identity.CodeNotFound, "no such endpoint"))
+	})
+	h.mux = m
+}
+
+// reload rebuilds hr.room from the Store's log: the records are replayed
+// without the join-request store (the log is the evidence, as for any
+// verifier) and the state is then restored with the host's options.
+func (h *Host) reload(ctx context.Context, hr *hostRoom) error {
+	opts := h.roomOpts
+	opts.JoinRequests = nil
+	opts.URL = h.RoomURL(hr.id)
+	replay := adp.NewRoom(hr.id, &opts)
+	var after int64
+	for {
+		recs, err := h.store.Records(ctx, hr.id, after, 1000)
+		if err != nil {
+			return err
+		}
+		if len(recs) == 0 {
+			break
+		}
+		for _, rec := range recs {
+			if err := replay.Apply(ctx, rec); err != nil {
+				return err
+			}
+			after = rec.Seq
+		}
+	}
+	snap, err := replay.Snapshot()
+	if err != nil {
+		return err
+	}
+	opts.JoinRequests = h.roomOpts.JoinRequests
+	room, err := adp.RestoreRoom(snap, &opts)
+	if err != nil {
+		return err
+	}
+	hr.room = room
+	hr.reg = room.Registry()
+	return nil
+}
+
+// lookup returns a room, or room_not_found.
+func (h *Host) lookup(id string) (*hostRoom, error) {
+	h.mu.RLock()
+	hr := h.rooms[id]
+	h.mu.RUnlock()
+	if hr == nil {
+		return nil, identity.Errorf(adp.CodeRoomNotFound, "room %q does not exist", clip(id))
+	}
+	return hr, nil
+}
+
+// allRooms returns every room.
+func (h *Host) allRooms() []*hostRoom {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	out := make([]*hostRoom, 0, len(h.rooms))
+	for _, hr := range h.rooms {
+		out = append(out, hr)
+	}
+	return out
+}
+
+// currentRoom returns hr.room under hr.mu (it changes only on reload).
+func (hr *hostRoom) current() *adp.Room {
+	hr.mu.Lock()
+	defer hr.mu.Unlock()
+	return hr.room
+}
+
+// history answers the Verifier's exact-resubmission lookups.
+type history struct{ s Store }
+
+// Accepted implements envelope.History.
+func (h history) Accepted(ctx context.Context, hash envelope.Hash) (bool, error) {
+	rec, err := h.s.RecordByEvent(ctx, hash)
+	return rec != nil, err
+}
+
+// joinRequests is the adp.JoinRequestStore view of the Store.
+type joinRequests struct{ h *Host }
+
+// Lookup implements adp.JoinRequestStore.
+func (j joinRequests) Lookup(ctx context.Context, roomID, id string) (adp.JoinRequest, adp.JoinRequestStatus, error) {
+	jr, err := j.h.store.JoinRequest(ctx, roomID, id)
+	if err != nil {
+		return adp.JoinRequest{}, "", err
+	}
+	if jr == nil {
+		return adp.JoinRequest{}, "", identity.Errorf(adp.CodeJoinRequestNotFound, "join request %q does not exist", clip(id))
+	}
+	return jr.Request, j.h.effective(jr).Status, nil
+}
+
+// effective returns jr with a pending request past expires_at shown as
+// expired.
+func (h *Host) effective(jr *adp.JoinRequestResource) *adp.JoinRequestResource {
+	if jr.Status == adp.JoinPending && h.now().UnixMilli() >= jr.Request.ExpiresAt {
+		c := *jr
+		c.Status = adp.JoinExpired
+		return &c
+	}
+	return jr
+}
+
+// maxBody bounds a write body: an envelope is at most envelope.MaxSize.
+const maxBody = envelope.MaxSize
+
+// readBody reads at most limit bytes, or fails with payload_too_large.
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		return nil, identity.Wrap(identity.CodeInvalidRequest, "reading the body", err)
+	}
+	if int64(len(b)) > limit {
+		return nil, identity.Errorf(identity.CodePayloadTooLarge, "body exceeds %d bytes", limit)
+	}
+	return b, nil
+}
+
+// writeError writes err with the ADP status of its code.
+func writeError(w http.ResponseWriter, err error) {
+	var e *identity.Error
+	if errors.As(err, &e) && e != nil && e.Status == 0 {
+		c := *e
+		c.Status = adp.DefaultStatus(c.Code)
+		if c.Code == identity.CodeRateLimited {
+			w.Header().Set("Retry-After", "60")
+		}
+		err = &c
+	}
+	identity.WriteError(w, err)
+}
+
+// writeJSON writes v as deterministic JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v, json.Deterministic(true))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeRaw(w, status, append(b, '\n'))
+}
+
+func writeRaw(w http.ResponseWriter, status int, b []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+var roomIDEncoding = base32.NewEncoding("0123456789abcdefghijklmnopqrstuv").WithPadding(base32.NoPadding)
+
+// randomRoomID returns 12 random bytes as 20 lowercase base32 characters:
+// the shape of an Xid (§7.1), without its guessable structure.
+func randomRoomID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return roomIDEncoding.EncodeToString(b[:])
+}
+
+// randomRequestID returns "jr_" and 26 random base32 characters.
+func randomRequestID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return "jr_" + strings.ToUpper(roomIDEncoding.EncodeToString(b[:]))
+}
+
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}
+
+// Close ends every live stream, so that a server shutting down does not
+// wait for subscribers. The Host keeps serving other requests.
+func (h *Host) Close() {
+	for _, hr := range h.allRooms() {
+		hr.subMu.Lock()
+		for s := range hr.subs {
+			s.close()
+		}
+		hr.subMu.Unlock()
+	}
+}

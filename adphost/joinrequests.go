@@ -1,0 +1,201 @@
+package adphost
+
+import (
+	"bytes"
+	"errors"
+	"net/http"
+	"slices"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/internal/strictjson"
+)
+
+// strictUnmarshal decodes one strict JSON object, refusing unknown members.
+func strictUnmarshal(b []byte, v any) error {
+	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		return errors.New("body is not a JSON object")
+	}
+	return strictjson.Unmarshal(b, v)
+}
+
+// callerRoom authenticates the caller (a request JWT is required) and
+// finds the path's room.
+func (h *Host) callerRoom(r *http.Request) (identity.AgentID, *hostRoom, error) {
+	who, err := h.requireCaller(r)
+	if err != nil {
+		return who, nil, err
+	}
+	hr, err := h.lookup(r.PathValue("room_id"))
+	return who, hr, err
+}
+
+// callerRoomInput authenticates the caller, finds the path's room and
+// strictly decodes a body of at most 16 KiB into in (what names it in the
+// error); on error it has written the response and ok is false.
+func (h *Host) callerRoomInput(w http.ResponseWriter, r *http.Request, what string, in any) (who identity.AgentID, hr *hostRoom, ok bool) {
+	who, hr, err := h.callerRoom(r)
+	var b []byte
+	if err == nil {
+		b, err = readBody(r, 16<<10)
+	}
+	if err == nil {
+		if uerr := strictUnmarshal(b, in); uerr != nil {
+			err = identity.Wrap(identity.CodeInvalidRequest, what, uerr)
+		}
+	}
+	if err != nil {
+		writeError(w, err)
+		return identity.AgentID{}, nil, false
+	}
+	return who, hr, true
+}
+
+// createJoinRequest is POST /v1/rooms/{room_id}/join-requests (§11). A
+// valid request to a public room is approved at once (reviewed_by null),
+// except a banned applicant's or a moderator request from an agent not in
+// moderator_agent_ids; every other request stays pending until a signed
+// room.join.review decides it.
+func (h *Host) createJoinRequest(w http.ResponseWriter, r *http.Request) {
+	var in adp.JoinRequestInput
+	who, hr, ok := h.callerRoomInput(w, r, "join request", &in)
+	if !ok {
+		return
+	}
+	var err error
+	now := h.now()
+	hr.mu.Lock() // one decision per room at a time, like a write
+	defer hr.mu.Unlock()
+	room := hr.room
+	c := room.Contract()
+	m, isMemberNow := room.Member(who)
+	switch {
+	case in.Role != adp.RoleModerator && in.Role != adp.RoleSpeaker && in.Role != adp.RoleObserver:
+		err = identity.Errorf(identity.CodeInvalidRequest, "role %q is not moderator, speaker or observer", clip(string(in.Role)))
+	case len(in.Extra) > 0 && in.Extra.Kind() != '{':
+		err = identity.NewError(identity.CodeInvalidRequest, "extra is not a JSON object")
+	case in.Role == adp.RoleObserver && c.Policy.ObserverAllowed != nil && !*c.Policy.ObserverAllowed:
+		err = identity.NewError(adp.CodeRoleNotAllowed, "the room policy does not allow observers")
+	case isMemberNow && m.Status == adp.MemberActive:
+		err = identity.NewError(identity.CodeInvalidRequest, "the applicant is already an active member")
+	}
+	if err == nil {
+		err = writable(room.Status(now))
+	}
+	if err == nil {
+		err = h.checkPending(r, hr.id)
+	}
+	if err == nil {
+		err = h.limiter.take(rateKey{agent: who, class: "join-request"}, h.limits.JoinRequests, now)
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	ms := now.UnixMilli()
+	jr := &adp.JoinRequestResource{
+		Request: adp.JoinRequest{
+			ID: h.newReqID(), RoomID: hr.id, Applicant: who, Role: in.Role, Perspective: in.Perspective,
+			Reason: in.Reason, CreatedAt: ms, ExpiresAt: now.Add(h.jrTTL).UnixMilli(), Extra: in.Extra,
+		},
+		Status: adp.JoinPending,
+	}
+	if jr.Request.Extra == nil {
+		jr.Request.Extra = jsontext.Value("{}")
+	}
+	if c.Visibility == adp.VisibilityPublic && !room.Banned(who) &&
+		(in.Role != adp.RoleModerator || slices.Contains(c.Policy.ModeratorAgentIDs, who)) {
+		jr.Status, jr.ApprovedRole, jr.ReviewReason, jr.ReviewedAt = adp.JoinApproved, in.Role, "public room auto-approval", ms
+	}
+	if err := h.store.PutJoinRequest(r.Context(), jr); err != nil {
+		writeError(w, err)
+		return
+	}
+	h.publishJoinRequest(hr, jr)
+	writeJSON(w, http.StatusCreated, jr)
+}
+
+// checkPending bounds a room's pending requests, so that the list the
+// reviewers read stays bounded whatever applicants do.
+func (h *Host) checkPending(r *http.Request, roomID string) error {
+	list, err := h.store.JoinRequests(r.Context(), roomID)
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, jr := range list {
+		if h.effective(jr).Status == adp.JoinPending {
+			n++
+		}
+	}
+	if n >= h.maxPending {
+		return identity.Errorf(identity.CodeRateLimited, "the room has %d pending join requests", n)
+	}
+	return nil
+}
+
+// canReview reports whether who may list and review the room's join
+// requests: the creator or an active moderator (§11).
+func canReview(room *adp.Room, who identity.AgentID) bool {
+	if c, _ := room.Creator(); c == who {
+		return true
+	}
+	m, ok := room.Member(who)
+	return ok && m.Status == adp.MemberActive && m.Role == adp.RoleModerator
+}
+
+// listJoinRequests is GET /v1/rooms/{room_id}/join-requests: the
+// authoritative list, for the creator and moderators only, as an Identity
+// list in creation order, paged by limit (default 100, at most 1000) and
+// an opaque cursor.
+func (h *Host) listJoinRequests(w http.ResponseWriter, r *http.Request) {
+	who, hr, err := h.callerRoom(r)
+	if err == nil && !canReview(hr.current(), who) {
+		err = identity.NewError(identity.CodePermissionDenied, "only the creator and moderators list join requests")
+	}
+	q := r.URL.Query()
+	var limit int
+	var off int64
+	if err == nil {
+		limit, err = limitParam(q.Get("limit"), DefaultEventsLimit, MaxEventsLimit)
+	}
+	if err == nil && q.Has("cursor") {
+		off, err = parseCursor(q.Get("cursor"))
+	}
+	var list []*adp.JoinRequestResource
+	if err == nil {
+		list, err = h.store.JoinRequests(r.Context(), hr.id)
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := identity.List[*adp.JoinRequestResource]{Result: []*adp.JoinRequestResource{}}
+	part, next := cut(list, off, limit)
+	for _, jr := range part {
+		out.Result = append(out.Result, h.effective(jr))
+	}
+	out.NextCursor = next
+	writeJSON(w, http.StatusOK, out)
+}
+
+// getJoinRequest is GET /v1/rooms/{room_id}/join-requests/{request_id}:
+// visible to the applicant, the creator and moderators; to anyone else it
+// does not exist.
+func (h *Host) getJoinRequest(w http.ResponseWriter, r *http.Request) {
+	who, hr, err := h.callerRoom(r)
+	var jr *adp.JoinRequestResource
+	if err == nil {
+		jr, err = h.store.JoinRequest(r.Context(), hr.id, r.PathValue("request_id"))
+	}
+	if err == nil && (jr == nil || (jr.Request.Applicant != who && !canReview(hr.current(), who))) {
+		err = identity.NewError(adp.CodeJoinRequestNotFound, "the join request does not exist or is not visible")
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, h.effective(jr))
+}

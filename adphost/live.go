@@ -1,0 +1,173 @@
+package adphost
+
+import (
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	sse "github.com/tmaxmax/go-sse"
+
+	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/identity"
+)
+
+// subscriber is one live stream. Items are queued on ch; a subscriber that
+// falls SSEBuffer items behind is dropped (done closed), and its client
+// resumes from the history, as §17.3 requires anyway.
+type subscriber struct {
+	agent identity.AgentID
+	ch    chan *sse.Message
+	done  chan struct{}
+	once  sync.Once
+}
+
+func (s *subscriber) close() { s.once.Do(func() { close(s.done) }) }
+
+// send queues m, dropping the subscriber when its queue is full.
+func (s *subscriber) send(m *sse.Message) {
+	select {
+	case s.ch <- m:
+	default:
+		s.close()
+	}
+}
+
+// membersOnly refuses a caller that is not an active member: a private
+// room does not exist for it (room_not_found); any other room answers
+// membership_required with msg.
+func membersOnly(room *adp.Room, roomID, msg string) error {
+	if room.Contract().Visibility == adp.VisibilityPrivate {
+		return identity.Errorf(adp.CodeRoomNotFound, "room %q does not exist", clip(roomID))
+	}
+	return identity.NewError(adp.CodeMembershipRequired, msg)
+}
+
+// live is GET /v1/rooms/{room_id}/events/live (§17): members only, the
+// JWT in the Authorization header, no replay. The subscription exists
+// before the response headers are sent, so a client that subscribes and
+// then reads the history misses nothing.
+func (h *Host) live(w http.ResponseWriter, r *http.Request) {
+	who, hr, err := h.callerRoom(r)
+	if err == nil {
+		room := hr.current()
+		if !isMember(room, who, true) {
+			err = membersOnly(room, hr.id, "only active members subscribe to the live stream")
+		}
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	sess, err := sse.Upgrade(w, r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	sub := &subscriber{agent: who, ch: make(chan *sse.Message, h.sseBuffer), done: make(chan struct{})}
+	hr.subMu.Lock()
+	n := 0
+	for s := range hr.subs {
+		if s.agent == who {
+			n++
+		}
+	}
+	if n >= h.maxStreams {
+		hr.subMu.Unlock()
+		writeError(w, identity.Errorf(identity.CodeRateLimited, "at most %d live streams per agent and room", h.maxStreams))
+		return
+	}
+	hr.subs[sub] = struct{}{}
+	hr.subMu.Unlock()
+	defer func() {
+		hr.subMu.Lock()
+		delete(hr.subs, sub)
+		hr.subMu.Unlock()
+	}()
+	w.Header().Set("Cache-Control", "no-cache")
+	if sess.Flush() != nil {
+		return
+	}
+	var tick <-chan time.Time
+	if h.heartbeat > 0 {
+		t := time.NewTicker(h.heartbeat)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		var m *sse.Message
+		select {
+		case <-r.Context().Done():
+			return
+		case <-sub.done:
+			return
+		case m = <-sub.ch:
+		case <-tick:
+			m = &sse.Message{}
+			m.AppendComment("heartbeat")
+		}
+		if sess.Send(m) != nil || sess.Flush() != nil {
+			return
+		}
+	}
+}
+
+// broadcast queues an item for the subscribers want accepts, and drops
+// subscribers who are no longer members (a leave or removal ends the
+// stream).
+func (h *Host) broadcast(hr *hostRoom, m *sse.Message, want func(*adp.Room, identity.AgentID) bool) {
+	room := hr.room // callers hold hr.mu or just changed it under hr.mu
+	hr.subMu.Lock()
+	defer hr.subMu.Unlock()
+	for s := range hr.subs {
+		if !isMember(room, s.agent, true) {
+			s.close()
+			continue
+		}
+		if want == nil || want(room, s.agent) {
+			s.send(m)
+		}
+	}
+}
+
+// publishRecord sends a room.event item; hr.mu is held. Its SSE id is the
+// record's seq, the resume cursor of §17.2 (the host never replays from
+// it: a client resumes through the history endpoint).
+func (h *Host) publishRecord(hr *hostRoom, rec *adp.Record) {
+	hr.subMu.Lock()
+	idle := len(hr.subs) == 0
+	hr.subMu.Unlock()
+	if idle {
+		return
+	}
+	m := &sse.Message{ID: sse.ID(strconv.FormatInt(rec.Seq, 10)), Type: sse.Type(adp.SSERoomEvent)}
+	m.AppendData(string(rec.AppendJSON(nil)))
+	h.broadcast(hr, m, nil)
+}
+
+// publishStatus sends a room.agent_status item (not a record: no seq,
+// hashes or envelope); hr.mu is held.
+func (h *Host) publishStatus(hr *hostRoom, st *adp.AgentStatus) {
+	b, err := json.Marshal(st, json.Deterministic(true))
+	if err != nil {
+		return
+	}
+	m := &sse.Message{Type: sse.Type(adp.SSEAgentStatus)}
+	m.AppendData(string(b))
+	h.broadcast(hr, m, nil)
+}
+
+// publishJoinRequest sends a room.join_request item to subscribed creators
+// and moderators (§17.5); hr.mu is held.
+func (h *Host) publishJoinRequest(hr *hostRoom, jr *adp.JoinRequestResource) {
+	q := jr.Request
+	b, err := json.Marshal(adp.LiveJoinRequest{RoomID: q.RoomID, RequestID: q.ID, Applicant: q.Applicant, Role: q.Role,
+		CreatedAt: q.CreatedAt, ExpiresAt: q.ExpiresAt}, json.Deterministic(true))
+	if err != nil {
+		return
+	}
+	m := &sse.Message{Type: sse.Type(adp.SSEJoinRequest)}
+	m.AppendData(string(b))
+	h.broadcast(hr, m, canReview)
+}

@@ -1,0 +1,209 @@
+package adphost
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/envelope"
+	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/internal/strictjson"
+)
+
+// createRoom is POST /v1/rooms (§9).
+func (h *Host) createRoom(w http.ResponseWriter, r *http.Request) {
+	env, ev, err := readEnvelope(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if ev.Type != adp.TypeRoomCreate {
+		writeError(w, identity.Errorf(identity.CodeInvalidEvent, "POST /v1/rooms takes a room.create, not %s", clip(ev.Type)))
+		return
+	}
+	hr := &hostRoom{id: h.newID(), subs: map[*subscriber]struct{}{}}
+	opts := h.roomOpts
+	opts.URL = h.RoomURL(hr.id)
+	hr.room = adp.NewRoom(hr.id, &opts)
+	hr.reg = hr.room.Registry()
+	rec, fresh, err := h.accept(r.Context(), hr, env, ev)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	status := http.StatusOK
+	if fresh {
+		status = http.StatusCreated
+	}
+	hr, _ = h.lookup(rec.RoomID)
+	writeJSON(w, status, adp.CreateResponse{
+		ID: rec.RoomID, Status: hr.current().Status(h.now()), URL: h.RoomURL(rec.RoomID),
+		Seq: rec.Seq, Hash: rec.Hash, ReceivedAt: rec.ReceivedAt,
+	})
+}
+
+// postEvent is POST /v1/rooms/{room_id}: every write but room.create.
+func (h *Host) postEvent(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("room_id")
+	env, ev, err := readEnvelope(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	switch {
+	case ev.Type == adp.TypeRoomCreate:
+		err = identity.NewError(identity.CodeInvalidEvent, "room.create goes to POST /v1/rooms")
+	case ev.RoomID != id:
+		err = identity.Errorf(identity.CodeInvalidEvent, "event room_id %q is not the room of the path", clip(ev.RoomID))
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	hr, err := h.lookup(id)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	rec, _, err := h.accept(r.Context(), hr, env, ev)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeRaw(w, http.StatusOK, append(rec.AppendJSON(nil), '\n'))
+}
+
+// readEnvelope reads and strictly parses a write body.
+func readEnvelope(r *http.Request) (*envelope.Envelope, *adp.Event, error) {
+	b, err := readBody(r, maxBody)
+	if err != nil {
+		return nil, nil, err
+	}
+	env, err := envelope.Parse(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	ev, err := adp.ParseEvent(env)
+	if err != nil {
+		return nil, nil, err
+	}
+	return env, ev, nil
+}
+
+// accept runs the live-write order: envelope.Verifier (hash, signature,
+// exact resubmission, window, nonce) and, under the actor's and then the
+// room's lock, the host's nonce cache, rate limits and the room's rule
+// table; the record is appended to the Store before it is announced.
+// fresh is false for an exact resubmission, which returns the original
+// record and changes nothing.
+func (h *Host) accept(ctx context.Context, hr *hostRoom, env *envelope.Envelope, ev *adp.Event) (rec *adp.Record, fresh bool, err error) {
+	out, err := h.verifier.AcceptEnvelope(ctx, env, func(ctx context.Context, env *envelope.Envelope) error {
+		var err error
+		rec, err = h.commit(ctx, hr, env, ev)
+		return err
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	if out == envelope.Resubmission {
+		rec, err = h.store.RecordByEvent(ctx, env.Hash())
+		if err != nil {
+			return nil, false, err
+		}
+		if rec == nil || (ev.Type != adp.TypeRoomCreate && rec.RoomID != hr.id) {
+			return nil, false, identity.NewError(identity.CodeInvalidEvent, "the envelope was accepted in another room")
+		}
+		return rec, false, nil
+	}
+	return rec, true, nil
+}
+
+// commit is the room-serialized part of accept.
+func (h *Host) commit(ctx context.Context, hr *hostRoom, env *envelope.Envelope, ev *adp.Event) (*adp.Record, error) {
+	hr.mu.Lock()
+	defer hr.mu.Unlock()
+	now := h.now()
+	ms := now.UnixMilli()
+
+	// The durable nonce cache: the Verifier's is in memory and lost on a
+	// restart; this one survives it with the Store.
+	maxNonce, exp, err := h.store.MaxNonce(ctx, ev.Actor)
+	if err != nil {
+		return nil, err
+	}
+	if exp > ms && ev.Nonce <= maxNonce {
+		return nil, &identity.Error{Code: identity.CodeNonceNotGreater, Message: "nonce is not greater than the greatest accepted nonce", MaxSeenNonce: maxNonce}
+	}
+	key, limit := h.rateClass(hr, ev)
+	if err := h.limiter.check(key, limit, now); err != nil {
+		return nil, err
+	}
+	// received_at never decreases, even if the clock steps back.
+	at := now
+	if last := hr.room.Latest().ReceivedAt; ms < last {
+		at = time.UnixMilli(last)
+	}
+	rec, err := hr.room.Accept(ctx, env, at)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.store.Append(ctx, rec); err != nil {
+		// The room committed a record the log refused: rebuild it from
+		// the log so that memory never runs ahead of the Store.
+		if rerr := h.reload(ctx, hr); rerr != nil {
+			return nil, rerr
+		}
+		return nil, err
+	}
+	if rec.Seq == 1 {
+		h.mu.Lock()
+		h.rooms[hr.id] = hr
+		h.mu.Unlock()
+	}
+	h.limiter.consume(key, limit, now)
+	if ev.Nonce > maxNonce || exp <= ms {
+		maxNonce = ev.Nonce
+	}
+	// The record is durable: a failure to note the nonce must not turn the
+	// accepted write into an error (the Verifier's cache still holds it).
+	h.store.PutMaxNonce(ctx, ev.Actor, maxNonce, now.Add(2*h.window).UnixMilli())
+	h.afterAccept(ctx, hr, ev, rec)
+	return rec, nil
+}
+
+// afterAccept applies a record's side effects on host resources: join
+// request reviews, agent statuses cleared on leave, removal and demotion
+// (§17.4), and the live stream.
+func (h *Host) afterAccept(ctx context.Context, hr *hostRoom, ev *adp.Event, rec *adp.Record) {
+	switch ev.Type {
+	case adp.TypeRoomCreate, adp.TypeTypeDefine:
+		hr.reg = hr.room.Registry()
+	case adp.TypeRoomJoinReview:
+		var p adp.JoinReview
+		if strictjson.UnmarshalOpen(ev.Payload, &p) == nil {
+			if jr, _ := h.store.JoinRequest(ctx, hr.id, p.Request.ID); jr != nil {
+				jr.Status = adp.JoinRejected
+				if p.Decision == adp.DecisionApprove {
+					jr.Status, jr.ApprovedRole = adp.JoinApproved, p.Role
+				}
+				actor := ev.Actor
+				jr.ReviewReason, jr.ReviewedBy, jr.ReviewedAt = p.Reason, &actor, rec.ReceivedAt
+				h.store.PutJoinRequest(ctx, jr)
+			}
+		}
+	case adp.TypeRoomLeave:
+		h.store.DeleteStatus(ctx, hr.id, ev.Actor)
+	case adp.TypeMemberRemove:
+		var p adp.MemberRemove
+		if strictjson.UnmarshalOpen(ev.Payload, &p) == nil {
+			h.store.DeleteStatus(ctx, hr.id, p.Member)
+		}
+	case adp.TypeMemberRoleUpdate:
+		var p adp.RoleUpdate
+		if strictjson.UnmarshalOpen(ev.Payload, &p) == nil && p.Role == adp.RoleObserver {
+			h.store.DeleteStatus(ctx, hr.id, p.Member)
+		}
+	}
+	h.publishRecord(hr, rec)
+}

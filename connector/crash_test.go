@@ -1,0 +1,258 @@
+package connector
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/adphost"
+	"github.com/agentprotocols/go-sdk/envelope"
+	"github.com/agentprotocols/go-sdk/identity"
+)
+
+// Environment of the crash child (TestCrashChild).
+const (
+	envCrashDir  = "ENGINE_CRASH_DIR"
+	envCrashHost = "ENGINE_CRASH_HOST"
+	envCrashRoom = "ENGINE_CRASH_ROOM"
+)
+
+// TestCrashChild is the child process of TestCrashDuringWrite: it opens the
+// engine on the given state directory (replaying its outbox) and writes
+// messages until it is killed. It does nothing in an ordinary test run.
+func TestCrashChild(t *testing.T) {
+	dir := os.Getenv(envCrashDir)
+	if dir == "" {
+		t.Skip("crash child: only run by TestCrashDuringWrite")
+	}
+	e, err := Open(context.Background(), &Options{Dir: dir, Key: testKey(t, "bob"),
+		Hosts: []HostConfig{{Host: os.Getenv(envCrashHost)}}, AllowLoopbackHTTP: true, WritesPerMinute: -1, NoSubscribe: true})
+	if err != nil {
+		fmt.Println("open failed:", err)
+		os.Exit(3)
+	}
+	fmt.Println("ready")
+	room := os.Getenv(envCrashRoom)
+	for i := 0; ; i++ {
+		r, err := e.SendMessage(context.Background(), "c", SendMessageInput{RoomID: room, Content: "crash " + strconv.Itoa(i),
+			OnHeadMismatch: OnMismatchSendAnyway})
+		if err != nil || r.Status != StatusSent {
+			fmt.Println("write failed:", r, err)
+			os.Exit(4)
+		}
+		fmt.Println("sent", i)
+	}
+}
+
+// recordingHost wraps the reference host and remembers every envelope
+// POSTed to it (accepted or not) and every nonce_not_greater answer.
+type recordingHost struct {
+	h       http.Handler
+	mu      sync.Mutex
+	nonces  map[string]map[int64]envelope.Hash // actor → nonce → envelope hash
+	reused  []string
+	nonceNG int
+	hits    int
+	// before, when set, runs before a POSTed envelope reaches the host.
+	before func(actor identity.AgentID)
+	// down answers every POST with 503 without passing it on.
+	down bool
+}
+
+func (rh *recordingHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rh.mu.Lock()
+	rh.hits++
+	rh.mu.Unlock()
+	if r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v1/rooms") {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if env, err := envelope.Parse(body); err == nil {
+			ev := env.Event()
+			rh.mu.Lock()
+			a := ev.Actor.String()
+			if rh.nonces[a] == nil {
+				rh.nonces[a] = map[int64]envelope.Hash{}
+			}
+			if old, ok := rh.nonces[a][ev.Nonce]; ok && old != env.Hash() {
+				rh.reused = append(rh.reused, fmt.Sprintf("%s nonce %d", a, ev.Nonce))
+			}
+			rh.nonces[a][ev.Nonce] = env.Hash()
+			before, down := rh.before, rh.down
+			rh.mu.Unlock()
+			if down {
+				http.Error(w, `{"error":{"code":"unavailable","message":"down"}}`, http.StatusServiceUnavailable)
+				return
+			}
+			if before != nil {
+				before(ev.Actor)
+			}
+		}
+		rec := httptest.NewRecorder()
+		rh.h.ServeHTTP(rec, r)
+		if bytes.Contains(rec.Body.Bytes(), []byte("nonce_not_greater")) {
+			rh.mu.Lock()
+			rh.nonceNG++
+			rh.mu.Unlock()
+		}
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		w.Write(rec.Body.Bytes())
+		return
+	}
+	rh.h.ServeHTTP(w, r)
+}
+
+// newRecordingServer starts the reference host behind a recordingHost.
+func newRecordingServer(t testing.TB) (*recordingHost, *httptest.Server) {
+	srv := httptest.NewUnstartedServer(nil)
+	o, err := identity.ParseOrigin("http://"+srv.Listener.Addr().String(), &identity.OriginOptions{AllowLoopbackHTTP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := adphost.New(context.Background(), &adphost.Options{Origin: o, RateLimits: adphost.Unlimited()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rh := &recordingHost{h: h, nonces: map[string]map[int64]envelope.Hash{}}
+	srv.Config.Handler = rh
+	srv.Start()
+	t.Cleanup(func() { h.Close(); srv.CloseClientConnections(); srv.Close() })
+	return rh, srv
+}
+
+// TestCrashDuringWrite SIGKILLs a child process running the engine while
+// it writes (50 repetitions, about 3 s; ENGINE_CRASH_REPS overrides), restarting
+// the engine after each kill: no nonce is ever used for two envelopes, no
+// host ever answers nonce_not_greater, and every outbox entry left by a
+// kill is accepted exactly once on restart (the outbox drains with no
+// refused entry and every stored record is on the host, once).
+func TestCrashDuringWrite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns child processes")
+	}
+	reps := 50
+	if n, err := strconv.Atoi(os.Getenv("ENGINE_CRASH_REPS")); err == nil && n > 0 {
+		reps = n
+	}
+	rh, srv := newRecordingServer(t)
+	ctx := ctxT(t)
+	alice := openTest(t, t.TempDir(), testKey(t, "alice"), srv.URL)
+	defer alice.Close()
+	room := createRoom(t, alice, srv.URL)
+	dir := t.TempDir()
+	bob := openTest(t, dir, testKey(t, "bob"), srv.URL, func(o *Options) { o.NoSubscribe = true })
+	must[*RoomJoinResult](t)(bob.Join(ctx, "b", RoomJoinInput{Host: srv.URL, RoomID: room, Role: "speaker"}))
+	bob.Close()
+
+	replayed := 0
+	start := time.Now()
+	for i := range reps {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
+		cmd.Env = append(os.Environ(), envCrashDir+"="+dir, envCrashHost+"="+srv.URL, envCrashRoom+"="+room)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(out)
+		if !sc.Scan() || sc.Text() != "ready" {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("rep %d: child did not start: %q", i, sc.Text())
+		}
+		// Kill at a random point of the write loop.
+		time.Sleep(time.Duration(rand.IntN(60_000)) * time.Microsecond)
+		cmd.Process.Kill()
+		go io.Copy(io.Discard, out)
+		cmd.Wait()
+
+		// Restart: Open replays the outbox.
+		var pending int
+		st, err := openStateStore(dir, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.View(func(tx stateTx) error {
+			return tx.Scan(bOutbox, "", func(string, []byte) error { pending++; return nil })
+		})
+		st.Close()
+		replayed += pending
+		e := openTest(t, dir, testKey(t, "bob"), srv.URL, func(o *Options) { o.NoSubscribe = true })
+		var left, drafts int
+		e.store.View(func(tx stateTx) error {
+			tx.Scan(bOutbox, "", func(string, []byte) error { left++; return nil })
+			return tx.Scan(bDrafts, "", func(string, []byte) error { drafts++; return nil })
+		})
+		e.Close()
+		if left != 0 || drafts != 0 {
+			t.Fatalf("rep %d: after restart the outbox holds %d entries and %d were refused", i, left, drafts)
+		}
+	}
+	rh.mu.Lock()
+	reused, nng := rh.reused, rh.nonceNG
+	rh.mu.Unlock()
+	if len(reused) > 0 || nng > 0 {
+		t.Fatalf("nonce reuse: %v; nonce_not_greater answers: %d", reused, nng)
+	}
+	// Every record the host holds is in bob's store exactly once, and the
+	// host holds every envelope bob's store recorded.
+	e := openTest(t, dir, testKey(t, "bob"), srv.URL, func(o *Options) { o.NoSubscribe = true })
+	defer e.Close()
+	var items []TimelineItem
+	after := int64(0)
+	for page := 0; ; page++ {
+		tl := must[*TimelineResult](t)(e.Timeline(ctx, "b", TimelineInput{RoomID: room, Refresh: page == 0, Limit: 200, AfterSeq: &after, Actors: []string{e.AgentID().String()}}))
+		items = append(items, tl.Items...)
+		if tl.NextAfterSeq == nil {
+			break
+		}
+		after = *tl.NextAfterSeq
+	}
+	seen := map[string]bool{}
+	var lastNonce int64
+	for _, it := range items {
+		if seen[it.EventID] {
+			t.Fatalf("event %s accepted twice", it.EventID)
+		}
+		seen[it.EventID] = true
+		raw := must[*TimelineResult](t)(e.Timeline(ctx, "b", TimelineInput{RoomID: room, AfterSeq: ptr(it.Seq - 1), Limit: 1, IncludeRecords: true})).Items[0].Record
+		rec, err := adp.ParseRecord(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := rec.Envelope.Event().Nonce; n <= lastNonce {
+			t.Fatalf("seq %d: nonce %d after %d", it.Seq, n, lastNonce)
+		}
+		lastNonce = rec.Envelope.Event().Nonce
+	}
+	rh.mu.Lock()
+	posted := len(rh.nonces[e.AgentID().String()])
+	for _, h := range rh.nonces[e.AgentID().String()] {
+		if !seen[h.String()] {
+			t.Errorf("envelope %s was sent but never accepted", h)
+		}
+	}
+	rh.mu.Unlock()
+	t.Logf("%d kills in %v, %d outbox entries replayed after a kill, %d of bob's records, %d envelopes posted",
+		reps, time.Since(start), replayed, len(items), posted)
+}
+
+func ptr[T any](v T) *T { return &v }

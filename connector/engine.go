@@ -1,0 +1,520 @@
+package connector
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/envelope"
+	"github.com/agentprotocols/go-sdk/identity"
+)
+
+// Buckets of the state store.
+const (
+	bMeta    = "meta"
+	bRooms   = "rooms"
+	bRecords = "records"
+	bInbox   = "inbox"
+	bPending = "inbox_pending"
+	bDrafts  = "drafts"
+	bOutbox  = "outbox"
+	bHosts   = "hosts"
+)
+
+// Engine is one connector's engine: one Agent ID, the operator's hosts, one
+// state directory. It is safe for concurrent use.
+type Engine struct {
+	opts   Options
+	now    func() time.Time
+	store  stateStore
+	key    *Key
+	agent  identity.AgentID
+	nonces *identity.NonceSource
+	nstore *stagedNonces
+	author *envelope.Author
+
+	hosts     map[string]*hostState // by origin string
+	hostOrder []string
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu           sync.Mutex
+	rooms        map[roomKey]*roomRT
+	presented    map[presKey]adp.RecordRef
+	inboxWake    chan struct{} // closed and replaced when the inbox changes
+	lastJoinPoll time.Time
+
+	notifyMu      sync.Mutex
+	notifyPending map[string]bool
+	notifyKick    chan struct{}
+
+	writeMu sync.Mutex // one signed write at a time: nonce + outbox order
+	limiter *limiter
+}
+
+type hostState struct {
+	name   string // origin string
+	cfg    HostConfig
+	client *adp.Client // nil when disabled
+}
+
+type roomKey struct{ host, room string }
+
+type presKey struct {
+	session string
+	roomKey
+}
+
+// roomRT is a room's runtime state.
+type roomRT struct {
+	mu         sync.Mutex // serializes ingest into the store
+	subscribed bool
+	stop       context.CancelFunc
+	remoteSeq  int64
+}
+
+// storedRoom is the durable state of one room.
+type storedRoom struct {
+	Host   string `json:"host"`
+	RoomID string `json:"room_id"`
+	// Snapshot is the verified replica as of record SnapSeq; the records
+	// after it are in the records bucket and are re-applied on Open.
+	Snapshot  jsontext.Value `json:"snapshot,omitempty"`
+	SnapSeq   int64          `json:"snap_seq,omitempty"`
+	HeadSeq   int64          `json:"head_seq,omitempty"`
+	HeadHash  string         `json:"head_hash,omitempty"`
+	SyncedSeq int64          `json:"synced_seq"`
+	RemoteSeq int64          `json:"remote_seq"`
+	ReadSeq   int64          `json:"read_seq"`
+	Unread    int            `json:"unread"` // unread message-like records after ReadSeq
+	Subscribe bool           `json:"subscribe"`
+	// Join request state (§11) of this agent.
+	JoinRequestID     string      `json:"join_request_id,omitempty"`
+	JoinRequestStatus string      `json:"join_request_status,omitempty"`
+	JoinApprovedRole  string      `json:"join_approved_role,omitempty"`
+	ActiveTurn        *ActiveTurn `json:"active_turn,omitempty"`
+}
+
+func rkey(host, room string) string { return host + "\x00" + room + "\x00" }
+
+func reckey(host, room string, seq int64) string { return rkey(host, room) + fmt.Sprintf("%020d", seq) }
+
+// Open opens the state directory (failing fast with ErrLocked when another
+// process holds it), replays the outbox and resumes the subscriptions of
+// the known rooms from their stored verified state.
+func Open(ctx context.Context, opts *Options) (*Engine, error) {
+	if opts == nil || opts.Dir == "" || opts.Key == nil {
+		return nil, fmt.Errorf("%w: Options.Dir and Options.Key are required", ErrInvalidInput)
+	}
+	e := &Engine{opts: *opts, key: opts.Key, agent: opts.Key.AgentID(), now: opts.Now,
+		hosts: map[string]*hostState{}, rooms: map[roomKey]*roomRT{}, presented: map[presKey]adp.RecordRef{},
+		inboxWake: make(chan struct{}), notifyKick: make(chan struct{}, 1)}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	if e.opts.MaxResign <= 0 {
+		e.opts.MaxResign = 3
+	}
+	e.limiter = newLimiter(e.opts.WritesPerMinute, e.opts.WriteBurst, e.now)
+	st, err := openStateStore(opts.Dir, opts.LockTimeout)
+	if err != nil {
+		return nil, err
+	}
+	e.store = st
+	e.nstore = &stagedNonces{}
+	if err := st.View(func(tx stateTx) error {
+		_, err := tx.Get(bMeta, "nonce", &e.nstore.saved)
+		return err
+	}); err != nil {
+		st.Close()
+		return nil, err
+	}
+	e.nstore.pending = e.nstore.saved
+	e.nonces = identity.NewNonceSource(&identity.NonceOptions{Store: e.nstore, Now: e.now})
+	e.author = &envelope.Author{Signer: e.key.k, Nonces: e.nonces, Now: e.now}
+	hc := opts.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Timeout: 30 * time.Second}
+	}
+	oo := &identity.OriginOptions{AllowLoopbackHTTP: opts.AllowLoopbackHTTP}
+	for _, h := range opts.Hosts {
+		o, err := identity.ParseOrigin(h.Host, oo)
+		if err != nil {
+			st.Close()
+			return nil, fmt.Errorf("%w: host %q: %v", ErrInvalidInput, h.Host, err)
+		}
+		name := o.String()
+		if e.hosts[name] != nil {
+			continue
+		}
+		hs := &hostState{name: name, cfg: h}
+		if !h.Disabled {
+			c, err := adp.NewClient(name, &adp.ClientOptions{Signer: e.key.k, Nonces: e.nonces, HTTPClient: hc,
+				Now: e.now, AllowLoopbackHTTP: opts.AllowLoopbackHTTP})
+			if err != nil {
+				st.Close()
+				return nil, err
+			}
+			hs.client = c
+		}
+		e.hosts[name] = hs
+		e.hostOrder = append(e.hostOrder, name)
+	}
+	e.ctx, e.cancel = context.WithCancel(context.Background())
+	if e.opts.Notify != nil {
+		e.wg.Add(1)
+		go e.dispatchNotifications()
+	}
+	// Restore every known room's verified replica; nothing is downloaded.
+	var rooms []storedRoom
+	if err := st.View(func(tx stateTx) error {
+		return tx.Scan(bRooms, "", func(_ string, raw []byte) error {
+			var r storedRoom
+			if err := unmarshalStored(raw, &r); err != nil {
+				return err
+			}
+			rooms = append(rooms, r)
+			return nil
+		})
+	}); err != nil {
+		e.Close()
+		return nil, err
+	}
+	for _, r := range rooms {
+		h := e.hosts[r.Host]
+		if h == nil || h.client == nil {
+			continue // no longer allowlisted: left alone, never contacted
+		}
+		e.mu.Lock()
+		e.rooms[roomKey{r.Host, r.RoomID}] = &roomRT{remoteSeq: r.RemoteSeq}
+		e.mu.Unlock()
+		if len(r.Snapshot) > 0 {
+			if err := e.restore(ctx, h, r); err != nil {
+				e.Close()
+				return nil, fmt.Errorf("connector: restoring room %s: %w", r.RoomID, err)
+			}
+		}
+	}
+	// Claims belong to MCP sessions, which end with the process.
+	if err := e.releaseClaims(""); err != nil {
+		e.Close()
+		return nil, err
+	}
+	if err := e.ReplayOutbox(ctx); err != nil && !errors.Is(err, ErrPendingOutbox) {
+		e.Close()
+		return nil, err
+	}
+	e.wg.Add(2)
+	go e.retryOutbox()
+	go func() {
+		defer e.wg.Done()
+		ctx, cancel := context.WithTimeout(e.ctx, 30*time.Second)
+		defer cancel()
+		if err := e.CheckHosts(ctx); err != nil {
+			e.logf("connector: host discovery: %v", err)
+		}
+	}()
+	for _, r := range rooms {
+		if r.Subscribe && !e.opts.NoSubscribe && e.hosts[r.Host] != nil && e.hosts[r.Host].client != nil {
+			e.subscribe(roomKey{r.Host, r.RoomID})
+		}
+	}
+	return e, nil
+}
+
+// restore rebuilds a room's verified replica from the stored snapshot and
+// the stored records after it (verified again locally, never downloaded).
+func (e *Engine) restore(ctx context.Context, h *hostState, r storedRoom) error {
+	if err := h.client.Restore(r.RoomID, r.Snapshot); err != nil {
+		return err
+	}
+	from := h.client.Verified(r.RoomID).Latest().Seq
+	var recs []*adp.Record
+	if err := e.store.View(func(tx stateTx) error {
+		return e.records(tx, roomKey{r.Host, r.RoomID}, from, 0, func(rec *adp.Record) bool {
+			recs = append(recs, rec)
+			return true
+		})
+	}); err != nil {
+		return err
+	}
+	for _, rec := range recs {
+		if err := h.client.Admit(ctx, r.RoomID, rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// retryOutbox re-sends entries left by transport failures every 30 s, so
+// a write that could not reach its host is delivered without a restart.
+func (e *Engine) retryOutbox() {
+	defer e.wg.Done()
+	t := time.NewTicker(30 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.ctx.Done():
+			return
+		case <-t.C:
+		}
+		n := 0
+		_ = e.store.View(func(tx stateTx) error {
+			return tx.Scan(bOutbox, "", func(string, []byte) error { n++; return errStop })
+		})
+		if n > 0 {
+			if err := e.ReplayOutbox(e.ctx); err != nil {
+				e.logf("connector: outbox: %v", err)
+			}
+		}
+	}
+}
+
+// Close stops the subscriptions, waits for an in-flight write and closes
+// the store. Calls made after Close fail.
+func (e *Engine) Close() error {
+	if e.cancel != nil {
+		e.cancel()
+	}
+	e.wg.Wait()
+	// Let an in-flight write finish its outbox bookkeeping first.
+	e.writeMu.Lock()
+	defer e.writeMu.Unlock()
+	return e.store.Close()
+}
+
+// AgentID returns the active Agent ID.
+func (e *Engine) AgentID() identity.AgentID { return e.agent }
+
+// EndSession forgets a session's presented heads and releases its inbox
+// claims.
+func (e *Engine) EndSession(session string) {
+	e.mu.Lock()
+	for k := range e.presented {
+		if k.session == session {
+			delete(e.presented, k)
+		}
+	}
+	e.mu.Unlock()
+	if session != "" && e.releaseClaims(session) == nil {
+		e.wakeInbox()
+	}
+}
+
+// releaseClaims releases the inbox claims of a session ("" = every session).
+func (e *Engine) releaseClaims(session string) error {
+	return e.store.Update(func(tx stateTx) error {
+		var claimed []*storedInbox
+		if err := tx.Scan(bPending, "", func(k string, raw []byte) error {
+			var it storedInbox
+			if err := unmarshalStored(raw, &it); err != nil {
+				return err
+			}
+			if it.ClaimedBy != "" && (session == "" || it.ClaimedBy == session) {
+				claimed = append(claimed, &it)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, it := range claimed {
+			it.ClaimedBy = ""
+			if err := putInbox(tx, it); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func publicKeyText(id identity.AgentID) string {
+	b := id.Bytes()
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// host returns an allowlisted, enabled host by its origin (as configured
+// or normalized); anything else is ErrHostNotAllowed, before any signing.
+func (e *Engine) host(name string) (*hostState, error) {
+	if h := e.hosts[name]; h != nil && h.client != nil {
+		return h, nil
+	}
+	o, err := identity.ParseOrigin(name, &identity.OriginOptions{AllowLoopbackHTTP: e.opts.AllowLoopbackHTTP})
+	if err == nil {
+		if h := e.hosts[o.String()]; h != nil && h.client != nil {
+			return h, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %q", ErrHostNotAllowed, clip(name))
+}
+
+// resolve finds a known room by (host, room_id): host may be empty when
+// room_id is known on exactly one host.
+func (e *Engine) resolve(host, roomID string) (roomKey, *hostState, error) {
+	if roomID == "" {
+		return roomKey{}, nil, fmt.Errorf("%w: room_id is required", ErrInvalidInput)
+	}
+	if host != "" {
+		h, err := e.host(host)
+		if err != nil {
+			return roomKey{}, nil, err
+		}
+		k := roomKey{h.name, roomID}
+		e.mu.Lock()
+		_, ok := e.rooms[k]
+		e.mu.Unlock()
+		if !ok {
+			return k, h, fmt.Errorf("%w: %s on %s", ErrUnknownRoom, clip(roomID), h.name)
+		}
+		return k, h, nil
+	}
+	e.mu.Lock()
+	var found []roomKey
+	for k := range e.rooms {
+		if k.room == roomID {
+			found = append(found, k)
+		}
+	}
+	e.mu.Unlock()
+	switch len(found) {
+	case 0:
+		return roomKey{}, nil, fmt.Errorf("%w: %s", ErrUnknownRoom, clip(roomID))
+	case 1:
+		return found[0], e.hosts[found[0].host], nil
+	}
+	return roomKey{}, nil, fmt.Errorf("%w: %s", ErrAmbiguousRoom, clip(roomID))
+}
+
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return strings.ToValidUTF8(s, "?")
+}
+
+// notify queues resource-updated URIs for Options.Notify. It never blocks
+// and never calls Notify itself: a dispatcher goroutine does, coalescing
+// repeats, so Notify runs under no engine lock and may call back in.
+func (e *Engine) notify(uris ...string) {
+	if e.opts.Notify == nil || len(uris) == 0 {
+		return
+	}
+	e.notifyMu.Lock()
+	if e.notifyPending == nil {
+		e.notifyPending = map[string]bool{}
+	}
+	for _, u := range uris {
+		e.notifyPending[u] = true
+	}
+	e.notifyMu.Unlock()
+	select {
+	case e.notifyKick <- struct{}{}:
+	default:
+	}
+}
+
+// dispatchNotifications delivers queued URIs until Close.
+func (e *Engine) dispatchNotifications() {
+	defer e.wg.Done()
+	for {
+		select {
+		case <-e.ctx.Done():
+			return
+		case <-e.notifyKick:
+		}
+		e.notifyMu.Lock()
+		batch := e.notifyPending
+		e.notifyPending = nil
+		e.notifyMu.Unlock()
+		for _, u := range slices.Sorted(maps.Keys(batch)) {
+			e.opts.Notify(u)
+		}
+	}
+}
+
+// wakeInbox wakes long-polling InboxNext calls.
+func (e *Engine) wakeInbox() {
+	e.mu.Lock()
+	close(e.inboxWake)
+	e.inboxWake = make(chan struct{})
+	e.mu.Unlock()
+}
+
+// stagedNonces is the NonceSource's store: Save only stages the nonce in
+// memory; the write path persists it in the same transaction as the
+// outbox entry of the envelope that carries it, before sending. A nonce
+// staged but never persisted was never sent, so issuing it again after a
+// crash reuses nothing any host has seen.
+type stagedNonces struct {
+	mu      sync.Mutex
+	saved   int64
+	pending int64
+}
+
+func (s *stagedNonces) Load(context.Context) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pending, nil
+}
+
+func (s *stagedNonces) Save(_ context.Context, n int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n > s.pending {
+		s.pending = n
+	}
+	return nil
+}
+
+// limiter is a token bucket for signed writes.
+type limiter struct {
+	mu     sync.Mutex
+	rate   float64 // tokens per second; 0 = unlimited
+	burst  float64
+	tokens float64
+	last   time.Time
+	now    func() time.Time
+}
+
+func newLimiter(perMinute, burst int, now func() time.Time) *limiter {
+	if perMinute == 0 {
+		perMinute = 60
+	}
+	if burst <= 0 {
+		burst = 10
+	}
+	l := &limiter{burst: float64(burst), tokens: float64(burst), now: now}
+	if perMinute > 0 {
+		l.rate = float64(perMinute) / 60
+	}
+	return l
+}
+
+func (l *limiter) allow() bool {
+	if l.rate == 0 {
+		return true
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t := l.now()
+	if !l.last.IsZero() {
+		l.tokens = min(l.burst, l.tokens+t.Sub(l.last).Seconds()*l.rate)
+	}
+	l.last = t
+	if l.tokens < 1 {
+		return false
+	}
+	l.tokens--
+	return true
+}

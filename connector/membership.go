@@ -1,0 +1,386 @@
+package connector
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-json-experiment/json"
+
+	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/internal/strictjson"
+	"github.com/agentprotocols/go-sdk/packs"
+	"github.com/agentprotocols/go-sdk/sse"
+)
+
+func validRole(r string) bool {
+	switch adp.Role(r) {
+	case adp.RoleModerator, adp.RoleSpeaker, adp.RoleObserver:
+		return true
+	}
+	return false
+}
+
+// CreateRoom is agent_protocols_room_create: signs a room.create, records
+// it in the outbox, submits it and opens (and subscribes to) the new room.
+func (e *Engine) CreateRoom(ctx context.Context, session string, in RoomCreateInput) (*RoomCreateResult, error) {
+	h, err := e.host(in.Host)
+	if err != nil {
+		return nil, err
+	}
+	p := adp.RoomCreate{Topic: in.Topic, Agenda: in.Agenda, Guidance: in.Guidance, Visibility: adp.Visibility(in.Visibility),
+		StartTime: in.StartTime, EndTime: in.EndTime, Tags: in.Tags, Language: in.Language}
+	if len(in.Policy) > 0 {
+		var pol adp.Policy
+		if err := strictjson.Unmarshal(in.Policy, &pol); err != nil {
+			return nil, fmt.Errorf("%w: policy: %v", ErrInvalidInput, err)
+		}
+		p.Policy = &pol
+	}
+	for _, t := range in.Types {
+		d, err := packs.ParseDeclaration(t)
+		if err != nil {
+			return nil, err
+		}
+		p.Types = append(p.Types, d)
+	}
+	if !e.limiter.allow() {
+		return nil, ErrRateLimited
+	}
+	e.writeMu.Lock()
+	env, err := adp.NewRoomCreate(ctx, e.author, p)
+	if err != nil {
+		e.writeMu.Unlock()
+		return nil, err
+	}
+	id, err := e.recordOutbox(env, &outboxEntry{Host: h.name, Create: true, Envelope: env.AppendJSON(nil)})
+	if err != nil {
+		e.writeMu.Unlock()
+		return nil, err
+	}
+	rec, err := h.client.SubmitCreate(ctx, env)
+	if err != nil {
+		err = e.submitFailed(id, err)
+		e.writeMu.Unlock()
+		return nil, err
+	}
+	k := roomKey{h.name, rec.RoomID}
+	e.rt(k)
+	_, err = e.accepted(ctx, session, k, h, id, rec, false)
+	e.writeMu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := e.openRoom(ctx, h, rec.RoomID, true); err != nil {
+		return nil, err
+	}
+	view, s, err := e.roomView(k, h, false)
+	if err != nil {
+		return nil, err
+	}
+	e.present(session, k, s)
+	return &RoomCreateResult{Room: *view, Envelope: env.AppendJSON(nil), Sync: s}, nil
+}
+
+// Join is agent_protocols_room_join. A public room is joined directly. A
+// room that needs approval gets a join request (status
+// "approval_required"); once it is approved (a room.join.approved inbox
+// item), calling Join again signs room.join with the approved role, and
+// fails with ErrRoleMismatch when the input names another role.
+func (e *Engine) Join(ctx context.Context, session string, in RoomJoinInput) (*RoomJoinResult, error) {
+	if !validRole(in.Role) {
+		return nil, fmt.Errorf("%w: role %q", ErrInvalidInput, clip(in.Role))
+	}
+	var h *hostState
+	var err error
+	if in.Host != "" {
+		h, err = e.host(in.Host)
+	} else {
+		_, h, err = e.resolve("", in.RoomID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	k := roomKey{h.name, in.RoomID}
+	e.rt(k)
+	res, err := h.client.GetRoom(ctx, in.RoomID)
+	if err != nil {
+		return nil, err
+	}
+	var sr *storedRoom
+	if err := e.store.View(func(tx stateTx) error {
+		var err error
+		sr, err = loadRoom(tx, k)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	join := adp.Join{Role: adp.Role(in.Role)}
+	if res.Visibility == adp.VisibilityPublic || (in.Role == string(adp.RoleModerator) && isPolicyModerator(res.Policy, e)) {
+		if in.Perspective != "" {
+			join.Perspective = &in.Perspective
+		}
+	} else {
+		reqID := in.RequestID
+		if reqID == "" {
+			reqID = sr.JoinRequestID
+		}
+		var jr *adp.JoinRequestResource
+		if reqID != "" {
+			if jr, err = h.client.JoinRequest(ctx, in.RoomID, reqID); err != nil {
+				return nil, err
+			}
+			// A stored request that was rejected or expired is not usable:
+			// a new one is made (a request the caller named is reported).
+			if in.RequestID == "" && jr.Status != adp.JoinPending && jr.Status != adp.JoinApproved {
+				reqID, jr = "", nil
+			}
+		}
+		if reqID == "" {
+			ji := adp.JoinRequestInput{Role: adp.Role(in.Role), Extra: in.Extra}
+			if in.Perspective != "" {
+				ji.Perspective = &in.Perspective
+			}
+			if in.Reason != "" {
+				ji.Reason = &in.Reason
+			}
+			if !e.limiter.allow() {
+				return nil, ErrRateLimited
+			}
+			if jr, err = h.client.RequestJoin(ctx, in.RoomID, ji); err != nil {
+				return nil, err
+			}
+		}
+		if err := e.store.Update(func(tx stateTx) error {
+			sr, err := loadRoom(tx, k)
+			if err != nil {
+				return err
+			}
+			sr.JoinRequestID, sr.JoinRequestStatus, sr.JoinApprovedRole = jr.Request.ID, string(jr.Status), string(jr.ApprovedRole)
+			return tx.Put(bRooms, rkey(k.host, k.room), sr)
+		}); err != nil {
+			return nil, err
+		}
+		raw, _ := json.Marshal(jr)
+		if jr.Status != adp.JoinApproved {
+			return &RoomJoinResult{Status: "approval_required", JoinRequest: raw}, nil
+		}
+		if string(jr.ApprovedRole) != in.Role {
+			return nil, fmt.Errorf("%w: approved %q, asked %q", ErrRoleMismatch, jr.ApprovedRole, clip(in.Role))
+		}
+		join = adp.Join{Role: jr.ApprovedRole, RequestID: jr.Request.ID}
+	}
+	payload, err := json.Marshal(join)
+	if err != nil {
+		return nil, err
+	}
+	req := &writeReq{Host: k.host, RoomID: k.room, Type: adp.TypeRoomJoin, Payload: payload, DraftKind: "event"}
+	var rec *adp.Record
+	if h.client.Verified(k.room) == nil {
+		// Not readable before joining: anchor on the host's latest record.
+		rec, err = e.blindSignal(ctx, k, h, req, adp.Base{RoomID: k.room, Seq: res.Seq, Hash: res.Hash})
+		if err != nil {
+			return nil, err
+		}
+	} else {
+		wr, err := e.write(ctx, session, k, h, req, writeOpts{})
+		if err != nil {
+			return nil, err
+		}
+		if rec, err = adp.ParseRecord(wr.Record); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := e.openRoom(ctx, h, k.room, true); err != nil {
+		return nil, err
+	}
+	out := &RoomJoinResult{Status: "joined", Record: rec.AppendJSON(nil)}
+	if room := h.client.Verified(k.room); room != nil {
+		if m, ok := room.Member(e.agent); ok {
+			creator, _ := room.Creator()
+			mv := memberView(m, creator)
+			out.Member = &mv
+		}
+	}
+	var s SyncState
+	if err := e.store.View(func(tx stateTx) error { s, err = e.syncState(tx, k); return err }); err != nil {
+		return nil, err
+	}
+	out.Sync = &s
+	e.present(session, k, s)
+	return out, nil
+}
+
+func isPolicyModerator(p adp.Policy, e *Engine) bool {
+	for _, id := range p.ModeratorAgentIDs {
+		if id == e.agent {
+			return true
+		}
+	}
+	return false
+}
+
+// blindSignal signs and submits a signal write to a room the agent cannot
+// replay yet (a join), with the same nonce + outbox discipline.
+func (e *Engine) blindSignal(ctx context.Context, k roomKey, h *hostState, req *writeReq, base adp.Base) (*adp.Record, error) {
+	if !e.limiter.allow() {
+		return nil, ErrRateLimited
+	}
+	e.writeMu.Lock()
+	defer e.writeMu.Unlock()
+	var j adp.Join
+	if err := strictjson.Unmarshal(req.Payload, &j); err != nil {
+		return nil, err
+	}
+	env, err := adp.NewJoin(ctx, e.author, base, j)
+	if err != nil {
+		return nil, err
+	}
+	id, err := e.recordOutbox(env, &outboxEntry{Host: k.host, RoomID: k.room, Envelope: env.AppendJSON(nil), Req: req})
+	if err != nil {
+		return nil, err
+	}
+	rec, err := h.client.Submit(ctx, k.room, env)
+	if err != nil {
+		return nil, e.submitFailed(id, err)
+	}
+	if _, err := e.accepted(ctx, "", k, h, id, rec, true); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// Leave is agent_protocols_room_leave.
+func (e *Engine) Leave(ctx context.Context, session string, in RoomLeaveInput) (*RecordResult, error) {
+	k, h, err := e.resolve(in.Host, in.RoomID)
+	if err != nil {
+		return nil, err
+	}
+	payload, err := json.Marshal(adp.Notice{Reason: in.Reason})
+	if err != nil {
+		return nil, err
+	}
+	wr, err := e.write(ctx, session, k, h, &writeReq{Host: k.host, RoomID: k.room, Type: adp.TypeRoomLeave, Payload: payload, DraftKind: "event"}, writeOpts{})
+	if err != nil {
+		return nil, err
+	}
+	return &RecordResult{Record: wr.Record, Sync: wr.Sync}, nil
+}
+
+// Review is agent_protocols_join_request_review: reads the join request
+// from the host and signs room.join.review carrying it verbatim.
+func (e *Engine) Review(ctx context.Context, session string, in JoinReviewInput) (*RecordResult, error) {
+	k, h, err := e.resolve(in.Host, in.RoomID)
+	if err != nil {
+		return nil, err
+	}
+	switch adp.Decision(in.Decision) {
+	case adp.DecisionApprove:
+		if !validRole(in.Role) {
+			return nil, fmt.Errorf("%w: approving needs a role", ErrInvalidInput)
+		}
+	case adp.DecisionReject:
+	default:
+		return nil, fmt.Errorf("%w: decision %q", ErrInvalidInput, clip(in.Decision))
+	}
+	jr, err := h.client.JoinRequest(ctx, k.room, in.RequestID)
+	if err != nil {
+		return nil, err
+	}
+	rv := adp.JoinReview{Request: jr.Request, Decision: adp.Decision(in.Decision), Role: adp.Role(in.Role), Reason: in.Reason}
+	payload, err := json.Marshal(rv)
+	if err != nil {
+		return nil, err
+	}
+	wr, err := e.write(ctx, session, k, h, &writeReq{Host: k.host, RoomID: k.room, Type: adp.TypeRoomJoinReview, Payload: payload, DraftKind: "event"}, writeOpts{})
+	if err != nil {
+		return nil, err
+	}
+	// The review is handled: its inbox item goes.
+	_ = e.store.Update(func(tx stateTx) error {
+		id := inboxID(k.host, k.room, KindJoinRequested, 0, in.RequestID)
+		it, ok, err := getInbox(tx, id)
+		if err != nil || !ok {
+			return err
+		}
+		it.State = AckHandled
+		return putInbox(tx, it)
+	})
+	return &RecordResult{Record: wr.Record, Sync: wr.Sync}, nil
+}
+
+// pollJoinRequests checks this agent's pending join requests (a local
+// transition: the applicant cannot read the room's log before joining) and
+// creates room.join.approved items. Throttled by the caller.
+func (e *Engine) pollJoinRequests(ctx context.Context) {
+	var pending []storedRoom
+	var reviewing []roomKey
+	_ = e.store.View(func(tx stateTx) error {
+		return tx.Scan(bRooms, "", func(_ string, raw []byte) error {
+			var sr storedRoom
+			if err := unmarshalStored(raw, &sr); err != nil {
+				return nil
+			}
+			if sr.JoinRequestID != "" && sr.JoinRequestStatus == string(adp.JoinPending) {
+				pending = append(pending, sr)
+			}
+			if h := e.hosts[sr.Host]; h != nil && h.client != nil {
+				if room := h.client.Verified(sr.RoomID); room != nil && e.reviews(room) {
+					reviewing = append(reviewing, roomKey{sr.Host, sr.RoomID})
+				}
+			}
+			return nil
+		})
+	})
+	// Reviewers: the live join-request notice is only a hint (missed while
+	// disconnected), so the pending list is read too.
+	for _, k := range reviewing {
+		h := e.hosts[k.host]
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		jrs, err := h.client.JoinRequests(ctx, k.room)
+		cancel()
+		if err != nil {
+			continue
+		}
+		for _, jr := range jrs {
+			if jr.Status == adp.JoinPending {
+				e.joinRequested(k, h, &sse.JoinRequest{RoomID: k.room, RequestID: jr.Request.ID, Applicant: jr.Request.Applicant, Role: jr.Request.Role})
+			}
+		}
+	}
+	for _, sr := range pending {
+		h, err := e.host(sr.Host)
+		if err != nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		jr, err := h.client.JoinRequest(ctx, sr.RoomID, sr.JoinRequestID)
+		cancel()
+		if err != nil || jr.Status == adp.JoinPending {
+			continue
+		}
+		k := roomKey{sr.Host, sr.RoomID}
+		var added bool
+		_ = e.store.Update(func(tx stateTx) error {
+			cur, err := loadRoom(tx, k)
+			if err != nil {
+				return err
+			}
+			cur.JoinRequestStatus, cur.JoinApprovedRole = string(jr.Status), string(jr.ApprovedRole)
+			if err := tx.Put(bRooms, rkey(k.host, k.room), cur); err != nil {
+				return err
+			}
+			if jr.Status != adp.JoinApproved {
+				return nil
+			}
+			added, err = addInbox(tx, InboxItem{Kind: KindJoinApproved, Priority: "high", Host: k.host, RoomID: k.room,
+				EventID: jr.Request.ID, Actor: e.agent.String(), CreatedAt: e.now().UnixMilli(), RequiresResponse: true,
+				Reason: "join_approved", SuggestedTools: []string{"agent_protocols_room_join"}})
+			return err
+		})
+		if added {
+			e.notify(URIInboxPending)
+			e.wakeInbox()
+		}
+	}
+}

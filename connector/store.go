@@ -1,0 +1,140 @@
+package connector
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/agentprotocols/go-sdk/internal/strictjson"
+)
+
+// stateStore is the engine's durable state: buckets of JSON values under
+// string keys. Update runs fn in one atomic transaction (all of its puts
+// and deletes land, or none do); View sees a consistent snapshot.
+type stateStore interface {
+	Update(fn func(stateTx) error) error
+	View(fn func(stateTx) error) error
+	Close() error
+}
+
+// stateTx is one transaction of a stateStore. Values are JSON; Get decodes strictly
+// (stored bytes are read back like untrusted input).
+type stateTx interface {
+	// Get decodes the value at (bucket, key) into v; false when absent.
+	Get(bucket, key string, v any) (bool, error)
+	// Put stores v as JSON at (bucket, key).
+	Put(bucket, key string, v any) error
+	// Delete removes (bucket, key); absent keys are not an error.
+	Delete(bucket, key string) error
+	// Scan calls fn for every key with the prefix, in key order, with the
+	// raw JSON value; fn returning errStop ends the scan early.
+	Scan(bucket, prefix string, fn func(key string, raw []byte) error) error
+	// ScanFrom is Scan starting at the first key >= from.
+	ScanFrom(bucket, prefix, from string, fn func(key string, raw []byte) error) error
+}
+
+var errStop = errors.New("stop")
+
+// openStateStore opens (creating) Dir/state.db. A second process on the
+// same directory fails after lockTimeout with ErrLocked.
+func openStateStore(dir string, lockTimeout time.Duration) (stateStore, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	if lockTimeout <= 0 {
+		lockTimeout = time.Second
+	}
+	path := filepath.Join(dir, "state.db")
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout})
+	if err != nil {
+		if errors.Is(err, bolterrors.ErrTimeout) {
+			return nil, fmt.Errorf("%w: %s (lock not acquired within %v)", ErrLocked, path, lockTimeout)
+		}
+		return nil, err
+	}
+	return &boltStore{db: db}, nil
+}
+
+type boltStore struct{ db *bolt.DB }
+
+func (s *boltStore) Update(fn func(stateTx) error) error {
+	return s.db.Update(func(tx *bolt.Tx) error { return fn(boltTx{tx}) })
+}
+
+func (s *boltStore) View(fn func(stateTx) error) error {
+	return s.db.View(func(tx *bolt.Tx) error { return fn(boltTx{tx}) })
+}
+
+func (s *boltStore) Close() error { return s.db.Close() }
+
+type boltTx struct{ tx *bolt.Tx }
+
+func (t boltTx) Get(bucket, key string, v any) (bool, error) {
+	b := t.tx.Bucket([]byte(bucket))
+	if b == nil {
+		return false, nil
+	}
+	raw := b.Get([]byte(key))
+	if raw == nil {
+		return false, nil
+	}
+	if err := strictjson.Unmarshal(raw, v); err != nil {
+		return false, fmt.Errorf("connector: stored %s/%s: %w", bucket, key, err)
+	}
+	return true, nil
+}
+
+func (t boltTx) Put(bucket, key string, v any) error {
+	if !t.tx.Writable() {
+		return errors.New("connector: Put in a read-only transaction")
+	}
+	b, err := t.tx.CreateBucketIfNotExists([]byte(bucket))
+	if err != nil {
+		return err
+	}
+	raw, err := json.Marshal(v, json.Deterministic(true))
+	if err != nil {
+		return err
+	}
+	return b.Put([]byte(key), raw)
+}
+
+func (t boltTx) Delete(bucket, key string) error {
+	b := t.tx.Bucket([]byte(bucket))
+	if b == nil {
+		return nil
+	}
+	return b.Delete([]byte(key))
+}
+
+func (t boltTx) Scan(bucket, prefix string, fn func(key string, raw []byte) error) error {
+	return t.ScanFrom(bucket, prefix, prefix, fn)
+}
+
+func (t boltTx) ScanFrom(bucket, prefix, from string, fn func(key string, raw []byte) error) error {
+	b := t.tx.Bucket([]byte(bucket))
+	if b == nil {
+		return nil
+	}
+	c := b.Cursor()
+	p := []byte(prefix)
+	if from < prefix {
+		from = prefix
+	}
+	for k, v := c.Seek([]byte(from)); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
+		if err := fn(string(k), v); err != nil {
+			if err == errStop {
+				return nil
+			}
+			return err
+		}
+	}
+	return nil
+}
