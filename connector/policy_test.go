@@ -422,7 +422,9 @@ func TestForgedHistoryNotStored(t *testing.T) {
 		t.Fatalf("open over a forged history: %v", err)
 	}
 	var recs int
-	bob.store.View(func(tx stateTx) error { return tx.Scan(bRecords, "", func(string, []byte) error { recs++; return nil }) })
+	bob.store.View(func(tx stateTx) error {
+		return tx.Scan(bRecords, "", func(string, []byte) error { recs++; return nil })
+	})
 	if recs != 0 {
 		t.Fatalf("%d records stored from a forged history", recs)
 	}
