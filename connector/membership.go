@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/internal/strictjson"
@@ -383,4 +384,32 @@ func (e *Engine) pollJoinRequests(ctx context.Context) {
 			e.wakeInbox()
 		}
 	}
+}
+
+// JoinRequestsList is agent_protocols_join_requests_list (remote read).
+func (e *Engine) JoinRequestsList(ctx context.Context, in JoinRequestsListInput) (*JoinRequestsListResult, error) {
+	k, h, err := e.resolve(in.Host, in.RoomID)
+	if err != nil {
+		return nil, err
+	}
+	jrs, err := h.client.JoinRequests(ctx, k.room)
+	if err != nil {
+		return nil, err
+	}
+	res := &JoinRequestsListResult{JoinRequests: []jsontext.Value{}}
+	limit := pageLimit(in.Limit, 100, 200)
+	for _, jr := range jrs {
+		if in.Status != "" && string(jr.Status) != in.Status {
+			continue
+		}
+		if len(res.JoinRequests) == limit {
+			break
+		}
+		raw, err := json.Marshal(jr)
+		if err != nil {
+			return nil, err
+		}
+		res.JoinRequests = append(res.JoinRequests, raw)
+	}
+	return res, nil
 }

@@ -1,0 +1,242 @@
+package connector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/identity"
+)
+
+// IdentityCurrent is agent_protocols_identity_current (local read).
+func (e *Engine) IdentityCurrent(ctx context.Context) (*IdentityResult, error) {
+	h, _ := e.HostsList(ctx)
+	return &IdentityResult{AgentID: e.agent.String(), PublicKey: publicKeyText(e.agent), Profiles: append([]string{}, e.opts.Profiles...), Hosts: h.Hosts}, nil
+}
+
+// storedHost is what discovery last said about a configured host. It is
+// metadata only: the allowlist itself is Options.Hosts.
+type storedHost struct {
+	Features      []string `json:"features"`
+	LastCheckedAt int64    `json:"last_checked_at"`
+}
+
+// HostsList is agent_protocols_hosts_list: the operator allowlist with the
+// discovery metadata of the last CheckHosts (local read).
+func (e *Engine) HostsList(ctx context.Context) (*HostsResult, error) {
+	out := &HostsResult{Hosts: []AgentProtocolsHost{}}
+	err := e.store.View(func(tx stateTx) error {
+		for _, name := range e.hostOrder {
+			h := e.hosts[name]
+			var sh storedHost
+			if _, err := tx.Get(bHosts, name, &sh); err != nil {
+				return err
+			}
+			out.Hosts = append(out.Hosts, AgentProtocolsHost{
+				Host: h.name, Label: h.cfg.Label, Allowed: h.client != nil, Features: nonNil(sh.Features),
+				ProfileService: h.cfg.ProfileService, LastCheckedAt: sh.LastCheckedAt,
+			})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// CheckHosts reads the discovery document of every enabled configured host
+// and stores its features (Open runs it in the background). It never adds
+// or enables a host.
+func (e *Engine) CheckHosts(ctx context.Context) error {
+	var errs []error
+	for _, name := range e.hostOrder {
+		h := e.hosts[name]
+		if h.client == nil {
+			continue
+		}
+		d, err := h.client.Discover(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			continue
+		}
+		sh := storedHost{Features: nonNil(d.Features), LastCheckedAt: e.now().UnixMilli()}
+		if err := e.store.Update(func(tx stateTx) error { return tx.Put(bHosts, name, &sh) }); err != nil {
+			return err
+		}
+	}
+	e.notify(URIHosts)
+	return errors.Join(errs...)
+}
+
+func summaryOf(host string, s adp.RoomSummary) RoomSummary {
+	return RoomSummary{RoomID: s.ID, Host: host, Topic: s.Topic, Status: string(s.Status), Visibility: string(s.Visibility),
+		StartTime: s.StartTime, EndTime: s.EndTime, Tags: nonNil(s.Tags), Language: s.Language, Role: string(s.Role)}
+}
+
+// RoomsSearch is agent_protocols_rooms_search (remote read of an
+// allowlisted host's public room list).
+func (e *Engine) RoomsSearch(ctx context.Context, in RoomsSearchInput) (*RoomsResult, error) {
+	h, err := e.host(in.Host)
+	if err != nil {
+		return nil, err
+	}
+	limit := pageLimit(in.Limit, 20, 100)
+	q := adp.RoomQuery{Status: adp.Status(in.Status), Tag: in.Tag, Keyword: in.Keyword, Language: in.Language,
+		StartsAfter: in.StartsAfter, EndsBefore: in.EndsBefore}
+	if in.Creator != "" {
+		id, err := identity.ParseAgentID(in.Creator)
+		if err != nil {
+			return nil, fmt.Errorf("%w: creator: %v", ErrInvalidInput, err)
+		}
+		q.Creator = id
+	}
+	res := &RoomsResult{Rooms: []RoomSummary{}}
+	skip, err := offsetCursor(in.Cursor)
+	if err != nil {
+		return nil, err
+	}
+	i := 0
+	for s, err := range h.client.PublicRooms(ctx, q) {
+		if err != nil {
+			return nil, err
+		}
+		if i++; i <= skip {
+			continue
+		}
+		if len(res.Rooms) == limit {
+			res.NextCursor = strconv.Itoa(skip + limit)
+			break
+		}
+		res.Rooms = append(res.Rooms, summaryOf(h.name, s))
+	}
+	return res, nil
+}
+
+// RoomsList is agent_protocols_rooms_list (local read of known rooms).
+// membership filters by this agent's verified membership: member (active),
+// creator, moderator, pending (a join request awaits review) or all.
+func (e *Engine) RoomsList(ctx context.Context, in RoomsListInput) (*RoomsResult, error) {
+	limit := pageLimit(in.Limit, 50, 100)
+	res := &RoomsResult{Rooms: []RoomSummary{}}
+	err := e.store.View(func(tx stateTx) error {
+		return tx.Scan(bRooms, "", func(key string, raw []byte) error {
+			if in.Cursor != "" && key <= in.Cursor {
+				return nil
+			}
+			var sr storedRoom
+			if err := unmarshalStored(raw, &sr); err != nil {
+				return err
+			}
+			if h := e.hosts[sr.Host]; h == nil || h.client == nil {
+				return nil
+			}
+			k := roomKey{sr.Host, sr.RoomID}
+			s := RoomSummary{RoomID: sr.RoomID, Host: sr.Host, Tags: []string{}}
+			var member *adp.Member
+			var creator identity.AgentID
+			if room := e.hosts[sr.Host].client.Verified(sr.RoomID); room != nil && room.Created() {
+				c := room.Contract()
+				s.Topic, s.Status, s.Visibility = c.Topic, string(room.Status(e.now())), string(c.Visibility)
+				s.StartTime, s.EndTime, s.Tags, s.Language = c.StartTime, c.EndTime, nonNil(c.Tags), c.Language
+				if m, ok := room.Member(e.agent); ok {
+					member = &m
+					if m.Status == adp.MemberActive {
+						s.Role = string(m.Role)
+					}
+				}
+				creator, _ = room.Creator()
+			}
+			active := member != nil && member.Status == adp.MemberActive
+			switch in.Membership {
+			case "", "all":
+			case "member":
+				if !active {
+					return nil
+				}
+			case "creator":
+				if creator != e.agent {
+					return nil
+				}
+			case "moderator":
+				if !active || member.Role != adp.RoleModerator {
+					return nil
+				}
+			case "pending":
+				if sr.JoinRequestStatus != string(adp.JoinPending) {
+					return nil
+				}
+			default:
+				return fmt.Errorf("%w: membership %q", ErrInvalidInput, clip(in.Membership))
+			}
+			if in.Status != "" && s.Status != in.Status {
+				return nil
+			}
+			var err error
+			s.UnreadCount = sr.Unread
+			if s.PendingInboxCount, err = e.pendingCount(tx, k.host, k.room, ""); err != nil {
+				return err
+			}
+			if len(res.Rooms) == limit {
+				res.NextCursor = rkey(res.Rooms[len(res.Rooms)-1].Host, res.Rooms[len(res.Rooms)-1].RoomID)
+				return errStop
+			}
+			res.Rooms = append(res.Rooms, s)
+			return nil
+		})
+	})
+	return res, err
+}
+
+// verifiedRoom returns the stored verified replica of a room and its sync.
+func (e *Engine) verifiedRoom(session string, k roomKey) (*adp.Room, SyncState, error) {
+	var s SyncState
+	if err := e.store.View(func(tx stateTx) error {
+		var err error
+		s, err = e.syncState(tx, k)
+		return err
+	}); err != nil {
+		return nil, s, err
+	}
+	room := e.hosts[k.host].client.Verified(k.room)
+	if room == nil || !room.Created() {
+		return nil, s, fmt.Errorf("%w: %s has no verified state yet", ErrUnknownRoom, clip(k.room))
+	}
+	if session != "" {
+		e.present(session, k, s)
+	}
+	return room, s, nil
+}
+
+func (e *Engine) syncOf(k roomKey) *SyncState {
+	var s SyncState
+	if e.store.View(func(tx stateTx) error { var err error; s, err = e.syncState(tx, k); return err }) != nil {
+		return nil
+	}
+	return &s
+}
+
+// clearGrace is how long a cleared status may still be listed.
+const clearGrace = time.Second
+
+// pageLimit is a list's page size: the requested n, or def when n is not
+// in 1..most.
+func pageLimit(n, def, most int) int {
+	if n <= 0 || n > most {
+		return def
+	}
+	return n
+}
+
+// offsetCursor parses a list cursor that is the count of items already
+// returned ("" is the start).
+func offsetCursor(cursor string) (int, error) {
+	if cursor == "" {
+		return 0, nil
+	}
+	skip, err := strconv.Atoi(cursor)
+	if err != nil || skip < 0 {
+		return 0, fmt.Errorf("%w: cursor", ErrInvalidInput)
+	}
+	return skip, nil
+}

@@ -1,0 +1,325 @@
+package connector
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/identity"
+)
+
+// messageLike reports whether a record counts as unread content.
+func messageLike(typ string, room *adp.Room) bool {
+	if typ == adp.TypeMessageCreate {
+		return true
+	}
+	if adp.IsBuiltin(typ) {
+		return false
+	}
+	if room != nil {
+		if d := room.Registry().Lookup(typ); d != nil {
+			return d.Kind == adp.KindMessage
+		}
+	}
+	return false
+}
+
+func (e *Engine) unreadCount(tx stateTx, k roomKey, readSeq int64) (int, error) {
+	n := 0
+	var room *adp.Room
+	if h := e.hosts[k.host]; h != nil && h.client != nil {
+		room = h.client.Verified(k.room)
+	}
+	err := e.records(tx, k, readSeq, 0, func(rec *adp.Record) bool {
+		if e.unread(rec, room, readSeq) {
+			n++
+		}
+		return true
+	})
+	return n, err
+}
+
+// unread reports whether a record counts as unread content.
+func (e *Engine) unread(rec *adp.Record, room *adp.Room, readSeq int64) bool {
+	return rec.Seq > readSeq && rec.Envelope.Actor() != e.agent && messageLike(rec.Envelope.Type(), room)
+}
+
+// timelineItem is the §4.2 view of a verified record.
+func (e *Engine) timelineItem(rec *adp.Record, room *adp.Room, withRecord bool) TimelineItem {
+	ev := rec.Envelope.Event()
+	it := TimelineItem{RoomID: rec.RoomID, Seq: rec.Seq, EventID: rec.Envelope.Hash().String(), Type: ev.Type,
+		Actor: ev.Actor.String(), CreatedAt: ev.CreatedAt, ReceivedAt: rec.ReceivedAt, Payload: ev.Payload}
+	switch c := adp.BuiltinCategory(ev.Type); {
+	case c != "":
+		it.Kind = string(c)
+	case room != nil && room.Registry().Lookup(ev.Type) != nil:
+		it.Kind = string(room.Registry().Lookup(ev.Type).Kind)
+	}
+	if pe, err := adp.ParseEvent(rec.Envelope); err == nil {
+		for _, m := range pe.Mentions {
+			it.Mentions = append(it.Mentions, m.String())
+		}
+	}
+	it.Summary = ev.Type
+	if ev.Type == adp.TypeMessageCreate {
+		var m adp.Message
+		if json.Unmarshal(ev.Payload, &m, json.RejectUnknownMembers(false)) == nil {
+			it.ContentType, it.Content = m.ContentType, m.Content
+			it.References = []string{}
+			for _, r := range m.References {
+				it.References = append(it.References, r.String())
+			}
+			if it.Mentions == nil {
+				it.Mentions = []string{}
+			}
+			var s string
+			if json.Unmarshal(m.Content, &s) == nil {
+				it.Summary = summarize(s)
+			}
+		}
+	}
+	if withRecord {
+		it.Record = rec.AppendJSON(nil)
+	}
+	return it
+}
+
+func summarize(s string) string {
+	const max = 280
+	if len(s) <= max {
+		return s
+	}
+	s = s[:max]
+	for !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + "…"
+}
+
+// records reads stored records of a room with after < seq < before (0: no bound).
+func (e *Engine) records(tx stateTx, k roomKey, after, before int64, fn func(*adp.Record) bool) error {
+	return tx.ScanFrom(bRecords, rkey(k.host, k.room), reckey(k.host, k.room, after+1), func(key string, raw []byte) error {
+		rec, err := adp.ParseRecord(raw)
+		if err != nil {
+			return err
+		}
+		if before > 0 && rec.Seq >= before {
+			return errStop
+		}
+		if rec.Seq <= after {
+			return nil
+		}
+		if !fn(rec) {
+			return errStop
+		}
+		return nil
+	})
+}
+
+// resolveRefreshed resolves (host, room_id) like resolve and, when refresh
+// is set, first brings the room up to date from the host.
+func (e *Engine) resolveRefreshed(ctx context.Context, host, roomID string, refresh bool) (roomKey, *hostState, error) {
+	k, h, err := e.resolve(host, roomID)
+	if err != nil {
+		return roomKey{}, nil, err
+	}
+	if refresh {
+		if err := e.refresh(ctx, k, h); err != nil {
+			return roomKey{}, nil, err
+		}
+	}
+	return k, h, nil
+}
+
+// RoomState is agent_protocols_room_state (local read; refresh reads the host).
+func (e *Engine) RoomState(ctx context.Context, session string, in RoomStateInput) (*RoomStateResult, error) {
+	k, h, err := e.resolveRefreshed(ctx, in.Host, in.RoomID, in.Refresh)
+	if err != nil {
+		return nil, err
+	}
+	view, s, err := e.roomView(k, h, in.IncludeTypes)
+	if err != nil {
+		return nil, err
+	}
+	e.present(session, k, s)
+	return &RoomStateResult{Room: *view, Sync: s}, nil
+}
+
+// roomView projects the stored verified replica.
+func (e *Engine) roomView(k roomKey, h *hostState, types bool) (*RoomStateView, SyncState, error) {
+	var s SyncState
+	var sr *storedRoom
+	err := e.store.View(func(tx stateTx) error {
+		var err error
+		if sr, err = loadRoom(tx, k); err != nil {
+			return err
+		}
+		s, err = e.syncState(tx, k)
+		return err
+	})
+	if err != nil {
+		return nil, s, err
+	}
+	room := h.client.Verified(k.room)
+	if room == nil || !room.Created() {
+		return nil, s, fmt.Errorf("%w: %s has no verified state yet", ErrUnknownRoom, clip(k.room))
+	}
+	c := room.Contract()
+	creator, createdAt := room.Creator()
+	pol, _ := json.Marshal(c.Policy)
+	v := &RoomStateView{Host: k.host, RoomID: k.room, Status: string(room.Status(e.now())), Visibility: string(c.Visibility),
+		Topic: c.Topic, Agenda: c.Agenda, Guidance: c.Guidance, Creator: creator.String(), CreatedAt: createdAt,
+		StartTime: c.StartTime, EndTime: c.EndTime, Tags: nonNil(c.Tags), Language: c.Language, Policy: pol,
+		UnreadCount: s.UnreadCount, PendingInboxCount: s.PendingInboxCount, ActiveTurn: sr.ActiveTurn}
+	l := room.Latest()
+	v.Seq, v.Hash = l.Seq, l.Hash.String()
+	hd := room.Head()
+	v.Head = RecordRefView{Seq: hd.Seq, Hash: hd.Hash.String()}
+	for _, m := range room.Members() {
+		if m.Status == adp.MemberActive {
+			v.MembersCount++
+		}
+		if m.ID == e.agent {
+			mv := memberView(m, creator)
+			v.SelfMember = &mv
+		}
+	}
+	if types {
+		v.Types, _ = json.Marshal(room.Registry().Definitions())
+	}
+	return v, s, nil
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func memberView(m adp.Member, creator identity.AgentID) RoomMemberView {
+	v := RoomMemberView{AgentID: m.ID.String(), Role: string(m.Role), Status: string(m.Status), IsCreator: m.ID == creator,
+		Perspective: m.Perspective, JoinedSeq: m.JoinedSeq, LastEventSeq: m.LastEventSeq, Extra: jsontext.Value("{}")}
+	if m.LeftSeq != 0 {
+		ls := m.LeftSeq
+		v.LeftSeq = &ls
+	}
+	return v
+}
+
+// Timeline is agent_protocols_room_timeline (local read of verified
+// records; refresh reads the host first; mark_read advances the cursor).
+func (e *Engine) Timeline(ctx context.Context, session string, in TimelineInput) (*TimelineResult, error) {
+	k, h, err := e.resolveRefreshed(ctx, in.Host, in.RoomID, in.Refresh)
+	if err != nil {
+		return nil, err
+	}
+	limit := pageLimit(in.Limit, 50, 200)
+	room := h.client.Verified(k.room)
+	res := &TimelineResult{Items: []TimelineItem{}}
+	var maxSeq int64
+	err = e.store.Update(func(tx stateTx) error {
+		sr, err := loadRoom(tx, k)
+		if err != nil {
+			return err
+		}
+		var after, before int64
+		if in.AfterSeq != nil {
+			after = *in.AfterSeq
+		}
+		if in.BeforeSeq != nil {
+			before = *in.BeforeSeq
+		}
+		if in.UnreadOnly {
+			after = max(after, sr.ReadSeq)
+		}
+		more := false
+		err = e.records(tx, k, after, before, func(rec *adp.Record) bool {
+			if len(res.Items) == limit {
+				more = true
+				return false
+			}
+			maxSeq = rec.Seq
+			typ := rec.Envelope.Type()
+			if len(in.Types) > 0 && !slices.Contains(in.Types, typ) {
+				return true
+			}
+			if len(in.Actors) > 0 && !slices.Contains(in.Actors, rec.Envelope.Actor().String()) {
+				return true
+			}
+			if in.UnreadOnly && (rec.Envelope.Actor() == e.agent || !messageLike(typ, room)) {
+				return true
+			}
+			res.Items = append(res.Items, e.timelineItem(rec, room, in.IncludeRecords))
+			return true
+		})
+		if err != nil {
+			return err
+		}
+		if more {
+			n := maxSeq
+			res.NextAfterSeq = &n
+		}
+		// mark_read covers what was returned; records skipped by a type or
+		// actor filter stay unread, while those unread_only skipped are
+		// not unread content anyway.
+		markSeq := maxSeq
+		if len(in.Types) > 0 || len(in.Actors) > 0 {
+			markSeq = 0
+			if n := len(res.Items); n > 0 {
+				markSeq = res.Items[n-1].Seq
+			}
+		}
+		if in.MarkRead && markSeq > sr.ReadSeq {
+			sr.ReadSeq = markSeq
+			if sr.Unread, err = e.unreadCount(tx, k, sr.ReadSeq); err != nil {
+				return err
+			}
+			if err := tx.Put(bRooms, rkey(k.host, k.room), sr); err != nil {
+				return err
+			}
+		}
+		res.Sync, err = e.syncState(tx, k)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.present(session, k, res.Sync)
+	return res, nil
+}
+
+// MarkRead is agent_protocols_room_mark_read (local state).
+func (e *Engine) MarkRead(ctx context.Context, in MarkReadInput) (*MarkReadResult, error) {
+	k, _, err := e.resolve(in.Host, in.RoomID)
+	if err != nil {
+		return nil, err
+	}
+	res := &MarkReadResult{RoomID: k.room}
+	err = e.store.Update(func(tx stateTx) error {
+		sr, err := loadRoom(tx, k)
+		if err != nil {
+			return err
+		}
+		if in.ThroughSeq > sr.ReadSeq {
+			sr.ReadSeq = min(in.ThroughSeq, sr.SyncedSeq)
+			if sr.Unread, err = e.unreadCount(tx, k, sr.ReadSeq); err != nil {
+				return err
+			}
+			if err := tx.Put(bRooms, rkey(k.host, k.room), sr); err != nil {
+				return err
+			}
+		}
+		res.ReadSeq, res.UnreadCount = sr.ReadSeq, sr.Unread
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
