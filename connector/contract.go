@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/agentprotocols/go-sdk/identity"
 )
 
 // This file is the engine's contract with its callers (an agent framework,
@@ -64,6 +66,48 @@ var (
 	// next Open or ReplayOutbox.
 	ErrPendingOutbox = errors.New("connector: write is pending in the outbox")
 )
+
+// HostError is a refusal a host (or profile service) sent: an HTTP error
+// answer. Code, Message and Data are the host's own words — untrusted text
+// that a caller must show labelled as the host's, never as the connector's
+// (a host may use any code, the connector's local ones included). Every
+// engine method returns host refusals as a *HostError; the connector's own
+// refusals are the sentinel errors above (or an *identity.Error from a
+// local check) and never a *HostError.
+//
+// A host's refusal is final: nothing of it is queued or replayed. In
+// particular a host rate_limited (HTTP 429) comes back at once with
+// RetryAfter set from the answer's Retry-After header; only transport
+// faults (no answer, 5xx, an answer that does not verify) leave a write in
+// the outbox (ErrPendingOutbox).
+//
+// Unwrap yields the *identity.Error (an *adp.HeadMismatchError for
+// room_head_mismatch), so errors.Is against the adp and identity
+// sentinels works. The MCP layer maps it to an isError result whose code
+// is the host's, with source "host", the host's origin, and
+// data.retry_after_ms when RetryAfter is set.
+type HostError struct {
+	// Host is the origin of the host (or profile service) that answered.
+	Host string
+	// Code is the host's error code.
+	Code identity.Code
+	// Message is the host's message, clipped to 1 KiB.
+	Message string
+	// Data is the host's "data" member, dropped when over 4 KiB.
+	Data jsontext.Value
+	// Status is the HTTP status of the answer.
+	Status int
+	// RetryAfter is the answer's Retry-After delay; 0 when absent.
+	RetryAfter time.Duration
+	// Err is the underlying protocol error.
+	Err error
+}
+
+// Error formats the error as "host <origin>: code: message".
+func (e *HostError) Error() string { return "host " + e.Host + ": " + e.Err.Error() }
+
+// Unwrap returns the underlying protocol error.
+func (e *HostError) Unwrap() error { return e.Err }
 
 // HostConfig is one operator-configured host (the allowlist). Only
 // configuration creates hosts; no engine method adds one.

@@ -396,6 +396,35 @@ func (e *Engine) resolve(host, roomID string) (roomKey, *hostState, error) {
 	return roomKey{}, nil, fmt.Errorf("%w: %s", ErrAmbiguousRoom, clip(roomID))
 }
 
+// Bounds of the host text a HostError carries.
+const (
+	maxHostMessage = 1 << 10
+	maxHostData    = 4 << 10
+)
+
+// hostErr labels a refusal the named host sent (an *identity.Error that
+// came with an HTTP status) as a *HostError; other errors pass unchanged.
+func hostErr(host string, err error) error {
+	var ie *identity.Error
+	var he *HostError
+	if err == nil || errors.As(err, &he) || !errors.As(err, &ie) || ie.Status == 0 {
+		return err
+	}
+	msg := ie.Message
+	if len(msg) > maxHostMessage {
+		msg = msg[:maxHostMessage]
+	}
+	out := &HostError{Host: host, Code: ie.Code, Message: strings.ToValidUTF8(msg, "?"), Status: ie.Status,
+		RetryAfter: ie.RetryAfter, Err: err}
+	if len(ie.Data) <= maxHostData {
+		out.Data = ie.Data
+	}
+	return out
+}
+
+// err labels a refusal of this host (hostErr).
+func (h *hostState) err(err error) error { return hostErr(h.name, err) }
+
 func clip(s string) string {
 	if len(s) > 80 {
 		return s[:80] + "…"

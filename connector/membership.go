@@ -61,13 +61,13 @@ func (e *Engine) CreateRoom(ctx context.Context, session string, in RoomCreateIn
 	}
 	rec, err := h.client.SubmitCreate(ctx, env)
 	if err != nil {
-		err = e.submitFailed(id, err)
+		err = e.submitFailed(h.name, id, err)
 		e.writeMu.Unlock()
 		return nil, err
 	}
 	k := roomKey{h.name, rec.RoomID}
 	e.rt(k)
-	_, err = e.accepted(ctx, session, k, h, id, rec, false)
+	_, err = e.accepted(ctx, session, k, h, id, rec)
 	e.writeMu.Unlock()
 	if err != nil {
 		return nil, err
@@ -106,7 +106,7 @@ func (e *Engine) Join(ctx context.Context, session string, in RoomJoinInput) (*R
 	e.rt(k)
 	res, err := h.client.GetRoom(ctx, in.RoomID)
 	if err != nil {
-		return nil, err
+		return nil, h.err(err)
 	}
 	var sr *storedRoom
 	if err := e.store.View(func(tx stateTx) error {
@@ -129,7 +129,7 @@ func (e *Engine) Join(ctx context.Context, session string, in RoomJoinInput) (*R
 		var jr *adp.JoinRequestResource
 		if reqID != "" {
 			if jr, err = h.client.JoinRequest(ctx, in.RoomID, reqID); err != nil {
-				return nil, err
+				return nil, h.err(err)
 			}
 			// A stored request that was rejected or expired is not usable:
 			// a new one is made (a request the caller named is reported).
@@ -149,7 +149,7 @@ func (e *Engine) Join(ctx context.Context, session string, in RoomJoinInput) (*R
 				return nil, ErrRateLimited
 			}
 			if jr, err = h.client.RequestJoin(ctx, in.RoomID, ji); err != nil {
-				return nil, err
+				return nil, h.err(err)
 			}
 		}
 		if err := e.store.Update(func(tx stateTx) error {
@@ -175,7 +175,10 @@ func (e *Engine) Join(ctx context.Context, session string, in RoomJoinInput) (*R
 	if err != nil {
 		return nil, err
 	}
-	req := &writeReq{Host: k.host, RoomID: k.room, Type: adp.TypeRoomJoin, Payload: payload, DraftKind: "event"}
+	req, err := eventReq(k, adp.TypeRoomJoin, payload, nil, nil)
+	if err != nil {
+		return nil, err
+	}
 	var rec *adp.Record
 	if h.client.Verified(k.room) == nil {
 		// Not readable before joining: anchor on the host's latest record.
@@ -243,9 +246,9 @@ func (e *Engine) blindSignal(ctx context.Context, k roomKey, h *hostState, req *
 	}
 	rec, err := h.client.Submit(ctx, k.room, env)
 	if err != nil {
-		return nil, e.submitFailed(id, err)
+		return nil, e.submitFailed(h.name, id, err)
 	}
-	if _, err := e.accepted(ctx, "", k, h, id, rec, true); err != nil {
+	if _, err := e.accepted(ctx, "", k, h, id, rec); err != nil {
 		return nil, err
 	}
 	return rec, nil
@@ -261,7 +264,11 @@ func (e *Engine) Leave(ctx context.Context, session string, in RoomLeaveInput) (
 	if err != nil {
 		return nil, err
 	}
-	wr, err := e.write(ctx, session, k, h, &writeReq{Host: k.host, RoomID: k.room, Type: adp.TypeRoomLeave, Payload: payload, DraftKind: "event"}, writeOpts{})
+	req, err := eventReq(k, adp.TypeRoomLeave, payload, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	wr, err := e.write(ctx, session, k, h, req, writeOpts{})
 	if err != nil {
 		return nil, err
 	}
@@ -286,14 +293,18 @@ func (e *Engine) Review(ctx context.Context, session string, in JoinReviewInput)
 	}
 	jr, err := h.client.JoinRequest(ctx, k.room, in.RequestID)
 	if err != nil {
-		return nil, err
+		return nil, h.err(err)
 	}
 	rv := adp.JoinReview{Request: jr.Request, Decision: adp.Decision(in.Decision), Role: adp.Role(in.Role), Reason: in.Reason}
 	payload, err := json.Marshal(rv)
 	if err != nil {
 		return nil, err
 	}
-	wr, err := e.write(ctx, session, k, h, &writeReq{Host: k.host, RoomID: k.room, Type: adp.TypeRoomJoinReview, Payload: payload, DraftKind: "event"}, writeOpts{})
+	req, err := eventReq(k, adp.TypeRoomJoinReview, payload, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	wr, err := e.write(ctx, session, k, h, req, writeOpts{})
 	if err != nil {
 		return nil, err
 	}
@@ -394,7 +405,7 @@ func (e *Engine) JoinRequestsList(ctx context.Context, in JoinRequestsListInput)
 	}
 	jrs, err := h.client.JoinRequests(ctx, k.room)
 	if err != nil {
-		return nil, err
+		return nil, h.err(err)
 	}
 	res := &JoinRequestsListResult{JoinRequests: []jsontext.Value{}}
 	limit := pageLimit(in.Limit, 100, 200)

@@ -68,7 +68,7 @@ func (e *Engine) ProfileUpdate(ctx context.Context, in ProfileUpdateInput) (*Pro
 	}
 	v, err := c.Publish(ctx, env)
 	if err != nil {
-		return nil, e.submitFailed(id, err)
+		return nil, e.submitFailed(in.ProfileService, id, err)
 	}
 	if err := e.dropOutbox(id); err != nil {
 		return nil, err

@@ -99,7 +99,7 @@ func (e *Engine) RoomsSearch(ctx context.Context, in RoomsSearchInput) (*RoomsRe
 	i := 0
 	for s, err := range h.client.PublicRooms(ctx, q) {
 		if err != nil {
-			return nil, err
+			return nil, h.err(err)
 		}
 		if i++; i <= skip {
 			continue
@@ -208,10 +208,15 @@ func (e *Engine) verifiedRoom(session string, k roomKey) (*adp.Room, SyncState, 
 	return room, s, nil
 }
 
-func (e *Engine) syncOf(k roomKey) *SyncState {
+// syncOf is the room's sync for a result, presented to the session (§4.2:
+// the presented head follows every result that carries sync).
+func (e *Engine) syncOf(session string, k roomKey) *SyncState {
 	var s SyncState
 	if e.store.View(func(tx stateTx) error { var err error; s, err = e.syncState(tx, k); return err }) != nil {
 		return nil
+	}
+	if session != "" {
+		e.present(session, k, s)
 	}
 	return &s
 }

@@ -30,9 +30,9 @@ func (e *Engine) AgentStatusList(ctx context.Context, session string, in AgentSt
 	}
 	sts, err := h.client.AgentStatuses(ctx, k.room)
 	if err != nil {
-		return nil, err
+		return nil, h.err(err)
 	}
-	res := &AgentStatusListResult{Statuses: []AgentStatus{}, Sync: e.syncOf(k)}
+	res := &AgentStatusListResult{Statuses: []AgentStatus{}, Sync: e.syncOf(session, k)}
 	for _, s := range sts {
 		res.Statuses = append(res.Statuses, statusView(s))
 	}
@@ -46,12 +46,12 @@ func (e *Engine) AgentStatusGet(ctx context.Context, session string, in AgentSta
 		return nil, err
 	}
 	st, err := h.client.AgentStatus(ctx, k.room, id)
-	res := &AgentStatusResult{Sync: e.syncOf(k)}
+	res := &AgentStatusResult{Sync: e.syncOf(session, k)}
 	if errors.Is(err, adp.ErrAgentStatusNotFound) {
 		return res, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, h.err(err)
 	}
 	v := statusView(*st)
 	res.Status = &v
@@ -96,9 +96,9 @@ func (e *Engine) AgentStatusSet(ctx context.Context, session string, in AgentSta
 	}
 	st, err := h.client.PutAgentStatus(ctx, k.room, si)
 	if err != nil {
-		return nil, err
+		return nil, h.err(err)
 	}
 	v := statusView(*st)
 	e.notify(RoomURI(k.room, "agent-status"))
-	return &AgentStatusResult{Status: &v, Sync: e.syncOf(k)}, nil
+	return &AgentStatusResult{Status: &v, Sync: e.syncOf(session, k)}, nil
 }

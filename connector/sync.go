@@ -62,7 +62,7 @@ func (e *Engine) openRoom(ctx context.Context, h *hostState, roomID string, subs
 func (e *Engine) refresh(ctx context.Context, k roomKey, h *hostState) error {
 	latest, err := h.client.Sync(ctx, k.room)
 	if err != nil {
-		return err
+		return h.err(err)
 	}
 	e.noteRemote(k, latest.Seq)
 	return e.ingest(ctx, k, h, nil)
@@ -263,7 +263,7 @@ func (e *Engine) ingestLocked(ctx context.Context, k roomKey, h *hostState, recs
 		}
 		for rec, err := range h.client.Events(ctx, k.room, next-1) {
 			if err != nil {
-				return nil, err
+				return nil, h.err(err)
 			}
 			if rec.Seq == next {
 				add = append(add, rec)

@@ -116,15 +116,17 @@ func (e *Engine) sign(ctx context.Context, req *writeReq, base adp.Base, room *a
 	return nil, fmt.Errorf("%w: %s cannot be submitted to a room", ErrInvalidInput, clip(req.Type))
 }
 
-// transient reports a failure after which the host may or may not have
-// the envelope: it stays in the outbox and is re-sent as is.
+// transient reports a transport fault: a failure after which the host may
+// or may not have the envelope (no answer, a 5xx, an answer that does not
+// verify). Only then does the envelope stay in the outbox, re-sent as is.
+// Any other answer, a 429 rate_limited included, is the host's final word
+// on that envelope: it leaves the outbox and reaches the caller.
 func transient(err error) bool {
 	var ie *identity.Error
 	if !errors.As(err, &ie) {
 		return true
 	}
-	st := ie.HTTPStatus()
-	return st >= 500 || st == 429 || ie.Code == adp.CodeInvalidRecord
+	return ie.HTTPStatus() >= 500 || ie.Code == adp.CodeInvalidRecord
 }
 
 // writeOpts are the per-call base and policy of a write.
@@ -193,7 +195,7 @@ func (e *Engine) write(ctx context.Context, session string, k roomKey, h *hostSt
 	for iter := 0; ; iter++ {
 		if iter > 2*e.opts.MaxResign+4 {
 			// A room that keeps moving under every attempt: hold, never loop.
-			return e.mismatch(k, h, req, base, OnMismatchHold)
+			return e.mismatch(session, k, req, base, OnMismatchHold)
 		}
 		if !signal && base != room.Head() {
 			// The room moved since what the agent saw.
@@ -202,7 +204,7 @@ func (e *Engine) write(ctx context.Context, session string, k roomKey, h *hostSt
 				base = room.Head()
 				continue
 			}
-			return e.mismatch(k, h, req, base, o.policy)
+			return e.mismatch(session, k, req, base, o.policy)
 		}
 		env, err := e.sign(ctx, req, adp.Base{RoomID: k.room, Seq: base.Seq, Hash: base.Hash}, room)
 		if err != nil {
@@ -248,16 +250,16 @@ func (e *Engine) write(ctx context.Context, session string, k roomKey, h *hostSt
 			if derr := e.dropOutbox(id); derr != nil {
 				return nil, errors.Join(err, derr)
 			}
-			return nil, err
+			return nil, h.err(err)
 		}
-		return e.accepted(ctx, session, k, h, id, rec, signal)
+		return e.accepted(ctx, session, k, h, id, rec)
 	}
 }
 
 // accepted finishes a write the host accepted: the outbox entry goes, the
-// record is persisted, and the session's presented head follows its own
-// head-advancing write.
-func (e *Engine) accepted(ctx context.Context, session string, k roomKey, h *hostState, outboxID string, rec *adp.Record, signal bool) (*WriteResult, error) {
+// record is persisted, and the session's presented head follows the
+// result's sync (§4.2: every result that carries sync presents it).
+func (e *Engine) accepted(ctx context.Context, session string, k roomKey, h *hostState, outboxID string, rec *adp.Record) (*WriteResult, error) {
 	if err := e.ingestDrop(ctx, k, h, []*adp.Record{rec}, outboxID); err != nil {
 		return nil, err
 	}
@@ -272,7 +274,7 @@ func (e *Engine) accepted(ctx context.Context, session string, k roomKey, h *hos
 	}); err != nil {
 		return nil, err
 	}
-	if !signal && session != "" {
+	if session != "" {
 		e.present(session, k, res.Sync)
 	}
 	return res, nil
@@ -281,11 +283,14 @@ func (e *Engine) accepted(ctx context.Context, session string, k roomKey, h *hos
 // submitFailed is the error of a recorded write whose submission failed:
 // a transient failure leaves it in the outbox to be retried; any other
 // failure is final and drops it.
-func (e *Engine) submitFailed(id string, err error) error {
+func (e *Engine) submitFailed(host, id string, err error) error {
 	if transient(err) {
 		return fmt.Errorf("%w: %v", ErrPendingOutbox, err)
 	}
-	return errors.Join(err, e.dropOutbox(id))
+	if derr := e.dropOutbox(id); derr != nil {
+		return errors.Join(err, derr)
+	}
+	return hostErr(host, err)
 }
 
 // recordOutbox persists the envelope's nonce and its outbox entry in one
@@ -351,8 +356,10 @@ func (e *Engine) changes(tx stateTx, k roomKey, after int64) ([]TimelineItem, er
 	return out, err
 }
 
-// mismatch applies the hold / reject policy.
-func (e *Engine) mismatch(k roomKey, h *hostState, req *writeReq, base adp.RecordRef, policy string) (*WriteResult, error) {
+// mismatch applies the hold / reject policy. The result shows the changes
+// up to its sync, which becomes the session's presented head (§4.2): a
+// send after it without a base is held again only if the room moved since.
+func (e *Engine) mismatch(session string, k roomKey, req *writeReq, base adp.RecordRef, policy string) (*WriteResult, error) {
 	res := &WriteResult{Status: StatusRejected}
 	err := e.store.Update(func(tx stateTx) error {
 		var err error
@@ -373,6 +380,7 @@ func (e *Engine) mismatch(k roomKey, h *hostState, req *writeReq, base adp.Recor
 	if err != nil {
 		return nil, err
 	}
+	e.present(session, k, res.Sync)
 	if res.Draft != nil {
 		e.notify(URIDraftsHeld)
 	}
@@ -585,7 +593,11 @@ func (e *Engine) DraftCommit(ctx context.Context, session string, in DraftCommit
 			return err
 		})
 		_ = dr
-		return res, err
+		if err != nil {
+			return nil, err
+		}
+		e.present(session, k, res.Sync)
+		return res, nil
 	case ActionSendAsIs:
 	case ActionSendAnyway:
 		o = writeOpts{policy: OnMismatchSendAnyway}
@@ -683,10 +695,15 @@ func (e *Engine) DraftDrop(ctx context.Context, draftID string) (*DraftDropResul
 }
 
 // ReplayOutbox re-sends every signed, unacknowledged envelope exactly as
-// signed (Open runs it). An envelope the host accepted before a crash is
-// answered with its original record (exact resubmission); one the host
-// refuses becomes a held draft, so no write is lost. Entries for hosts no
-// longer allowlisted stay untouched and are never sent.
+// signed (Open runs it; only transport faults leave entries behind). An
+// envelope the host accepted before a crash is answered with its original
+// record (exact resubmission). A refused message, control or lifecycle
+// write becomes a held draft, so no write is lost; a refused signal write
+// (join, leave, review, …) is never held (§4.2): it is dropped and the
+// refusal logged. A nonce_not_greater refusal means a later write was
+// accepted first and this one never arrived: its draft's reason is
+// "not_delivered". Entries for hosts no longer allowlisted stay untouched
+// and are never sent.
 func (e *Engine) ReplayOutbox(ctx context.Context) error {
 	e.writeMu.Lock()
 	defer e.writeMu.Unlock()
@@ -746,15 +763,23 @@ func (e *Engine) ReplayOutbox(ctx context.Context) error {
 		switch {
 		case err == nil:
 			e.rt(k)
-			if _, err := e.accepted(ctx, "", k, h, it.id, rec, true); err != nil {
+			if _, err := e.accepted(ctx, "", k, h, it.id, rec); err != nil {
 				return err
 			}
 		case transient(err):
 			pending = fmt.Errorf("%w: %v", ErrPendingOutbox, err)
 		default:
-			// Refused: keep the write as a held draft, never lose it.
+			// Refused: keep the write as a held draft, never lose it —
+			// unless it is a signal write, which is never held.
+			held := it.ent.Req != nil
+			if held {
+				if kind, kerr := kindOf(it.ent.Req.Type, h.client.Verified(k.room)); kerr != nil || kind == string(adp.CategorySignal) {
+					held = false
+					e.logf("connector: outbox: %s in room %s refused on replay, dropped: %v", it.ent.Req.Type, k.room, err)
+				}
+			}
 			err2 := e.store.Update(func(tx stateTx) error {
-				if it.ent.Req != nil {
+				if held {
 					ev, _ := adp.ParseEvent(env)
 					var base adp.RecordRef
 					if ev != nil {
@@ -763,7 +788,10 @@ func (e *Engine) ReplayOutbox(ctx context.Context) error {
 					cur, _ := e.syncState(tx, k)
 					reason := "room_head_mismatch"
 					var ie *identity.Error
-					if errors.As(err, &ie) && ie.Code != adp.CodeRoomHeadMismatch {
+					switch {
+					case errors.As(err, &ie) && ie.Code == identity.CodeNonceNotGreater:
+						reason = "not_delivered"
+					case errors.As(err, &ie) && ie.Code != adp.CodeRoomHeadMismatch:
 						reason = string(ie.Code)
 					}
 					if _, err := e.holdDraft(tx, k, it.ent.Req, base, cur, reason); err != nil {
@@ -775,7 +803,9 @@ func (e *Engine) ReplayOutbox(ctx context.Context) error {
 			if err2 != nil {
 				return err2
 			}
-			e.notify(URIDraftsHeld)
+			if held {
+				e.notify(URIDraftsHeld)
+			}
 		}
 	}
 	return pending

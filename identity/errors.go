@@ -2,6 +2,7 @@ package identity
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -46,6 +47,10 @@ type Error struct {
 	Status int
 	// MaxSeenNonce is the Max-Seen-Nonce header value (0 when absent).
 	MaxSeenNonce int64
+	// RetryAfter is the answer's Retry-After delay (0 when absent), as the
+	// SDK's HTTP layer parsed it, so a caller can tell its user when to
+	// try again.
+	RetryAfter time.Duration
 	// Err is the underlying cause, if any.
 	Err error
 }

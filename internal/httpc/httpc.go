@@ -256,6 +256,10 @@ func (c *Client) attempt(ctx context.Context, r *Request, n int, mayRetry bool) 
 		}
 	}
 	if err := identity.ReadError(hr); err != nil {
+		var ie *identity.Error
+		if ra, ok := retryAfter(hr.Header.Get("Retry-After"), c.now()); ok && errors.As(err, &ie) {
+			ie.RetryAfter = ra
+		}
 		return nil, -1, err
 	}
 	body, err := io.ReadAll(io.LimitReader(hr.Body, c.maxResp+1))

@@ -1,0 +1,162 @@
+package connector
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/adphost"
+	"github.com/agentprotocols/go-sdk/adphost/adphosttest"
+	"github.com/agentprotocols/go-sdk/identity"
+)
+
+// TestPresentedHeadFollowsHeld (MUST D2): a held result presents its sync,
+// so the agent's next send without a base — after reading the changes it
+// was shown — goes out, and is held again only when the room moved since.
+// Signal writes, status results and stay_silent present their sync too.
+func TestPresentedHeadFollowsHeld(t *testing.T) {
+	_, srv := testHost(t)
+	ctx := ctxT(t)
+	alice := openTest(t, t.TempDir(), testKey(t, "alice"), srv.URL)
+	defer alice.Close()
+	room := createRoom(t, alice, srv.URL)
+	bob := openTest(t, t.TempDir(), testKey(t, "bob"), srv.URL, func(o *Options) { o.NoSubscribe = true })
+	defer bob.Close()
+	must[*RoomJoinResult](t)(bob.Join(ctx, "b", RoomJoinInput{Host: srv.URL, RoomID: room, Role: "speaker"}))
+	must[*RoomStateResult](t)(bob.RoomState(ctx, "b", RoomStateInput{RoomID: room, Refresh: true}))
+	say(t, alice, room, "moved")
+	r1 := must[*WriteResult](t)(bob.SendMessage(ctx, "b", SendMessageInput{RoomID: room, Content: "first try"}))
+	if r1.Status != StatusHeld {
+		t.Fatalf("first: %+v", r1)
+	}
+	r2 := must[*WriteResult](t)(bob.SendMessage(ctx, "b", SendMessageInput{RoomID: room, Content: "after seeing the changes"}))
+	if r2.Status != StatusSent {
+		t.Fatalf("second send after a held result: %s (held again against the old head)", r2.Status)
+	}
+	// Held again only when the room moved since the held result.
+	say(t, alice, room, "moved again")
+	r3 := must[*WriteResult](t)(bob.SendMessage(ctx, "b", SendMessageInput{RoomID: room, Content: "third"}))
+	if r3.Status != StatusHeld {
+		t.Fatalf("third (room moved): %+v", r3.Status)
+	}
+	// send_as_is of the held draft after the held result: sent.
+	r4 := must[*WriteResult](t)(bob.DraftCommit(ctx, "b", DraftCommitInput{DraftID: r3.Draft.ID, Action: ActionSendAsIs}))
+	if r4.Status != StatusSent {
+		t.Fatalf("send_as_is after the held result: %+v", r4.Status)
+	}
+	// A status result presents its sync.
+	say(t, alice, room, "moved once more")
+	must[*RoomStateResult](t)(bob.RoomState(ctx, "other", RoomStateInput{RoomID: room, Refresh: true}))
+	st := must[*AgentStatusListResult](t)(bob.AgentStatusList(ctx, "b", AgentStatusListInput{RoomID: room}))
+	if st.Sync == nil {
+		t.Fatal("status list without sync")
+	}
+	if r := must[*WriteResult](t)(bob.SendMessage(ctx, "b", SendMessageInput{RoomID: room, Content: "after status"})); r.Status != StatusSent {
+		t.Fatalf("send after a status result: %s", r.Status)
+	}
+	// stay_silent presents its sync.
+	say(t, alice, room, "and again")
+	r5 := must[*WriteResult](t)(bob.SendMessage(ctx, "b", SendMessageInput{RoomID: room, Content: "held", BaseSeq: &r4.Sync.HeadSeq, BaseHash: r4.Sync.HeadHash}))
+	if r5.Status != StatusHeld {
+		t.Fatalf("explicit stale base: %s", r5.Status)
+	}
+	say(t, alice, room, "moved after the hold")
+	must[*RoomStateResult](t)(bob.RoomState(ctx, "other", RoomStateInput{RoomID: room, Refresh: true}))
+	must[*WriteResult](t)(bob.DraftCommit(ctx, "b", DraftCommitInput{DraftID: r5.Draft.ID, Action: ActionStaySilent}))
+	if r := must[*WriteResult](t)(bob.SendMessage(ctx, "b", SendMessageInput{RoomID: room, Content: "after stay_silent"})); r.Status != StatusSent {
+		t.Fatalf("send after stay_silent: %s", r.Status)
+	}
+}
+
+// TestHostRateLimitIsFinal (R2, F9): the host's rate_limited answer comes
+// back at once as a *HostError with the host's code and Retry-After;
+// nothing stays in the outbox and nothing is replayed later.
+func TestHostRateLimitIsFinal(t *testing.T) {
+	_, srv := adphosttest.NewServer(t, &adphost.Options{})
+	ctx := ctxT(t)
+	alice := openTest(t, t.TempDir(), testKey(t, "alice"), srv.URL)
+	defer alice.Close()
+	room := createRoom(t, alice, srv.URL)
+	for i := range 5 {
+		if r := say(t, alice, room, "message"); r.Status != StatusSent {
+			t.Fatalf("message %d: %s", i+1, r.Status)
+		}
+	}
+	start := time.Now()
+	_, err := alice.SendMessage(ctx, "a", SendMessageInput{RoomID: room, Content: "sixth"})
+	var he *HostError
+	if !errors.As(err, &he) || he.Code != identity.CodeRateLimited || !errors.Is(err, identity.ErrRateLimited) {
+		t.Fatalf("sixth: %v", err)
+	}
+	if errors.Is(err, ErrPendingOutbox) || time.Since(start) > 5*time.Second {
+		t.Fatalf("sixth was queued or waited: %v after %v", err, time.Since(start))
+	}
+	if he.Host != srv.URL || he.Status != 429 || he.RetryAfter != time.Minute {
+		t.Fatalf("host error: %+v", he)
+	}
+	n := 0
+	_ = alice.store.View(func(tx stateTx) error {
+		return tx.Scan(bOutbox, "", func(string, []byte) error { n++; return nil })
+	})
+	if n != 0 {
+		t.Fatalf("%d outbox entries after a host refusal", n)
+	}
+	if err := alice.ReplayOutbox(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tl := must[*TimelineResult](t)(alice.Timeline(ctx, "a", TimelineInput{RoomID: room, Refresh: true, Types: []string{adp.TypeMessageCreate}}))
+	d := must[*DraftsListResult](t)(alice.DraftsList(ctx, DraftsListInput{}))
+	if len(tl.Items) != 5 || len(d.Drafts) != 0 {
+		t.Fatalf("after replay: %d messages, %d drafts", len(tl.Items), len(d.Drafts))
+	}
+	// A local refusal is never a HostError.
+	if _, err := alice.SendMessage(ctx, "a", SendMessageInput{Host: "https://elsewhere.example", RoomID: room, Content: "x"}); errors.As(err, &he) {
+		t.Fatalf("local refusal labelled as the host's: %v", err)
+	}
+}
+
+// TestReplayRefusedSignalDropped (MUST D10): a signal write (room.leave)
+// recorded before a crash and refused on replay is dropped, never held;
+// every write request carries its draft.
+func TestReplayRefusedSignalDropped(t *testing.T) {
+	_, srv := testHost(t)
+	ctx := ctxT(t)
+	alice := openTest(t, t.TempDir(), testKey(t, "alice"), srv.URL)
+	defer alice.Close()
+	room := createRoom(t, alice, srv.URL)
+	dir := t.TempDir()
+	bob := openTest(t, dir, testKey(t, "bob"), srv.URL)
+	must[*RoomJoinResult](t)(bob.Join(ctx, "b", RoomJoinInput{Host: srv.URL, RoomID: room, Role: "speaker"}))
+	k, h, err := bob.resolve("", room)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := eventReq(k, adp.TypeRoomLeave, []byte(`{"reason":"bye"}`), nil, nil)
+	if err != nil || len(req.Draft) == 0 {
+		t.Fatalf("leave request without a draft: %v", err)
+	}
+	rm := h.client.Verified(room)
+	b, _ := rm.BaseFor(adp.TypeRoomLeave)
+	env, err := bob.sign(ctx, req, b, rm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.recordOutbox(env, &outboxEntry{Host: k.host, RoomID: room, Envelope: env.AppendJSON(nil), Req: req}); err != nil {
+		t.Fatal(err)
+	}
+	bob.Close()
+	must[*WriteResult](t)(alice.SubmitEvent(ctx, "a", SubmitEventInput{RoomID: room, Type: adp.TypeMemberRemove,
+		Payload: []byte(`{"member":"` + testKey(t, "bob").AgentID().String() + `"}`), OnHeadMismatch: OnMismatchSendAnyway}))
+	bob = openTest(t, dir, testKey(t, "bob"), srv.URL)
+	defer bob.Close()
+	d := must[*DraftsListResult](t)(bob.DraftsList(ctx, DraftsListInput{}))
+	if len(d.Drafts) != 0 {
+		t.Fatalf("a refused signal write was held: %+v", d.Drafts)
+	}
+	var left int
+	bob.store.View(func(tx stateTx) error { return tx.Scan(bOutbox, "", func(string, []byte) error { left++; return nil }) })
+	if left != 0 {
+		t.Fatalf("outbox holds %d entries", left)
+	}
+}
