@@ -4,11 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"net/http/httptest"
 	"time"
 
 	"github.com/agentprotocols/go-sdk/adp"
-	"github.com/agentprotocols/go-sdk/adphost"
+	"github.com/agentprotocols/go-sdk/adphost/adphosttest"
 	"github.com/agentprotocols/go-sdk/identity"
 )
 
@@ -17,25 +16,19 @@ import (
 // loopback test server.
 func ExampleClient() {
 	ctx := context.Background()
-	srv := httptest.NewUnstartedServer(nil)
-	loopback := &identity.OriginOptions{AllowLoopbackHTTP: true}
-	origin, err := identity.ParseOrigin("http://"+srv.Listener.Addr().String(), loopback)
+	host, srv, err := adphosttest.NewUnstarted(nil)
 	if err != nil {
 		log.Fatal(err)
 	}
-	host, err := adphost.New(ctx, &adphost.Options{Origin: origin})
-	if err != nil {
-		log.Fatal(err)
-	}
-	srv.Config.Handler = host
 	srv.Start()
 	defer srv.Close()
+	defer host.Close()
 
 	key, err := identity.NewKeyFromSeed(make([]byte, identity.SeedSize))
 	if err != nil {
 		log.Fatal(err)
 	}
-	client, err := adp.NewClient(origin.String(), &adp.ClientOptions{Signer: key, AllowLoopbackHTTP: true})
+	client, err := adp.NewClient(srv.URL, &adp.ClientOptions{Signer: key, AllowLoopbackHTTP: true})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -3,6 +3,8 @@ package adp
 import (
 	"slices"
 
+	"github.com/agentprotocols/go-sdk/internal/untrusted"
+
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agentprotocols/go-sdk/envelope"
@@ -108,9 +110,5 @@ func parseMentions(v jsontext.Value) ([]identity.AgentID, error) {
 	return out, nil
 }
 
-func clip(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "…"
-	}
-	return s
-}
+// clip bounds untrusted text quoted in an error message.
+func clip(s string) string { return untrusted.Clip(s, 64) }

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentprotocols/go-sdk/internal/untrusted"
+
 	"github.com/go-json-experiment/json"
 
 	"github.com/agentprotocols/go-sdk/adp"
@@ -395,12 +397,8 @@ func randomRequestID() string {
 	return "jr_" + strings.ToUpper(roomIDEncoding.EncodeToString(b[:]))
 }
 
-func clip(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "…"
-	}
-	return s
-}
+// clip bounds untrusted text quoted in an error message.
+func clip(s string) string { return untrusted.Clip(s, 64) }
 
 // Close ends every live stream, so that a server shutting down does not
 // wait for subscribers. The Host keeps serving other requests.

@@ -8,9 +8,10 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/agentprotocols/go-sdk/internal/untrusted"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -410,11 +411,7 @@ func hostErr(host string, err error) error {
 	if err == nil || errors.As(err, &he) || !errors.As(err, &ie) || ie.Status == 0 {
 		return err
 	}
-	msg := ie.Message
-	if len(msg) > maxHostMessage {
-		msg = msg[:maxHostMessage]
-	}
-	out := &HostError{Host: host, Code: ie.Code, Message: strings.ToValidUTF8(msg, "?"), Status: ie.Status,
+	out := &HostError{Host: host, Code: ie.Code, Message: untrusted.Clip(ie.Message, maxHostMessage), Status: ie.Status,
 		RetryAfter: ie.RetryAfter, Err: err}
 	if len(ie.Data) <= maxHostData {
 		out.Data = ie.Data
@@ -425,12 +422,8 @@ func hostErr(host string, err error) error {
 // err labels a refusal of this host (hostErr).
 func (h *hostState) err(err error) error { return hostErr(h.name, err) }
 
-func clip(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
-	}
-	return strings.ToValidUTF8(s, "?")
-}
+// clip bounds untrusted text quoted in an error message.
+func clip(s string) string { return untrusted.Clip(s, 80) }
 
 // notify queues resource-updated URIs for Options.Notify. It never blocks
 // and never calls Notify itself: a dispatcher goroutine does, coalescing

@@ -1,7 +1,7 @@
 package packs
 
 import (
-	"strings"
+	"github.com/agentprotocols/go-sdk/internal/untrusted"
 
 	"github.com/agentprotocols/go-sdk/identity"
 	"github.com/go-json-experiment/json"
@@ -80,18 +80,4 @@ func packUnavailable(format string, args ...any) *identity.Error {
 }
 
 // clip bounds text copied from untrusted input into error messages.
-func clip(s string) string {
-	const max = 200
-	if len(s) <= max {
-		return s
-	}
-	s = s[:max]
-	// Do not cut a UTF-8 sequence in half.
-	for len(s) > 0 && s[len(s)-1]&0xC0 == 0x80 {
-		s = s[:len(s)-1]
-	}
-	if len(s) > 0 && s[len(s)-1] >= 0xC0 {
-		s = s[:len(s)-1]
-	}
-	return strings.ToValidUTF8(s, "") + "…"
-}
+func clip(s string) string { return untrusted.Clip(s, 200) }

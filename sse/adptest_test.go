@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/adphost"
+	"github.com/agentprotocols/go-sdk/adphost/adphosttest"
 	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/identity"
 	"github.com/agentprotocols/go-sdk/sse"
@@ -47,14 +48,12 @@ type faultyConn struct {
 
 func newFaultyHost(t testing.TB, heartbeat time.Duration) *faultyHost {
 	f := &faultyHost{t: t, conns: map[*faultyConn]bool{}}
-	f.srv = httptest.NewUnstartedServer(nil)
-	o, err := identity.ParseOrigin("http://"+f.srv.Listener.Addr().String(), &identity.OriginOptions{AllowLoopbackHTTP: true})
+	var err error
+	f.host, f.srv, err = adphosttest.NewUnstarted(&adphost.Options{RateLimits: adphost.Unlimited(), Heartbeat: heartbeat, SSEBuffer: 1 << 14})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.origin = o
-	f.host, err = adphost.New(context.Background(), &adphost.Options{Origin: o, RateLimits: adphost.Unlimited(), Heartbeat: heartbeat, SSEBuffer: 1 << 14})
-	if err != nil {
+	if f.origin, err = identity.ParseOrigin("http://"+f.srv.Listener.Addr().String(), &identity.OriginOptions{AllowLoopbackHTTP: true}); err != nil {
 		t.Fatal(err)
 	}
 	f.srv.Config.Handler = f

@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
-	"unicode/utf8"
+
+	"github.com/agentprotocols/go-sdk/internal/untrusted"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -211,17 +211,7 @@ func toolResultError(name string, err error) (*mcp.CallToolResult, error) {
 }
 
 // clip bounds a message an untrusted host may have chosen.
-func clip(s string) string {
-	const max = 1024
-	if len(s) <= max {
-		return s
-	}
-	s = s[:max]
-	for !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return strings.TrimSpace(s) + "…"
-}
+func clip(s string) string { return untrusted.Clip(s, 1024) }
 
 // sessionID names sess for the engine, which tracks the presented head
 // and inbox claims per session (§4.2, §4.3). go-sdk sessions over stdio

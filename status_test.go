@@ -1,4 +1,4 @@
-package identity_test
+package agentprotocols
 
 import (
 	"errors"
@@ -120,11 +120,12 @@ func isCodeType(e ast.Expr) bool {
 	return false
 }
 
-// One status per code, whichever package defined it: every code constant
+// One status per code, whichever package defined it (this test lives at
+// the root because only the root may import every package): every code constant
 // of identity, profile, packs and adp has its row in DefaultStatus, and
 // adp.DefaultStatus agrees.
 func TestDefaultStatusCoversEveryCode(t *testing.T) {
-	consts := codeConstants(t, ".", "../profile", "../packs", "../adp")
+	consts := codeConstants(t, "identity", "profile", "packs", "adp")
 	if len(consts) < 30 {
 		t.Fatalf("found only %d code constants; is the scan broken?", len(consts))
 	}
