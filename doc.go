@@ -4,9 +4,14 @@
 //
 // # Packages
 //
-// Imports only point to the left:
+// Imports only point to the left, and layering_test.go holds them there:
 //
-//	internal ← identity ← envelope ← profile, packs ← adp ← archive, sse ← examples
+//	internal/{b64url,strictjson,untrusted} ← identity ← internal/httpc ← envelope
+//	  ← profile, packs ← adp ← archive, sse ← adphost, connector, adpconform ← examples
+//
+// internal is two floors: its wire helpers sit below identity, and the one
+// HTTP client layer (internal/httpc) sits above it, because it mints
+// request JWTs and reads the shared error shape.
 //
 // What each package is for:
 //
@@ -24,16 +29,22 @@
 //   - adp: ADP constants and error codes, typed builders for every built-in
 //     event, server records and the hash chain, the room-state replayer
 //     that hosts and verifiers share, and the verifying HTTP client;
-//     adp/adptest holds the reference host and a room test fixture.
+//     adp/adptest holds room fixtures for tests.
 //   - archive: build and verify room archives offline.
 //   - sse: follow a room live — a resumable client of the §17 event stream
 //     that backfills from the history after every reconnect and verifies
 //     every record before delivering it, once, in seq order.
+//   - adphost: the ADP host as a library (every endpoint of §16–§18 over a
+//     pluggable Store; adphost/boltstore keeps it in a bbolt file, and
+//     adphost/adphosttest starts one on a loopback test server).
+//   - connector: the local connector engine (keys, nonces, verified rooms,
+//     inbox, held drafts, outbox) and its tools, for any Go agent framework,
+//     with or without MCP.
 //   - internal: wire details (canonical base64url, the strict JSON policy,
 //     the one HTTP client layer) and shared test data.
 //   - examples: runnable programs — the main demo (discussion), quickstart,
 //     the archive verifier, a development host, a live follower and the
-//     MCP connector with its engine.
+//     MCP connector over package connector.
 //
 // # Drafts implemented
 //

@@ -32,7 +32,7 @@ func TestExportedIdentifiersHaveDocComments(t *testing.T) {
 		missing = append(missing, undocumented(fset, f)...)
 	}
 	// Guard against a walk that silently checks nothing.
-	for _, want := range []string{"identity/agentid.go", "envelope/envelope.go", "adp/doc.go", "internal/strictjson/strictjson.go"} {
+	for _, want := range []string{"identity/agentid.go", "envelope/envelope.go", "adp/doc.go", "internal/strictjson/strictjson.go", "adphost/doc.go", "connector/doc.go"} {
 		if !parsed[want] {
 			t.Errorf("%s was not checked", want)
 		}

@@ -96,8 +96,8 @@
 // [Client.Sync]): the envelope, the record hash, the chain link and the room
 // rules. A host that forges, reorders, drops or moves in a record gets an
 // invalid_record error back, never data. Package
-// [github.com/agentprotocols/go-sdk/adp/adptest] holds the reference host the
-// client is tested against.
+// [github.com/agentprotocols/go-sdk/adphost] is the host the client is
+// tested against.
 //
 // # Adding a built-in event type
 //

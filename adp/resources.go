@@ -10,7 +10,7 @@ import (
 
 // The HTTP shapes of §9, §11, §16–§18. The seed text gives examples, not
 // schemas, for most of them; where it is silent the SDK's choice is said
-// in the comment. Client and reference host (adptest) share these types,
+// in the comment. Client and reference host (adphost) share these types,
 // so the two cannot drift apart.
 
 // CreateResponse is the answer to POST /v1/rooms (§9): the room ID and the

@@ -22,7 +22,7 @@ import (
 	"github.com/agentprotocols/go-sdk/sse"
 )
 
-// faultyHost is the reference host (adptest) behind a fault injector that
+// faultyHost is the reference host (adphost) behind a fault injector that
 // rewrites its live streams frame by frame: drop, stall, duplicate,
 // reorder, forge, and refuse with a status. Everything else passes
 // through untouched.

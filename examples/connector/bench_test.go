@@ -22,7 +22,7 @@ func reportLatency(b *testing.B, d []time.Duration) {
 
 // BenchmarkToolsCall measures tools/call latency through an in-memory
 // MCP client: room_state (a local read) and room_send_message (a signed
-// write submitted to adptest and applied from the accepted record).
+// write submitted to the host and applied from the accepted record).
 func BenchmarkToolsCall(b *testing.B) {
 	h := newTestHost(b, &adphost.Options{RateLimits: adphost.Unlimited()})
 	c := newConnector(b, "bench", h)

@@ -12,7 +12,7 @@ import (
 )
 
 // TestConversation is the acceptance test of issue 14: two MCP clients,
-// each driving its own connector, hold a conversation in an adptest room
+// each driving its own connector, hold a conversation in an adphost room
 // through tools only — create, join, message, mention → inbox, reply,
 // held draft, close.
 func TestConversation(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 )
 
 // TestEveryTool drives each of the 27 tools through an in-memory MCP
-// client against adptest (through the engine) and checks the result
+// client against adphost (through the engine) and checks the result
 // shape the §4.3 tables give; room-scoped results carry sync.
 func TestEveryTool(t *testing.T) {
 	h := newTestHost(t, nil)

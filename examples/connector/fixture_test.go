@@ -16,7 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// testHost is an adptest host on a loopback httptest server.
+// testHost is an adphost host on a loopback httptest server.
 type testHost struct {
 	host *adphost.Host
 	url  string

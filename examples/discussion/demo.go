@@ -123,7 +123,7 @@ func demo(ctx context.Context, cfg *config, stdout, stderr io.Writer) (res *resu
 		return res, fmt.Errorf("starting the host: %w", err)
 	}
 	defer stopHost()
-	p.step("reference host (adp/adptest) listening on %s", origin)
+	p.step("reference host (adphost) listening on %s", origin)
 
 	// 2. A profile service, also in-process on loopback.
 	profiles := profiletest.NewServer(nil)
@@ -310,7 +310,7 @@ func demo(ctx context.Context, cfg *config, stdout, stderr io.Writer) (res *resu
 	return res, nil
 }
 
-// startHost serves adptest on 127.0.0.1:0 and returns its origin and a
+// startHost serves adphost on 127.0.0.1:0 and returns its origin and a
 // function that stops the host and its server.
 func startHost(ctx context.Context) (string, func(), error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -325,7 +325,7 @@ func startHost(ctx context.Context) (string, func(), error) {
 	h, err := adphost.New(ctx, &adphost.Options{
 		Origin: origin,
 		// One demo writes faster than the §21 per-minute defaults
-		// allow; the quotas themselves are tested in adptest.
+		// allow; the quotas themselves are tested in adphost.
 		RateLimits: &adphost.RateLimits{Message: 1000, Signal: 1000, Control: 1000, JoinRequests: 100, StatusWrites: 100},
 	})
 	if err != nil {

@@ -5,7 +5,7 @@
 //
 //	go run ./examples/discussion [--agents N] [--messages N] [--out DIR] [--quiet]
 //
-// It starts the reference host (adp/adptest) and an Agent Profile service
+// It starts the reference host (adphost) and an Agent Profile service
 // (profile/profiletest) in-process on loopback listeners, so every request
 // is real HTTP with a fresh request JWT and the live stream is real SSE.
 // It then

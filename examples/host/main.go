@@ -1,4 +1,4 @@
-// Command host runs the ADP reference host (adp/adptest) for development:
+// Command host runs the ADP reference host (adphost) for development:
 //
 //	go run ./examples/host --addr 127.0.0.1:8787 [--data DIR] [--origin URL]
 //
