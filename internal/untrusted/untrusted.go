@@ -83,7 +83,7 @@ func unsafeRune(r rune) bool {
 	case r == 0x200b, r == 0x200c, r == 0x200d, r == 0x200e, r == 0x200f, // zero-width, LRM, RLM
 		r >= 0x202a && r <= 0x202e, // LRE … RLO
 		r >= 0x2066 && r <= 0x2069, // LRI … PDI
-		r == 0x2028, r == 0x2029, // line and paragraph separators
+		r == 0x2028, r == 0x2029,   // line and paragraph separators
 		r == 0xfeff: // zero-width no-break space
 		return true
 	}

@@ -14,7 +14,7 @@ func TestClip(t *testing.T) {
 	}{
 		{"short", 64, "short"},
 		{"abcdef", 3, "abc…"},
-		{"ééé", 3, "é…"},          // 2-byte characters: never cut inside one
+		{"ééé", 3, "é…"},           // 2-byte characters: never cut inside one
 		{"a\xffb", 64, "a\uFFFDb"}, // invalid bytes become U+FFFD
 		{"ab\xff", 3, "ab…"},       // U+FFFD is 3 bytes and does not fit
 		{"日本語", 7, "日本…"},
