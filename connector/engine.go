@@ -108,6 +108,33 @@ type storedRoom struct {
 	ActiveTurn        *ActiveTurn `json:"active_turn,omitempty"`
 }
 
+// MaxRoomIDLen bounds a room id; see checkRoomID.
+const MaxRoomIDLen = 128
+
+// checkRoomID refuses a room id the connector will not store or send: only
+// the URL-unreserved ASCII characters A–Z a–z 0–9 - . _ ~, 1 to
+// MaxRoomIDLen of them, and neither "." nor "..". Hosts issue short ids of
+// this kind; the bound keeps hostile ids out of memory, storage keys and
+// URL paths, and the charset (no NUL) keeps the store's keys unambiguous.
+func checkRoomID(id string) error {
+	if id == "" {
+		return fmt.Errorf("%w: room_id is required", ErrInvalidInput)
+	}
+	if len(id) > MaxRoomIDLen || id == "." || id == ".." {
+		return fmt.Errorf("%w: room_id %q is not a valid room id", ErrInvalidInput, clip(id))
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~') {
+			return fmt.Errorf("%w: room_id %q has a character outside A-Z a-z 0-9 - . _ ~", ErrInvalidInput, clip(id))
+		}
+	}
+	return nil
+}
+
+// Store keys of a room: the origin (which has no NUL) and the checked room
+// id (which has none either) separated by NUL, so no room's keys are a
+// prefix of another's.
 func rkey(host, room string) string { return host + "\x00" + room + "\x00" }
 
 func reckey(host, room string, seq int64) string { return rkey(host, room) + fmt.Sprintf("%020d", seq) }
@@ -197,6 +224,10 @@ func Open(ctx context.Context, opts *Options) (*Engine, error) {
 		h := e.hosts[r.Host]
 		if h == nil || h.client == nil {
 			continue // no longer allowlisted: left alone, never contacted
+		}
+		if err := checkRoomID(r.RoomID); err != nil {
+			e.logf("connector: stored room skipped: %v", err)
+			continue // stored by an older version: never contacted
 		}
 		e.mu.Lock()
 		e.rooms[roomKey{r.Host, r.RoomID}] = &roomRT{remoteSeq: r.RemoteSeq}
@@ -363,8 +394,8 @@ func (e *Engine) host(name string) (*hostState, error) {
 // resolve finds a known room by (host, room_id): host may be empty when
 // room_id is known on exactly one host.
 func (e *Engine) resolve(host, roomID string) (roomKey, *hostState, error) {
-	if roomID == "" {
-		return roomKey{}, nil, fmt.Errorf("%w: room_id is required", ErrInvalidInput)
+	if err := checkRoomID(roomID); err != nil {
+		return roomKey{}, nil, err
 	}
 	if host != "" {
 		h, err := e.host(host)

@@ -2,6 +2,7 @@ package connector
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -65,6 +66,11 @@ func (e *Engine) CreateRoom(ctx context.Context, session string, in RoomCreateIn
 		e.writeMu.Unlock()
 		return nil, err
 	}
+	if err := checkRoomID(rec.RoomID); err != nil {
+		err = errors.Join(fmt.Errorf("connector: host %s created a room with an id the connector refuses (%v)", h.name, err), e.dropOutbox(id))
+		e.writeMu.Unlock()
+		return nil, err
+	}
 	k := roomKey{h.name, rec.RoomID}
 	e.rt(k)
 	_, err = e.accepted(ctx, session, k, h, id, rec)
@@ -102,11 +108,19 @@ func (e *Engine) Join(ctx context.Context, session string, in RoomJoinInput) (*R
 	if err != nil {
 		return nil, err
 	}
+	if err := checkRoomID(in.RoomID); err != nil {
+		return nil, err
+	}
 	k := roomKey{h.name, in.RoomID}
-	e.rt(k)
+	// A private room's resource is invisible to a non-member (§16): its
+	// refusal means "needs approval", and the join request needs no room
+	// read. A room that does not exist is refused by the request itself.
 	res, err := h.client.GetRoom(ctx, in.RoomID)
 	if err != nil {
-		return nil, h.err(err)
+		if !hiddenRoom(err) {
+			return nil, h.err(err)
+		}
+		res = nil
 	}
 	var sr *storedRoom
 	if err := e.store.View(func(tx stateTx) error {
@@ -117,7 +131,11 @@ func (e *Engine) Join(ctx context.Context, session string, in RoomJoinInput) (*R
 		return nil, err
 	}
 	join := adp.Join{Role: adp.Role(in.Role)}
-	if res.Visibility == adp.VisibilityPublic || (in.Role == string(adp.RoleModerator) && isPolicyModerator(res.Policy, e)) {
+	// ADP §10.2: a direct room.join is for public rooms only, and as
+	// moderator only for an agent listed in policy.moderator_agent_ids;
+	// every other path goes through a join request (a listed moderator's
+	// request is what the host may approve at once).
+	if res != nil && res.Visibility == adp.VisibilityPublic && (in.Role != string(adp.RoleModerator) || isPolicyModerator(res.Policy, e)) {
 		if in.Perspective != "" {
 			join.Perspective = &in.Perspective
 		}
@@ -162,9 +180,20 @@ func (e *Engine) Join(ctx context.Context, session string, in RoomJoinInput) (*R
 		}); err != nil {
 			return nil, err
 		}
+		e.rt(k) // known now: its join request is polled and resolvable
 		raw, _ := json.Marshal(jr)
 		if jr.Status != adp.JoinApproved {
-			return &RoomJoinResult{Status: "approval_required", JoinRequest: raw}, nil
+			out := &RoomJoinResult{Status: "approval_required", JoinRequest: raw}
+			if h.client.Verified(k.room) != nil {
+				out.Sync = e.syncOf(session, k)
+			}
+			return out, nil
+		}
+		if res == nil {
+			// An approved applicant may read the room (§11).
+			if res, err = h.client.GetRoom(ctx, in.RoomID); err != nil {
+				return nil, h.err(err)
+			}
 		}
 		if string(jr.ApprovedRole) != in.Role {
 			return nil, fmt.Errorf("%w: approved %q, asked %q", ErrRoleMismatch, jr.ApprovedRole, clip(in.Role))
@@ -213,6 +242,13 @@ func (e *Engine) Join(ctx context.Context, session string, in RoomJoinInput) (*R
 	out.Sync = &s
 	e.present(session, k, s)
 	return out, nil
+}
+
+// hiddenRoom reports a room read refused the way a private room answers a
+// non-member (§16).
+func hiddenRoom(err error) bool {
+	return errors.Is(err, adp.ErrRoomNotFound) || errors.Is(err, adp.ErrMembershipRequired) ||
+		errors.Is(err, adp.ErrPermissionDenied) || errors.Is(err, adp.ErrInvalidToken)
 }
 
 func isPolicyModerator(p adp.Policy, e *Engine) bool {

@@ -3,7 +3,6 @@ package connector
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -34,11 +33,21 @@ func loadRoom(tx stateTx, k roomKey) (*storedRoom, error) {
 func (e *Engine) openRoom(ctx context.Context, h *hostState, roomID string, subscribe bool) (roomKey, error) {
 	k := roomKey{h.name, roomID}
 	e.mu.Lock()
-	if e.rooms[k] == nil {
+	fresh := e.rooms[k] == nil
+	if fresh {
 		e.rooms[k] = &roomRT{}
 	}
 	e.mu.Unlock()
 	if err := e.refresh(ctx, k, h); err != nil {
+		if room := h.client.Verified(k.room); fresh && (room == nil || room.Latest().Seq == 0) {
+			// A failed first open is not retained (F17): nothing of it
+			// was verified or stored.
+			e.mu.Lock()
+			if r := e.rooms[k]; r != nil && !r.subscribed {
+				delete(e.rooms, k)
+			}
+			e.mu.Unlock()
+		}
 		return k, err
 	}
 	if subscribe && !e.opts.NoSubscribe {
@@ -378,8 +387,8 @@ func (e *Engine) RoomOpen(ctx context.Context, session string, in RoomOpenInput)
 	if err != nil {
 		return nil, err
 	}
-	if in.RoomID == "" {
-		return nil, fmt.Errorf("%w: room_id is required", ErrInvalidInput)
+	if err := checkRoomID(in.RoomID); err != nil {
+		return nil, err
 	}
 	sub := in.Subscribe == nil || *in.Subscribe
 	k, err := e.openRoom(ctx, h, in.RoomID, sub)

@@ -108,6 +108,9 @@ func (e *Engine) records(tx stateTx, k roomKey, after, before int64, fn func(*ad
 		if err != nil {
 			return err
 		}
+		if rec.RoomID != k.room || key != reckey(k.host, k.room, rec.Seq) {
+			return fmt.Errorf("connector: stored record %q is not record %d of room %s", clip(key), rec.Seq, clip(k.room))
+		}
 		if before > 0 && rec.Seq >= before {
 			return errStop
 		}

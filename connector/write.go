@@ -333,6 +333,9 @@ func (e *Engine) storedHash(k roomKey, seq int64) (envelope.Hash, error) {
 		if err != nil {
 			return err
 		}
+		if rec.RoomID != k.room || rec.Seq != seq {
+			return fmt.Errorf("connector: stored record %d of room %s is another record", seq, clip(k.room))
+		}
 		h, found = rec.Hash, true
 		return nil
 	})
