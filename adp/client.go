@@ -135,6 +135,22 @@ func (c *Client) Origin() identity.Origin { return c.origin }
 // AgentID returns the client's agent.
 func (c *Client) AgentID() identity.AgentID { return c.signer.AgentID() }
 
+// Signer returns the client's key, which signs its events and request
+// JWTs (sse.Options takes it from here).
+func (c *Client) Signer() identity.Signer { return c.signer }
+
+// HTTPClient returns the *http.Client the Client sends with, its
+// same-origin redirect policy included, for requests the Client does not
+// make itself (a live stream).
+func (c *Client) HTTPClient() *http.Client { return c.hc.HTTPClient() }
+
+// OriginOptions returns the origin rules the client checks URLs with
+// (AllowLoopbackHTTP). Treat it as read-only.
+func (c *Client) OriginOptions() *identity.OriginOptions { return c.oopts }
+
+// Clock returns the client's clock (ClientOptions.Now or time.Now).
+func (c *Client) Clock() func() time.Time { return c.now }
+
 // Author returns the client's Author, to sign events by hand for Submit.
 func (c *Client) Author() *envelope.Author { return c.author }
 

@@ -40,5 +40,5 @@ func (c *Client) Restore(roomID string, snapshot []byte) error {
 // holds must be identical, the next one must pass every room rule, and a
 // gap is filled from the history first.
 func (c *Client) Admit(ctx context.Context, roomID string, rec *Record) error {
-	return c.admitLive(ctx, c.replicaOf(roomID), rec)
+	return c.admitOrFill(ctx, c.replicaOf(roomID), rec)
 }

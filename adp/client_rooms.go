@@ -232,6 +232,21 @@ func (c *Client) admitAll(ctx context.Context, rep *replica, recs []*Record, aft
 	return nil
 }
 
+// admitOrFill verifies one record the client did not page itself (a
+// record from a live stream, the answer to an own write) against rep,
+// filling a gap before it from history first.
+func (c *Client) admitOrFill(ctx context.Context, rep *replica, rec *Record) error {
+	rep.mu.Lock()
+	defer rep.mu.Unlock()
+	err := admit(ctx, rep, rec)
+	if errors.Is(err, errGap) {
+		if err = c.syncTo(ctx, rep, rec.Seq-1); err == nil {
+			err = admit(ctx, rep, rec)
+		}
+	}
+	return err
+}
+
 // verifyOwn checks a write's answer: the host's record must carry exactly
 // the envelope sent, in this room, with a correct hash, and must verify
 // against the replica (filling any gap from history first).
@@ -239,7 +254,7 @@ func (c *Client) verifyOwn(ctx context.Context, roomID string, env *envelope.Env
 	if rec.Envelope.Hash() != env.Hash() {
 		return identity.NewError(CodeInvalidRecord, "host answered with a record of another envelope")
 	}
-	return c.admitLive(ctx, c.replicaOf(roomID), rec)
+	return c.admitOrFill(ctx, c.replicaOf(roomID), rec)
 }
 
 // BuildFunc signs one event on base through author; the Client calls it

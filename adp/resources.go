@@ -82,7 +82,8 @@ type AgentStatusInput struct {
 // AgentStatus is a stored, unsigned, short-lived status (§17.4). It is a
 // collaboration hint: never a record, never evidence for permissions.
 // UpdatedAt is the SDK's addition (the seed-era schema has it, the text
-// does not define it).
+// does not define it). It is the data of a room.agent_status SSE item
+// (§17.4) too, as sse.Follow delivers it.
 type AgentStatus struct {
 	RoomID    string           `json:"room_id"`
 	AgentID   identity.AgentID `json:"agent_id"`
@@ -95,6 +96,9 @@ type AgentStatus struct {
 	ExpiresAt int64            `json:"expires_at"`
 	UpdatedAt int64            `json:"updated_at,omitzero"`
 	Extra     jsontext.Value   `json:"extra,omitzero"`
+	// Unknown keeps the members of the host's answer the SDK does not
+	// know (§6: service documents stay open), for debugging.
+	Unknown jsontext.Value `json:",embed"`
 }
 
 // AgentStatusList is GET /v1/rooms/{room_id}/agent-status: every current
@@ -150,15 +154,19 @@ const (
 	FeatureExternal    = "external-packs"
 )
 
-// LiveJoinRequest is the data of a room.join_request SSE item (§17.5),
-// sent to subscribed creators and moderators. It is not a record.
-type LiveJoinRequest struct {
+// JoinRequestNotice is the data of a room.join_request SSE item (§17.5),
+// sent to subscribed creators and moderators: a hint that a request was
+// created, not a record; the authoritative list stays GET
+// /v1/rooms/{room_id}/join-requests. The host sends it, sse.Follow
+// delivers it. Unknown keeps members the SDK does not know.
+type JoinRequestNotice struct {
 	RoomID    string           `json:"room_id"`
 	RequestID string           `json:"request_id"`
 	Applicant identity.AgentID `json:"applicant"`
 	Role      Role             `json:"role"`
 	CreatedAt int64            `json:"created_at"`
 	ExpiresAt int64            `json:"expires_at"`
+	Unknown   jsontext.Value   `json:",embed"`
 }
 
 // HeadMismatch is the data of a room_head_mismatch error (§16): the base

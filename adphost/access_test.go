@@ -52,7 +52,7 @@ func TestPrivateRoomInvisible(t *testing.T) {
 	wantCode(t, err, adp.ErrRoomNotFound, 404)
 	_, err = mallory.AgentStatuses(ctx, room)
 	wantCode(t, err, adp.ErrRoomNotFound, 404)
-	_, err = mallory.Live(ctx, room)
+	err = liveError(t, w, mallory, room)
 	wantCode(t, err, adp.ErrRoomNotFound, 404)
 	resp := mustv(w.hc.Get(w.url + "/v1/rooms/" + room)) // anonymous
 	wantCode(t, identity.ReadError(resp), adp.ErrRoomNotFound, 404)

@@ -279,7 +279,7 @@ func TestErrorCodes(t *testing.T) {
 		wantCode(t, err, adp.ErrMembershipRequired, 403)
 		_, err = carol.AgentStatuses(ctx, room)
 		wantCode(t, err, adp.ErrMembershipRequired, 403)
-		_, err = carol.Live(ctx, room)
+		err = liveError(t, w, carol, room)
 		wantCode(t, err, adp.ErrMembershipRequired, 403)
 		_, err = carol.PutAgentStatus(ctx, room, adp.AgentStatusInput{State: "idle"})
 		wantCode(t, err, adp.ErrMembershipRequired, 403)

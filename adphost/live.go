@@ -162,7 +162,7 @@ func (h *Host) publishStatus(hr *hostRoom, st *adp.AgentStatus) {
 // and moderators (§17.5); hr.mu is held.
 func (h *Host) publishJoinRequest(hr *hostRoom, jr *adp.JoinRequestResource) {
 	q := jr.Request
-	b, err := json.Marshal(adp.LiveJoinRequest{RoomID: q.RoomID, RequestID: q.ID, Applicant: q.Applicant, Role: q.Role,
+	b, err := json.Marshal(adp.JoinRequestNotice{RoomID: q.RoomID, RequestID: q.ID, Applicant: q.Applicant, Role: q.Role,
 		CreatedAt: q.CreatedAt, ExpiresAt: q.ExpiresAt}, json.Deterministic(true))
 	if err != nil {
 		return

@@ -14,44 +14,113 @@ import (
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/adphost"
 	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/sse"
 )
 
-// subscribe starts c's live stream and forwards its items.
-func subscribe(t *testing.T, c *adp.Client, room string) (<-chan adp.LiveItem, <-chan error) {
+// connected is an HTTP transport that reports each live stream the host
+// accepted (its 200 headers: the host subscribes before it sends them).
+type connected struct {
+	base http.RoundTripper
+	ch   chan struct{}
+}
+
+func (c *connected) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := c.base.RoundTrip(r)
+	if err == nil && resp.StatusCode == http.StatusOK && strings.HasSuffix(r.URL.Path, "/events/live") {
+		select {
+		case c.ch <- struct{}{}:
+		default:
+		}
+	}
+	return resp, err
+}
+
+// liveOptions follows room as c's agent (sse.Follow, the SDK's one live
+// client) from c's verified replica on, over w's transport.
+func liveOptions(w *world, c *adp.Client, room string, conn *connected) *sse.Options {
+	var start adp.RecordRef
+	if v := c.Verified(room); v != nil {
+		start = adp.RecordRef{Seq: v.Latest().Seq, Hash: v.Latest().Hash}
+	}
+	o := &sse.Options{Client: c, RoomID: room, Start: start,
+		Backoff: sse.Backoff{Initial: 5 * time.Millisecond, Max: 20 * time.Millisecond}}
+	if conn != nil {
+		o.HTTPClient = &http.Client{Transport: conn}
+	}
+	return o
+}
+
+// subscribe follows c's live stream, waits until the host accepted it and
+// forwards its items; done gets the error that ended it.
+func subscribe(t *testing.T, w *world, c *adp.Client, room string) (<-chan sse.Item, <-chan error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	seq, err := c.Live(ctx, room)
-	if err != nil {
-		t.Fatal(err)
+	conn := &connected{base: w.hc.Transport, ch: make(chan struct{}, 1)}
+	if conn.base == nil {
+		conn.base = http.DefaultTransport
 	}
-	items, done := make(chan adp.LiveItem, 64), make(chan error, 1)
+	items, done := make(chan sse.Item, 64), make(chan error, 1)
+	finished := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-finished })
 	go func() {
+		defer close(finished)
 		defer close(items)
-		for it, err := range seq {
+		for it, err := range sse.Follow(ctx, liveOptions(w, c, room, conn)) {
 			if err != nil {
 				done <- err
 				return
 			}
-			items <- it
+			select {
+			case items <- it:
+			case <-ctx.Done():
+			}
 		}
-		done <- nil
 	}()
+	select {
+	case <-conn.ch:
+	case err := <-done:
+		t.Fatalf("subscription ended: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the host accepted no live stream")
+	}
 	return items, done
 }
 
-func next(t *testing.T, items <-chan adp.LiveItem) adp.LiveItem {
+// liveError subscribes once and returns the first error: the refusal that
+// ends the subscription, or the first reconnect's cause.
+func liveError(t *testing.T, w *world, c *adp.Client, room string) error {
 	t.Helper()
-	select {
-	case it, ok := <-items:
-		if !ok {
-			t.Fatal("stream ended")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for it, err := range sse.Follow(ctx, liveOptions(w, c, room, nil)) {
+		if err != nil {
+			return err
 		}
-		return it
-	case <-time.After(10 * time.Second):
-		t.Fatal("no live item")
+		if it.Kind == sse.KindError {
+			return it.Err
+		}
 	}
-	return adp.LiveItem{}
+	return nil
+}
+
+// next returns the next record or notice, skipping recovered errors.
+func next(t *testing.T, items <-chan sse.Item) sse.Item {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case it, ok := <-items:
+			if !ok {
+				t.Fatal("stream ended")
+			}
+			if it.Kind == sse.KindError {
+				continue
+			}
+			return it
+		case <-timeout:
+			t.Fatal("no live item")
+		}
+	}
 }
 
 // TestLive: §17 — members subscribe with a JWT; accepted records arrive
@@ -64,21 +133,20 @@ func TestLive(t *testing.T) {
 	alice, bob, room := setup(t, w, adp.VisibilityRestricted)
 	mustv(alice.SendMessage(ctx, room, text("before anyone subscribed")))
 
-	aItems, _ := subscribe(t, alice, room)
-	bItems, bDone := subscribe(t, bob, room)
-	// Bootstrap order (§17.3): subscribed first, then history.
 	mustv(bob.Sync(ctx, room))
+	aItems, _ := subscribe(t, w, alice, room)
+	bItems, bDone := subscribe(t, w, bob, room)
 
 	m := mustv(alice.SendMessage(ctx, room, text("live"), bob.AgentID()))
-	for _, items := range []<-chan adp.LiveItem{aItems, bItems} {
+	for _, items := range []<-chan sse.Item{aItems, bItems} {
 		it := next(t, items)
 		if it.Record == nil || it.Record.Hash != m.Hash {
 			t.Fatalf("first item is not the new record (no replay): %+v", it)
 		}
 	}
 	mustv(alice.PutAgentStatus(ctx, room, adp.AgentStatusInput{State: "waiting", SeenSeq: m.Seq}))
-	for _, items := range []<-chan adp.LiveItem{aItems, bItems} {
-		if it := next(t, items); it.Status == nil || it.Status.AgentID != alice.AgentID() || it.Status.SeenSeq != m.Seq {
+	for _, items := range []<-chan sse.Item{aItems, bItems} {
+		if it := next(t, items); it.AgentStatus == nil || it.AgentStatus.AgentID != alice.AgentID() || it.AgentStatus.SeenSeq != m.Seq {
 			t.Fatalf("status item: %+v", it)
 		}
 	}
@@ -95,13 +163,11 @@ func TestLive(t *testing.T) {
 	if it := next(t, aItems); it.Record == nil || it.Record.Hash != r2.Hash {
 		t.Fatalf("alice's next item: %+v", it)
 	}
-	// Leaving ends the stream.
+	// Leaving ends the stream; the reconnect is refused.
 	mustv(bob.Leave(ctx, room, adp.Notice{}))
 	select {
 	case err := <-bDone:
-		if err != nil {
-			t.Fatalf("stream ended with %v", err)
-		}
+		wantCode(t, err, adp.ErrMembershipRequired, 403)
 	case <-time.After(10 * time.Second):
 		t.Fatal("the stream outlived the membership")
 	}
@@ -141,14 +207,13 @@ func TestLiveBounds(t *testing.T) {
 	ctx := context.Background()
 	w := newWorld(t, &adphost.Options{MaxStreams: 2, MaxPendingJoinRequests: 2, RateLimits: adphost.Unlimited()})
 	alice, _, room := setup(t, w, adp.VisibilityRestricted)
-	subscribe(t, alice, room)
-	subscribe(t, alice, room)
-	_, err := alice.Live(ctx, room)
-	wantCode(t, err, adp.ErrRateLimited, 429)
+	subscribe(t, w, alice, room)
+	subscribe(t, w, alice, room)
+	wantCode(t, liveError(t, w, alice, room), adp.ErrRateLimited, 429)
 	for _, name := range []string{"p1", "p2"} {
 		mustv(w.client(name).RequestJoin(ctx, room, adp.JoinRequestInput{Role: adp.RoleSpeaker}))
 	}
-	_, err = w.client("p3").RequestJoin(ctx, room, adp.JoinRequestInput{Role: adp.RoleSpeaker})
+	_, err := w.client("p3").RequestJoin(ctx, room, adp.JoinRequestInput{Role: adp.RoleSpeaker})
 	wantCode(t, err, adp.ErrRateLimited, 429)
 }
 

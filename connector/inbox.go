@@ -15,7 +15,6 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agentprotocols/go-sdk/adp"
-	"github.com/agentprotocols/go-sdk/sse"
 )
 
 // storedInbox is an inbox item with its local state.
@@ -224,7 +223,7 @@ func (e *Engine) inboxFromRecord(tx stateTx, k roomKey, room *adp.Room, sr *stor
 
 // joinRequested turns a live join-request notice into a review item when
 // this agent is the creator or an active moderator (verified state).
-func (e *Engine) joinRequested(k roomKey, h *hostState, jr *sse.JoinRequest) {
+func (e *Engine) joinRequested(k roomKey, h *hostState, jr *adp.JoinRequestNotice) {
 	room := h.client.Verified(k.room)
 	if room == nil || jr == nil || !e.reviews(room) {
 		return

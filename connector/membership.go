@@ -12,7 +12,6 @@ import (
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/internal/strictjson"
 	"github.com/agentprotocols/go-sdk/packs"
-	"github.com/agentprotocols/go-sdk/sse"
 )
 
 func validRole(r string) bool {
@@ -392,7 +391,7 @@ func (e *Engine) pollJoinRequests(ctx context.Context) {
 		}
 		for _, jr := range jrs {
 			if jr.Status == adp.JoinPending {
-				e.joinRequested(k, h, &sse.JoinRequest{RoomID: k.room, RequestID: jr.Request.ID, Applicant: jr.Request.Applicant, Role: jr.Request.Role})
+				e.joinRequested(k, h, &adp.JoinRequestNotice{RoomID: k.room, RequestID: jr.Request.ID, Applicant: jr.Request.Applicant, Role: jr.Request.Role})
 			}
 		}
 	}

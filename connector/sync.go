@@ -183,9 +183,7 @@ func (e *Engine) follow(ctx context.Context, k roomKey, h *hostState) error {
 		l := room.Latest()
 		start = adp.RecordRef{Seq: l.Seq, Hash: l.Hash}
 	}
-	opts := &sse.Options{API: h.name + "/v1", RoomID: k.room, Signer: e.key.k,
-		History: sse.HistoryFunc(h.client.Events), Start: start, HTTPClient: e.opts.HTTPClient,
-		Origins: &identity.OriginOptions{AllowLoopbackHTTP: e.opts.AllowLoopbackHTTP}}
+	opts := &sse.Options{Client: h.client, RoomID: k.room, Start: start}
 	for it, err := range sse.Follow(ctx, opts) {
 		if err != nil {
 			return err

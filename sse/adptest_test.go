@@ -511,8 +511,8 @@ func TestAdptestNotices(t *testing.T) {
 	c.checkHost(t, want)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var st *sse.AgentStatus
-	var req *sse.JoinRequest
+	var st *adp.AgentStatus
+	var req *adp.JoinRequestNotice
 	for _, it := range c.notices {
 		switch it.Kind {
 		case sse.KindAgentStatus:

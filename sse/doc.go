@@ -12,6 +12,10 @@
 //     verified record through [Options.History],
 //  3. then delivers live records, dropping those it already has by seq.
 //
+// [Options.Client] takes the API, key, history, transport and clock from
+// the agent's [adp.Client], whose verified Events is the history: it is
+// the SDK's one live client (adp.Client has no stream reader of its own).
+//
 // The same backfill runs after every reconnect, after a gap (a live record
 // whose predecessor is missing) and after a live record that failed
 // verification. A record that fails verification is never delivered: the

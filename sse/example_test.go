@@ -25,10 +25,8 @@ func ExampleFollow() {
 	}
 	ctx := context.Background()
 	for item, err := range sse.Follow(ctx, &sse.Options{
-		API:     "https://api.al.ink/v1",
-		RoomID:  "d8ftedhpqhsusbg001tg",
-		Signer:  key,
-		History: sse.HistoryFunc(client.Events),
+		Client: client, // its origin, key, verified history and transport
+		RoomID: "d8ftedhpqhsusbg001tg",
 	}) {
 		if errors.Is(err, adp.ErrMembershipRequired) {
 			log.Fatal("no longer a member")

@@ -68,6 +68,30 @@ func newFollower(opts *Options) (*follower, error) {
 	}
 	f := &follower{o: *opts, pending: map[int64]held{}}
 	o := &f.o
+	if c := o.Client; c != nil {
+		if o.API == "" {
+			o.API = c.Origin().String() + "/v1"
+		}
+		if o.Signer == nil {
+			o.Signer = c.Signer()
+		}
+		if o.History == nil {
+			o.History = HistoryFunc(c.Events)
+		}
+		if o.HTTPClient == nil {
+			o.HTTPClient = c.HTTPClient()
+		}
+		if o.Origins == nil {
+			o.Origins = c.OriginOptions()
+		}
+		if o.Mint == nil {
+			o.Mint = &identity.MintOptions{Now: c.Clock()}
+		} else if o.Mint.Now == nil {
+			m := *o.Mint
+			m.Now = c.Clock()
+			o.Mint = &m
+		}
+	}
 	switch {
 	case o.RoomID == "":
 		return nil, errors.New("sse: Options.RoomID is empty")

@@ -327,7 +327,7 @@ func TestFollowNotices(t *testing.T) {
 	c.waitSeq(t, h.seq())
 	bob := h.authors["bob"].AgentID().String()
 	h.notify(sse.EventAgentStatus, `{"room_id":"`+h.roomID+`","agent_id":"`+bob+`","state":"drafting","seen_seq":3,"expires_at":1779754000000}`)
-	h.notify(sse.EventJoinRequest, `{"room_id":"`+h.roomID+`","request_id":"jr_1","applicant":"`+bob+`","role":"speaker","created_at":1,"expires_at":2}`)
+	h.notify(sse.EventJoinRequest, `{"room_id":"`+h.roomID+`","request_id":"jr_1","applicant":"`+bob+`","role":"speaker","created_at":1,"expires_at":2,"x_vendor":7}`)
 	h.notify(sse.EventAgentStatus, `{"room_id":"`+h.roomID+`","agent_id":"`+bob+`","state":"x","seq":9}`)
 	h.notify(sse.EventJoinRequest, `{"room_id":"other","request_id":"jr_1","applicant":"`+bob+`","role":"speaker","created_at":1,"expires_at":2}`)
 	h.notify("something.else", `{}`)
@@ -343,7 +343,8 @@ func TestFollowNotices(t *testing.T) {
 	if st := c.notices[0].AgentStatus; st.State != "drafting" || st.SeenSeq != 3 || st.AgentID.String() != bob {
 		t.Fatalf("agent status: %+v", st)
 	}
-	if jr := c.notices[1].JoinRequest; jr.RequestID != "jr_1" || jr.Role != adp.RoleSpeaker {
+	// A member the SDK does not know is kept, not fatal (§6).
+	if jr := c.notices[1].JoinRequest; jr.RequestID != "jr_1" || jr.Role != adp.RoleSpeaker || string(jr.Unknown) != `{"x_vendor":7}` {
 		t.Fatalf("join request: %+v", jr)
 	}
 	n := 0
@@ -686,4 +687,27 @@ func TestFollowBrokenChain(t *testing.T) {
 	if !c.hasError(adp.ErrInvalidRecord) {
 		t.Fatalf("no invalid_record item: %v", c.errors())
 	}
+}
+
+// TestFollowNeverRedelivers is the regression test of the adversarial
+// review's F10: a stream that repeats records the subscriber already holds,
+// out of order (seqs 5, 3, 3, 3, 4 after 1…5), delivers none of them
+// again. The SDK's only live client is Follow (adp.Client.Live, which
+// yielded [5 3 3 3 4], is gone).
+func TestFollowNeverRedelivers(t *testing.T) {
+	h := newTestHost(t)
+	h.sayN("bob", 4)
+	c := follow(t, h.options("alice"), nil)
+	c.waitSeq(t, 5)
+	waitFor(t, func() bool { return h.subscribers() == 1 }, "a subscriber (have %d)", func() any { return h.subscribers() })
+	h.mu.Lock()
+	recs := h.records
+	h.mu.Unlock()
+	for _, seq := range []int{5, 3, 3, 3, 4} {
+		h.notify(sse.EventRecord, string(recs[seq-1]))
+	}
+	h.say("bob", "after the repeats")
+	c.waitSeq(t, h.seq())
+	c.stop(t)
+	c.checkExactly(t, h)
 }

@@ -89,9 +89,15 @@ func (b Backoff) withDefaults() Backoff {
 	return b
 }
 
-// Options configures Follow. API, RoomID, Signer and History are
-// required.
+// Options configures Follow. RoomID is required, and so are API, Signer
+// and History unless Client is set.
 type Options struct {
+	// Client, when set, is the adp.Client of the agent that follows: the
+	// fields left zero of API (its origin + "/v1"), Signer, History (its
+	// verified Events), HTTPClient, Origins and Mint's clock are taken
+	// from it, so the stream and its backfill use one key, one transport
+	// and one clock.
+	Client *adp.Client
 	// API is the host API base URL, for example "https://api.al.ink/v1"
 	// (discovery's endpoints.sse); the stream is API +
 	// "/rooms/{room_id}/events/live".
@@ -190,38 +196,19 @@ func (k Kind) String() string {
 }
 
 // Item is one thing Follow delivers; exactly one of Record, AgentStatus,
-// JoinRequest and Err is set, as Kind says.
+// JoinRequest and Err is set, as Kind says. AgentStatus (§17.4) is an
+// unsigned, short-lived hint from the host, never a record and never
+// evidence for verification or permissions; JoinRequest (§17.5) is a
+// notice to reviewers that a request was created — the authoritative list
+// stays GET /v1/rooms/{room_id}/join-requests. Both are the adp types the
+// host sends, parsed strictly as JSON; members the SDK does not know are
+// kept in their Unknown field.
 type Item struct {
 	Kind        Kind
 	Record      *adp.Record
-	AgentStatus *AgentStatus
-	JoinRequest *JoinRequest
+	AgentStatus *adp.AgentStatus
+	JoinRequest *adp.JoinRequestNotice
 	Err         error
-}
-
-// AgentStatus is a room.agent_status item (§17.4): an unsigned,
-// short-lived hint from the host, never a record and never evidence for
-// verification or permissions. Raw holds the whole data member.
-type AgentStatus struct {
-	RoomID    string           `json:"room_id"`
-	AgentID   identity.AgentID `json:"agent_id"`
-	State     string           `json:"state"`
-	SeenSeq   int64            `json:"seen_seq,omitzero"`
-	ExpiresAt int64            `json:"expires_at,omitzero"`
-	Raw       jsontext.Value   `json:"-"`
-}
-
-// JoinRequest is a room.join_request item (§17.5): a notice to reviewers
-// that a join request was created. The authoritative list stays GET
-// /v1/rooms/{room_id}/join-requests. Raw holds the whole data member.
-type JoinRequest struct {
-	RoomID    string           `json:"room_id"`
-	RequestID string           `json:"request_id"`
-	Applicant identity.AgentID `json:"applicant"`
-	Role      adp.Role         `json:"role"`
-	CreatedAt int64            `json:"created_at"`
-	ExpiresAt int64            `json:"expires_at"`
-	Raw       jsontext.Value   `json:"-"`
 }
 
 // ErrNotice is the cause of a KindError item for a notice that was
@@ -241,9 +228,9 @@ func (m *recordMembers) present() bool {
 	return m.Seq != nil || m.PreHash != nil || m.Hash != nil || m.Envelope != nil
 }
 
-func parseAgentStatus(roomID string, data []byte) (*AgentStatus, error) {
+func parseAgentStatus(roomID string, data []byte) (*adp.AgentStatus, error) {
 	var v struct {
-		AgentStatus
+		adp.AgentStatus
 		recordMembers
 	}
 	if err := strictjson.UnmarshalOpen(data, &v); err != nil {
@@ -255,13 +242,12 @@ func parseAgentStatus(roomID string, data []byte) (*AgentStatus, error) {
 	if v.AgentID.IsZero() || v.State == "" {
 		return nil, errors.Join(ErrNotice, errors.New("room.agent_status needs agent_id and state"))
 	}
-	v.AgentStatus.Raw = jsontext.Value(data).Clone()
 	return &v.AgentStatus, nil
 }
 
-func parseJoinRequest(roomID string, data []byte) (*JoinRequest, error) {
+func parseJoinRequest(roomID string, data []byte) (*adp.JoinRequestNotice, error) {
 	var v struct {
-		JoinRequest
+		adp.JoinRequestNotice
 		recordMembers
 	}
 	if err := strictjson.UnmarshalOpen(data, &v); err != nil {
@@ -273,8 +259,7 @@ func parseJoinRequest(roomID string, data []byte) (*JoinRequest, error) {
 	if v.RequestID == "" || v.Applicant.IsZero() {
 		return nil, errors.Join(ErrNotice, errors.New("room.join_request needs request_id and applicant"))
 	}
-	v.JoinRequest.Raw = jsontext.Value(data).Clone()
-	return &v.JoinRequest, nil
+	return &v.JoinRequestNotice, nil
 }
 
 func checkNotice(want, got string, m *recordMembers) error {

@@ -40,14 +40,10 @@ func startFollower(ctx context.Context, origin string, httpc *http.Client, key *
 	ctx, cancel := context.WithCancel(ctx)
 	f := &follower{cancel: cancel, done: make(chan struct{})}
 	opts := &sse.Options{
-		API:        origin + "/v1",
-		RoomID:     room,
-		Signer:     key,
-		History:    sse.HistoryFunc(c.Events),
-		Room:       adp.NewRoom(room, nil),
-		HTTPClient: httpc,
-		Origins:    &identity.OriginOptions{AllowLoopbackHTTP: true},
-		Backoff:    sse.Backoff{Initial: 50 * time.Millisecond, Max: time.Second},
+		Client:  c,
+		RoomID:  room,
+		Room:    adp.NewRoom(room, nil),
+		Backoff: sse.Backoff{Initial: 50 * time.Millisecond, Max: time.Second},
 	}
 	go func() {
 		defer close(f.done)

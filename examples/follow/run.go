@@ -139,14 +139,11 @@ func follow(ctx context.Context, o *options, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	so := &sse.Options{
-		API:     client.Origin().String() + "/v1",
-		RoomID:  o.room,
-		Signer:  key,
-		History: sse.HistoryFunc(client.Events),
+		Client: client,
+		RoomID: o.room,
 		// Live records are judged by every room rule too, not only the
 		// history the client verifies.
-		Room:    adp.NewRoom(o.room, nil),
-		Origins: &identity.OriginOptions{AllowLoopbackHTTP: true},
+		Room: adp.NewRoom(o.room, nil),
 	}
 	if o.tune != nil {
 		o.tune(so)
