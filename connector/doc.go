@@ -21,6 +21,20 @@
 // (§4.2) — the head most recently returned to that session for that room —
 // is the default base of its writes.
 //
+// # Tools without MCP
+//
+// [Tools] is the same 27 tools as a framework-neutral table: each [Tool]
+// has the name, title, description, input and output JSON Schemas and
+// annotations a framework shows its model, and [Tool.Call] runs it for a
+// session with the model's JSON arguments, returning the structured result
+// or a [*ToolError] (a code, a message, data, and whether a host or the
+// connector said it). Arguments are judged by exactly the published input
+// schema; a violation is a ToolError with [CodeInvalidArguments] naming the
+// field, for the model to correct. examples/connector registers this table
+// with the MCP SDK in a loop; another framework does the same with its own
+// tool type (see the Tools example). [Instructions] is the §4.5 loop to put in
+// the system prompt.
+//
 // # Methods
 //
 // One method per §4.3 tool; "local" reads only the verified local state,

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"strings"
 	"testing"
+
+	"github.com/agentprotocols/go-sdk/connector"
 )
 
 // TestEveryTool drives each of the 27 tools through an in-memory MCP
@@ -144,9 +147,9 @@ func TestEveryTool(t *testing.T) {
 		t.Error("profile_update refusal without code")
 	}
 
-	for _, d := range toolDefs() {
-		if !called[d.name] {
-			t.Errorf("tool %s not exercised", d.name)
+	for _, d := range connector.Tools() {
+		if name := strings.TrimPrefix(d.Name, connector.ToolPrefix); !called[name] {
+			t.Errorf("tool %s not exercised", name)
 		}
 	}
 }

@@ -1,17 +1,20 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentprotocols/go-sdk/adphost"
 	"github.com/agentprotocols/go-sdk/adphost/adphosttest"
 	"github.com/agentprotocols/go-sdk/connector"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -136,7 +139,7 @@ func connectClient(t testing.TB, srv *Server, updates chan string) *mcp.ClientSe
 func (c *agentConn) callRaw(tool string, args any) (*mcp.CallToolResult, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return c.client.CallTool(ctx, &mcp.CallToolParams{Name: toolPrefix + tool, Arguments: args})
+	return c.client.CallTool(ctx, &mcp.CallToolParams{Name: connector.ToolPrefix + tool, Arguments: args})
 }
 
 // call calls a tool that must succeed and decodes its structured content.
@@ -150,7 +153,49 @@ func (c *agentConn) call(tool string, args any) map[string]any {
 	if res.IsError {
 		c.t.Fatalf("%s: %s: isError: %v", c.name, tool, m)
 	}
+	checkOutput(c.t, tool, m)
 	return m
+}
+
+// outputSchemas are the tools' published output schemas, compiled with
+// the project's JSON Schema implementation.
+var outputSchemas = sync.OnceValue(func() map[string]*jsonschema.Schema {
+	out := map[string]*jsonschema.Schema{}
+	for _, tl := range connector.Tools() {
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(tl.OutputSchema))
+		if err != nil {
+			panic(err)
+		}
+		c := jsonschema.NewCompiler()
+		if err := c.AddResource("urn:out:"+tl.Name, doc); err != nil {
+			panic(err)
+		}
+		out[tl.Name] = c.MustCompile("urn:out:" + tl.Name)
+	}
+	return out
+})
+
+// checkOutput: every successful result a test sees fits the tool's
+// published outputSchema, which clients (the TypeScript SDK) enforce.
+func checkOutput(t testing.TB, tool string, m map[string]any) {
+	t.Helper()
+	if err := outputSchemas()[connector.ToolPrefix+tool].Validate(m); err != nil {
+		t.Fatalf("%s: result does not fit its outputSchema: %v", tool, err)
+	}
+}
+
+// callArgErr calls a tool whose arguments do not fit its input schema:
+// the refusal is an isError result (SEP-1303) with code
+// invalid_arguments and data.field; it returns data.field and data.reason.
+func (c *agentConn) callArgErr(tool string, args any) (field, reason string) {
+	c.t.Helper()
+	code, m := c.callErr(tool, args)
+	if code != string(connector.CodeInvalidArguments) || m["source"] != connector.SourceConnector {
+		c.t.Fatalf("%s: %s: want invalid_arguments, got %v", c.name, tool, m)
+	}
+	field, _ = get(m, "data.field").(string)
+	reason, _ = get(m, "data.reason").(string)
+	return field, reason
 }
 
 // callErr calls a tool that must be refused with an isError result and

@@ -119,7 +119,7 @@ func TestHTTPStreamableClient(t *testing.T) {
 	if len(tools.Tools) != 27 {
 		t.Fatalf("%d tools over HTTP", len(tools.Tools))
 	}
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: toolPrefix + "identity_current", Arguments: map[string]any{}})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: connector.ToolPrefix + "identity_current", Arguments: map[string]any{}})
 	if err != nil || res.IsError {
 		t.Fatalf("identity_current: %v %v", err, res)
 	}
@@ -137,11 +137,11 @@ func TestHTTPStreamableClient(t *testing.T) {
 		{"room_open", map[string]any{"host": h.url, "room_id": roomID}},
 		{"room_join", map[string]any{"room_id": roomID, "role": "observer"}},
 	} {
-		if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: toolPrefix + step.tool, Arguments: step.args}); err != nil || res.IsError {
+		if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: connector.ToolPrefix + step.tool, Arguments: step.args}); err != nil || res.IsError {
 			t.Fatalf("%s: %v %+v", step.tool, err, res)
 		}
 	}
-	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: toolPrefix + "room_send_message", Arguments: map[string]any{"room_id": roomID, "content": "hi"}})
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: connector.ToolPrefix + "room_send_message", Arguments: map[string]any{"room_id": roomID, "content": "hi"}})
 	if err != nil {
 		t.Fatalf("rejection came as a JSON-RPC error: %v", err)
 	}
@@ -150,25 +150,31 @@ func TestHTTPStreamableClient(t *testing.T) {
 	}
 
 	// A connector rejection: a host that is not on the allowlist.
-	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: toolPrefix + "room_open", Arguments: map[string]any{"host": "https://evil.example", "room_id": "d8ftedhpqhsusbg001tg"}})
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: connector.ToolPrefix + "room_open", Arguments: map[string]any{"host": "https://evil.example", "room_id": "d8ftedhpqhsusbg001tg"}})
 	if err != nil {
 		t.Fatalf("rejection came as a JSON-RPC error: %v", err)
 	}
-	if !res.IsError || structured(t, res)["code"] != string(CodeHostNotAllowed) {
+	if !res.IsError || structured(t, res)["code"] != string(connector.CodeHostNotAllowed) {
 		t.Fatalf("want isError host_not_allowed, got %+v", structured(t, res))
 	}
 
-	// Malformed: a required member missing, an unknown member, a wrong type.
-	for _, args := range []map[string]any{
-		{"room_id": "x"},
-		{"host": h.url, "room_id": "x", "bogus": 1},
-		{"host": h.url, "room_id": 7},
+	// Arguments that do not fit the schema (a required member missing, an
+	// unknown member, a wrong type): isError naming the field (SEP-1303).
+	for field, args := range map[string]map[string]any{
+		"/host":    {"room_id": "x"},
+		"/bogus":   {"host": h.url, "room_id": "x", "bogus": 1},
+		"/room_id": {"host": h.url, "room_id": 7},
 	} {
-		_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: toolPrefix + "room_open", Arguments: args})
-		var je *jsonrpc.Error
-		if !errors.As(err, &je) || je.Code != jsonrpc.CodeInvalidParams {
-			t.Fatalf("args %v: want JSON-RPC invalid params, got %v", args, err)
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: connector.ToolPrefix + "room_open", Arguments: args})
+		if err != nil || !res.IsError || get(structured(t, res), "data.field") != field {
+			t.Fatalf("args %v: want isError invalid_arguments at %s, got %v %+v", args, field, err, res)
 		}
+	}
+	// An unknown tool stays a JSON-RPC error.
+	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: connector.ToolPrefix + "nope", Arguments: map[string]any{}})
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) || je.Code != jsonrpc.CodeInvalidParams {
+		t.Fatalf("unknown tool: want JSON-RPC invalid params, got %v", err)
 	}
 }
 
@@ -220,7 +226,7 @@ func TestHTTPDefaultClientVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: toolPrefix + "hosts_list", Arguments: map[string]any{}})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: connector.ToolPrefix + "hosts_list", Arguments: map[string]any{}})
 	if err != nil || res.IsError {
 		t.Fatalf("hosts_list: %v %+v", err, res)
 	}

@@ -1,68 +1,34 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
-	"github.com/agentprotocols/go-sdk/internal/untrusted"
-
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentprotocols/go-sdk/connector"
-	"github.com/agentprotocols/go-sdk/identity"
-	"github.com/agentprotocols/go-sdk/internal/strictjson"
 )
 
 // serverVersion is reported in initialize's serverInfo.
 const serverVersion = "0.1.0"
 
-// handler runs one tool call whose arguments already passed the schema.
-// A returned error is mapped by [toolResultError]: a protocol rejection
-// becomes an isError result, a [malformedError] a JSON-RPC error.
-type handler func(ctx context.Context, c *call) (any, error)
-
-// call is one tools/call as a handler sees it.
-type call struct {
-	srv  *Server
-	sess *mcp.ServerSession
-	args json.RawMessage
-}
-
-// decode decodes the validated arguments strictly into v.
-func (c *call) decode(v any) error {
-	args := c.args
-	if len(args) == 0 || string(args) == "null" {
-		args = json.RawMessage("{}")
-	}
-	if err := strictjson.Unmarshal(args, v); err != nil {
-		return malformedf("arguments: %v", err)
-	}
-	return nil
-}
-
-// malformedError marks a call the connector cannot even attempt: it is
-// answered with a JSON-RPC invalid-params error, never an isError result.
-type malformedError struct{ msg string }
-
-func (e *malformedError) Error() string { return e.msg }
-
-func malformedf(format string, a ...any) error {
-	return &malformedError{msg: fmt.Sprintf(format, a...)}
-}
-
-// Server is the connector's MCP server: the 27 standard tools, the §4.4
-// resources and their update notifications, over any MCP transport. It is
-// safe for concurrent use by many sessions.
+// Server is the connector's MCP server: the 27 standard tools of package
+// connector's framework-neutral table, the §4.4 resources and their update
+// notifications, over any MCP transport. It is safe for concurrent use by
+// many sessions.
 type Server struct {
 	mcp *mcp.Server
 	eng *connector.Engine
 	log *slog.Logger
+
+	progressEvery time.Duration
 
 	mu          sync.Mutex
 	sessions    map[*mcp.ServerSession]string
@@ -74,6 +40,11 @@ type ServerOptions struct {
 	// Logger receives diagnostics; nil discards them. Never stdout: over
 	// stdio that is the protocol channel.
 	Logger *slog.Logger
+	// ProgressInterval is how often a tool call that carries a
+	// progressToken gets notifications/progress while it runs (a long-poll
+	// inbox_next), so clients that reset their request timeout on progress
+	// keep waiting; 0 means 15 s.
+	ProgressInterval time.Duration
 }
 
 // NewServer returns the MCP server over eng.
@@ -85,119 +56,106 @@ func NewServer(eng *connector.Engine, opts *ServerOptions) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{eng: eng, log: log, sessions: map[*mcp.ServerSession]string{}}
+	s := &Server{eng: eng, log: log, sessions: map[*mcp.ServerSession]string{}, progressEvery: opts.ProgressInterval}
+	if s.progressEvery <= 0 {
+		s.progressEvery = 15 * time.Second
+	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "agent-protocols-connector", Title: "Agent Protocols connector", Version: serverVersion}, &mcp.ServerOptions{
-		Instructions: instructions,
+		Instructions: connector.Instructions,
 		Logger:       log,
-		// No logging capability (SEP-2577); tools and resources are
-		// inferred from what is registered below.
-		Capabilities:       &mcp.ServerCapabilities{},
+		// Only what the connector uses (R10): tools and subscribable
+		// resources, whose lists never change at run time; no logging
+		// (SEP-2577), no prompts, no completions.
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:     &mcp.ToolCapabilities{},
+			Resources: &mcp.ResourceCapabilities{Subscribe: true},
+		},
 		SubscribeHandler:   s.subscribe,
 		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 	})
-	// The go-sdk answers logging/setLevel even without the capability;
-	// the connector exposes no Logging (SEP-2577), so it refuses it.
+	// The go-sdk answers some methods whatever the capabilities say; the
+	// connector refuses those it does not advertise.
 	s.mcp.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method == "logging/setLevel" {
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "logging is not supported"}
+			if unadvertised[method] {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method not found: %q is not supported", method)}
 			}
 			return next(ctx, method, req)
 		}
 	})
-	for _, d := range toolDefs() {
-		if err := s.addTool(d); err != nil {
-			return nil, err
-		}
-	}
+	s.addTools()
 	s.addResources()
 	return s, nil
+}
+
+// unadvertised are the methods the go-sdk would answer although the
+// connector does not advertise their capability.
+var unadvertised = map[string]bool{
+	"logging/setLevel":    true,
+	"prompts/list":        true,
+	"prompts/get":         true,
+	"completion/complete": true,
 }
 
 // MCP returns the underlying go-sdk server, for transports.
 func (s *Server) MCP() *mcp.Server { return s.mcp }
 
-func (s *Server) addTool(d toolDef) error {
-	name := toolPrefix + d.name
-	cs, err := compileSchema(name, d.input)
-	if err != nil {
-		return fmt.Errorf("tool %s: input schema: %w", name, err)
+// addTools registers the framework-neutral tool table of package connector
+// ([connector.Tools]): the MCP layer adds only the wire mapping.
+func (s *Server) addTools() {
+	for _, t := range connector.Tools() {
+		a := t.Annotations
+		s.mcp.AddTool(&mcp.Tool{
+			Name:         t.Name,
+			Title:        t.Title,
+			Description:  t.Description,
+			InputSchema:  t.InputSchema,
+			OutputSchema: t.OutputSchema,
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: a.ReadOnlyHint, IdempotentHint: a.IdempotentHint,
+				DestructiveHint: a.DestructiveHint, OpenWorldHint: a.OpenWorldHint},
+		}, s.toolHandler(t))
 	}
-	t := &mcp.Tool{
-		Name:        name,
-		Description: d.desc,
-		InputSchema: cs.raw,
-		Annotations: d.hints.annotations(),
-	}
-	h := d.handle
-	s.mcp.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+}
+
+// toolHandler maps one tool to MCP 2025-11-25: a result is
+// structuredContent plus the same JSON as the one text item (§5); every
+// refusal, including arguments that do not fit the input schema
+// (SEP-1303), is an isError result carrying the [connector.ToolError], so
+// the model sees it and can correct itself. Only a request that is not a
+// well-formed tools/call (arguments not an object) is a JSON-RPC error,
+// as is an unknown tool (the SDK's -32602).
+func (s *Server) toolHandler(t *connector.Tool) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		args := req.Params.Arguments
-		if err := cs.validate(args); err != nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: name + ": " + err.Error()}
+		if !isObjectOrAbsent(args) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: t.Name + ": arguments must be a JSON object"}
 		}
-		out, err := h(ctx, &call{srv: s, sess: req.Session, args: args})
+		stop := s.keepAlive(ctx, req)
+		out, err := t.Call(ctx, s.eng, s.sessionID(req.Session), args)
+		stop()
 		if err != nil {
-			return toolResultError(name, classify(err))
+			return toolResultError(err)
 		}
-		return toolResult(out)
-	})
-	return nil
+		return &mcp.CallToolResult{
+			StructuredContent: out,
+			Content:           []mcp.Content{&mcp.TextContent{Text: string(out)}},
+		}, nil
+	}
 }
 
-// toolResult is a success: the JSON object as structuredContent and the
-// same JSON as the one text item (§5).
-func toolResult(out any) (*mcp.CallToolResult, error) {
-	b, err := json.Marshal(out)
-	if err != nil {
-		return nil, fmt.Errorf("encoding result: %w", err)
-	}
-	return &mcp.CallToolResult{
-		StructuredContent: json.RawMessage(b),
-		Content:           []mcp.Content{&mcp.TextContent{Text: string(b)}},
-	}, nil
+// isObjectOrAbsent reports whether raw tool arguments are a JSON object,
+// null or absent: CallToolRequest's arguments member is an object.
+func isObjectOrAbsent(args json.RawMessage) bool {
+	t := bytes.TrimSpace(args)
+	return len(t) == 0 || t[0] == '{' || string(t) == "null"
 }
 
-// ToolError is the structured content of an isError result (§5): the
-// protocol error code and data, preserved.
-type ToolError struct {
-	Code    string         `json:"code"`
-	Message string         `json:"message,omitempty"`
-	Data    jsontext.Value `json:"data,omitempty"`
-}
-
-// Connector error codes for rejections that do not come from a host.
-const (
-	CodeAmbiguousRoom  identity.Code = "ambiguous_room"
-	CodeHostNotAllowed identity.Code = "host_not_allowed"
-	CodeUnknownRoom    identity.Code = "room_not_open"
-	CodeNotFound       identity.Code = "not_found"
-	CodeRoleMismatch   identity.Code = "role_mismatch"
-	CodeConnector      identity.Code = "connector_error"
-)
-
-// toolResultError maps a handler's error: a malformed call is a JSON-RPC
-// error; anything the connector or a host rejected is an isError result
-// carrying the protocol code and data; a context end is the call's own.
-func toolResultError(name string, err error) (*mcp.CallToolResult, error) {
-	var me *malformedError
-	if errors.As(err, &me) {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: name + ": " + me.msg}
-	}
-	var je *jsonrpc.Error
-	if errors.As(err, &je) {
-		return nil, je
-	}
-	te := ToolError{Code: string(CodeConnector), Message: clip(err.Error())}
-	var ie *identity.Error
-	if errors.As(err, &ie) {
-		te.Code = string(ie.Code)
-		te.Message = clip(ie.Message)
-		if te.Message == "" {
-			te.Message = clip(err.Error())
-		}
-		if len(ie.Data) > 0 {
-			te.Data = ie.Data
-		}
+// toolResultError is the isError result for a tool's refusal: the
+// [connector.ToolError] as structuredContent and as the one text item.
+func toolResultError(err error) (*mcp.CallToolResult, error) {
+	var te *connector.ToolError
+	if !errors.As(err, &te) {
+		te = &connector.ToolError{Code: connector.CodeConnector, Message: err.Error(), Source: connector.SourceConnector, Err: err}
 	}
 	b, merr := json.Marshal(te)
 	if merr != nil {
@@ -210,8 +168,32 @@ func toolResultError(name string, err error) (*mcp.CallToolResult, error) {
 	}, nil
 }
 
-// clip bounds a message an untrusted host may have chosen.
-func clip(s string) string { return untrusted.Clip(s, 1024) }
+// keepAlive sends notifications/progress every progressEvery while a call
+// that carries a progressToken runs, so a client that resets its request
+// timeout on progress (the TypeScript SDK's resetTimeoutOnProgress) keeps
+// waiting on a long-poll. stop ends it before the result is sent.
+func (s *Server) keepAlive(ctx context.Context, req *mcp.CallToolRequest) (stop func()) {
+	tok := req.Params.GetProgressToken()
+	if tok == nil || req.Session == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(s.progressEvery)
+		defer tick.Stop()
+		for n := 1; ; n++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(n), Message: "waiting"})
+		}
+	}()
+	return func() { cancel(); <-done }
+}
 
 // sessionID names sess for the engine, which tracks the presented head
 // and inbox claims per session (§4.2, §4.3). go-sdk sessions over stdio

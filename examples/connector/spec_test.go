@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentprotocols/go-sdk/connector"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -182,16 +183,21 @@ func sorted(s []string) []string {
 // TestNoSigningTool pins §4.1/§6: no tool signs arbitrary bytes, returns a
 // JWT or changes the allowlist — by name and by input member.
 func TestNoSigningTool(t *testing.T) {
-	for _, d := range toolDefs() {
+	for _, d := range connector.Tools() {
 		for _, bad := range []string{"sign", "jwt", "token", "allowlist", "host_add", "hosts_set"} {
-			if strings.Contains(d.name, bad) {
-				t.Errorf("tool %s looks like a raw signing or allowlist tool", d.name)
+			if strings.Contains(d.Name, bad) {
+				t.Errorf("tool %s looks like a raw signing or allowlist tool", d.Name)
 			}
 		}
-		props, _ := d.input["properties"].(schema)
-		for p := range props {
+		var in struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		}
+		if err := json.Unmarshal(d.InputSchema, &in); err != nil {
+			t.Fatal(err)
+		}
+		for p := range in.Properties {
 			if slices.Contains([]string{"nonce", "signature", "actor", "hash", "created_at", "bytes", "jwt"}, p) {
-				t.Errorf("tool %s takes %q: the connector fills signing fields itself", d.name, p)
+				t.Errorf("tool %s takes %q: the connector fills signing fields itself", d.Name, p)
 			}
 		}
 	}
