@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -50,6 +51,8 @@ type ToolError struct {
 	Message string         `json:"message,omitempty"`
 	Data    jsontext.Value `json:"data,omitempty"`
 	Source  string         `json:"source"`
+	// Host is the origin of the host that refused (Source [SourceHost]).
+	Host string `json:"host,omitempty"`
 	// Err is the underlying error (errors.Is and errors.As see through).
 	Err error `json:"-"`
 }
@@ -102,6 +105,11 @@ func toolError(ctx context.Context, err error) *ToolError {
 	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		return &ToolError{Code: CodeCancelled, Message: ctx.Err().Error(), Source: SourceConnector, Err: err}
 	}
+	var he *HostError
+	if errors.As(err, &he) {
+		return &ToolError{Code: he.Code, Message: clipMessage(he.Message), Data: withRetryAfter(he.Data, he.RetryAfter),
+			Source: SourceHost, Host: he.Host, Err: err}
+	}
 	var ie *identity.Error
 	if errors.As(err, &ie) {
 		out := &ToolError{Code: ie.Code, Message: clipMessage(ie.Message), Source: SourceConnector, Err: err}
@@ -110,9 +118,6 @@ func toolError(ctx context.Context, err error) *ToolError {
 		}
 		if len(ie.Data) > 0 {
 			out.Data = ie.Data
-		}
-		if fromHost(err, ie) {
-			out.Source = SourceHost
 		}
 		return out
 	}
@@ -127,10 +132,25 @@ func toolError(ctx context.Context, err error) *ToolError {
 	return &ToolError{Code: CodeConnector, Message: clipMessage(err.Error()), Source: SourceConnector, Err: err}
 }
 
-// fromHost reports whether a protocol error is a host's answer rather
-// than one of the connector's local checks: the error came with an HTTP
-// status (local checks build theirs without one).
-func fromHost(_ error, ie *identity.Error) bool { return ie.Status != 0 }
+// withRetryAfter adds retry_after_ms to a host's data object (or makes
+// one), so an agent told rate_limited also learns when to try again.
+func withRetryAfter(data jsontext.Value, d time.Duration) jsontext.Value {
+	if d <= 0 {
+		return data
+	}
+	m := map[string]any{}
+	if len(data) > 0 {
+		if err := json.Unmarshal(data, &m); err != nil {
+			return data // not an object: keep the host's data as sent
+		}
+	}
+	m["retry_after_ms"] = d.Milliseconds()
+	b, err := json.Marshal(m)
+	if err != nil {
+		return data
+	}
+	return b
+}
 
 // clipMessage bounds a message an untrusted host may have chosen.
 func clipMessage(s string) string { return untrusted.Clip(s, 1024) }

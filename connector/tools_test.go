@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -127,9 +128,11 @@ func TestToolErrorSources(t *testing.T) {
 		code, source string
 		data         string
 	}{
-		{fmt.Errorf("submit: %w", hostErr), "room_head_mismatch", SourceHost, `{"head_seq":44,"head_hash":"abc"}`},
-		{&identity.Error{Code: "rate_limited", Message: "quota", Data: []byte(`{"retry_after_ms":12000}`), Status: 429}, "rate_limited", SourceHost, `{"retry_after_ms":12000}`},
+		{fmt.Errorf("submit: %w", &HostError{Host: "https://h.example", Code: hostErr.Code, Message: hostErr.Message, Data: hostErr.Data, Status: 409, Err: hostErr}), "room_head_mismatch", SourceHost, `{"head_seq":44,"head_hash":"abc"}`},
+		{&HostError{Host: "https://h.example", Code: "rate_limited", Message: "quota", Status: 429, RetryAfter: 12 * time.Second, Err: identity.NewError("rate_limited", "quota")}, "rate_limited", SourceHost, `{"retry_after_ms":12000}`},
+		{&HostError{Host: "https://h.example", Code: "room_not_open", Message: "a host may use any code", Status: 400, Err: identity.NewError("room_not_open", "x")}, "room_not_open", SourceHost, ""},
 		{identity.NewError("invalid_event", "end before start"), "invalid_event", SourceConnector, ""},
+		{hostErr, "room_head_mismatch", SourceConnector, `{"head_seq":44,"head_hash":"abc"}`},
 		{fmt.Errorf("room x: %w", ErrAmbiguousRoom), string(CodeAmbiguousRoom), SourceConnector, ""},
 		{ErrHostNotAllowed, string(CodeHostNotAllowed), SourceConnector, ""},
 		{ErrRoleMismatch, string(CodeRoleMismatch), SourceConnector, ""},
@@ -138,7 +141,7 @@ func TestToolErrorSources(t *testing.T) {
 		{fmt.Errorf("%w: base_hash without base_seq", ErrInvalidInput), string(CodeInvalidArguments), SourceConnector, `{"field":"","reason":"base_hash without base_seq"}`},
 	} {
 		te := toolError(context.Background(), tc.err)
-		if string(te.Code) != tc.code || te.Source != tc.source || string(te.Data) != tc.data {
+		if string(te.Code) != tc.code || te.Source != tc.source || string(te.Data) != tc.data || (te.Source == SourceHost) != (te.Host == "https://h.example") {
 			t.Errorf("%v: got %s %s %s", tc.err, te.Source, te.Code, te.Data)
 		}
 	}
