@@ -162,7 +162,22 @@ type Options struct {
 	SnapshotEvery int
 	// NoSubscribe disables live SSE subscriptions (rooms sync on demand).
 	NoSubscribe bool
+	// ClaimLease is how long an inbox claim outlives its session's last
+	// call (any engine call naming the session renews it; EndSession
+	// releases it at once); 0 means DefaultClaimLease. Claims never
+	// survive a restart.
+	ClaimLease time.Duration
 }
+
+// DefaultClaimLease is the default Options.ClaimLease: an inbox item
+// claimed by a client that went away without ending its session (no
+// DELETE, a crash, a reconnect) is visible to other sessions again after
+// at most this long.
+const DefaultClaimLease = time.Minute
+
+// MaxInboxWait is the longest long-poll of InboxNext (wait_ms is clamped
+// to it): below the 60 s request timeout common MCP clients use.
+const MaxInboxWait = 50 * time.Second
 
 // SyncState is §4.2's sync object: the room head marker of a result.
 type SyncState struct {

@@ -54,7 +54,8 @@ type Engine struct {
 	mu           sync.Mutex
 	rooms        map[roomKey]*roomRT
 	presented    map[presKey]adp.RecordRef
-	inboxWake    chan struct{} // closed and replaced when the inbox changes
+	inboxWake    chan struct{}        // closed and replaced when the inbox changes
+	activeAt     map[string]time.Time // a session's last call, for its claim lease
 	lastJoinPoll time.Time
 
 	notifyMu      sync.Mutex
@@ -148,12 +149,16 @@ func Open(ctx context.Context, opts *Options) (*Engine, error) {
 	}
 	e := &Engine{opts: *opts, key: opts.Key, agent: opts.Key.AgentID(), now: opts.Now,
 		hosts: map[string]*hostState{}, rooms: map[roomKey]*roomRT{}, presented: map[presKey]adp.RecordRef{},
-		inboxWake: make(chan struct{}), notifyKick: make(chan struct{}, 1)}
+		inboxWake: make(chan struct{}), notifyKick: make(chan struct{}, 1),
+		activeAt: map[string]time.Time{}}
 	if e.now == nil {
 		e.now = time.Now
 	}
 	if e.opts.MaxResign <= 0 {
 		e.opts.MaxResign = 3
+	}
+	if e.opts.ClaimLease <= 0 {
+		e.opts.ClaimLease = DefaultClaimLease
 	}
 	e.limiter = newLimiter(e.opts.WritesPerMinute, e.opts.WriteBurst, e.now)
 	st, err := openStateStore(opts.Dir, opts.LockTimeout)
@@ -331,7 +336,10 @@ func (e *Engine) Close() error {
 func (e *Engine) AgentID() identity.AgentID { return e.agent }
 
 // EndSession forgets a session's presented heads and releases its inbox
-// claims.
+// claims at once. The MCP layer calls it when a session ends — over HTTP
+// also when the session's last stream closes, since clients that go away
+// send no DELETE; a session that just stops calling loses its claims
+// after Options.ClaimLease anyway.
 func (e *Engine) EndSession(session string) {
 	e.mu.Lock()
 	for k := range e.presented {
@@ -339,10 +347,39 @@ func (e *Engine) EndSession(session string) {
 			delete(e.presented, k)
 		}
 	}
+	delete(e.activeAt, session)
 	e.mu.Unlock()
 	if session != "" && e.releaseClaims(session) == nil {
 		e.wakeInbox()
 	}
+}
+
+// touch records a call of the session: it renews the lease of the
+// session's inbox claims. Sessions idle past the lease are forgotten here.
+func (e *Engine) touch(session string) {
+	if session == "" {
+		return
+	}
+	now := e.now()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.activeAt) >= 64 {
+		for s, t := range e.activeAt {
+			if now.Sub(t) >= e.opts.ClaimLease {
+				delete(e.activeAt, s)
+			}
+		}
+	}
+	e.activeAt[session] = now
+}
+
+// claimHeld reports whether a claim of the session is still held: the
+// session made a call within the last Options.ClaimLease.
+func (e *Engine) claimHeld(session string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, ok := e.activeAt[session]
+	return ok && e.now().Sub(t) < e.opts.ClaimLease
 }
 
 // releaseClaims releases the inbox claims of a session ("" = every session).

@@ -242,9 +242,13 @@ func (e *Engine) joinRequested(k roomKey, h *hostState, jr *adp.JoinRequestNotic
 	}
 }
 
-// actionable reports whether an item is pending and visible to a session now.
-func actionable(it *storedInbox, session string, now int64) bool {
-	return it.State == "pending" && it.DeferUntil <= now && (it.ClaimedBy == "" || it.ClaimedBy == session)
+// actionable reports whether an item is pending and visible to a session
+// now: unclaimed, claimed by this session, or claimed by a session whose
+// lease has lapsed (R1: a client that went away without ending its
+// session must not hide what it claimed).
+func (e *Engine) actionable(it *storedInbox, session string, now int64) bool {
+	return it.State == "pending" && it.DeferUntil <= now &&
+		(it.ClaimedBy == "" || it.ClaimedBy == session || !e.claimHeld(it.ClaimedBy))
 }
 
 func (e *Engine) pendingCount(tx stateTx, host, room, session string) (int, error) {
@@ -264,11 +268,14 @@ func (e *Engine) pendingCount(tx stateTx, host, room, session string) (int, erro
 }
 
 // InboxNext is agent_protocols_inbox_next (local state): pending items,
-// oldest first, high priority first; claim marks them for this session;
-// wait_ms long-polls (at most 60 s) when nothing is pending.
+// oldest first, high priority first; claim marks them for this session
+// (a lease, see Options.ClaimLease); wait_ms long-polls (at most
+// MaxInboxWait) when nothing is pending.
 func (e *Engine) InboxNext(ctx context.Context, session string, in InboxNextInput) (*InboxNextResult, error) {
+	e.touch(session)
+	defer e.touch(session)
 	limit := pageLimit(in.Limit, 20, 100)
-	wait := min(time.Duration(in.WaitMS)*time.Millisecond, 60*time.Second)
+	wait := min(time.Duration(in.WaitMS)*time.Millisecond, MaxInboxWait)
 	var deadline <-chan time.Time
 	if wait > 0 {
 		t := time.NewTimer(wait)
@@ -303,7 +310,7 @@ func (e *Engine) InboxNext(ctx context.Context, session string, in InboxNextInpu
 				if err := unmarshalStored(raw, &it); err != nil {
 					return err
 				}
-				if !actionable(&it, session, now) || (in.RoomID != "" && it.Item.RoomID != in.RoomID) ||
+				if !e.actionable(&it, session, now) || (in.RoomID != "" && it.Item.RoomID != in.RoomID) ||
 					(host != "" && it.Item.Host != host) || (len(in.Kinds) > 0 && !slices.Contains(in.Kinds, it.Item.Kind)) {
 					return nil
 				}
@@ -359,6 +366,7 @@ func (e *Engine) InboxNext(ctx context.Context, session string, in InboxNextInpu
 
 // InboxAck is agent_protocols_inbox_ack (local state).
 func (e *Engine) InboxAck(ctx context.Context, session string, in InboxAckInput) (*InboxAckResult, error) {
+	e.touch(session)
 	switch in.Action {
 	case AckHandled, AckDismissed:
 	case AckDefer:

@@ -367,6 +367,7 @@ func (e *Engine) syncState(tx stateTx, k roomKey) (SyncState, error) {
 
 // present records the head returned to a session for a room.
 func (e *Engine) present(session string, k roomKey, s SyncState) {
+	e.touch(session)
 	h, err := parseHash(s.HeadHash)
 	if err != nil {
 		return
