@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"testing/synctest"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/go-json-experiment/json"
