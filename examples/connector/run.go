@@ -24,6 +24,7 @@ const usage = `usage:
   connector keygen [--config FILE] [--unencrypted-dev]
   connector whoami [--config FILE]
   connector serve  [--config FILE] [--http 127.0.0.1:PORT]
+  connector acp    [--config FILE]
 `
 
 // exit codes
@@ -50,7 +51,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		httpAddr = fs.String("http", "", "serve Streamable HTTP on this loopback address (127.0.0.1:PORT) instead of stdio")
 	case "keygen":
 		unencrypted = fs.Bool("unencrypted-dev", false, "write an UNENCRYPTED development key (never for real identities)")
-	case "whoami":
+	case "whoami", "acp":
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -79,8 +80,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return keygen(path, *unencrypted, stdout, stderr)
 	case "whoami":
 		return whoami(path, stdout, stderr)
+	case "acp":
+		return serve(ctx, path, "", true, stdin, stdout, stderr)
 	default:
-		return serve(ctx, path, *httpAddr, stdin, stdout, stderr)
+		return serve(ctx, path, *httpAddr, false, stdin, stdout, stderr)
 	}
 }
 
@@ -187,7 +190,7 @@ func openEngine(ctx context.Context, c *Config, notify func(string), httpClient 
 	return eng, nil
 }
 
-func serve(ctx context.Context, path, httpAddr string, stdin io.Reader, stdout, stderr io.Writer) int {
+func serve(ctx context.Context, path, httpAddr string, acp bool, stdin io.Reader, stdout, stderr io.Writer) int {
 	if httpAddr != "" {
 		if err := checkLoopbackAddr(httpAddr); err != nil {
 			fmt.Fprintln(stderr, "connector:", err)
@@ -216,6 +219,9 @@ func serve(ctx context.Context, path, httpAddr string, stdin io.Reader, stdout, 
 	defer cancel()
 	go n.Run(ctx, srv.MCP())
 
+	if acp {
+		return serveACP(ctx, srv, stdin, stdout, stderr)
+	}
 	if httpAddr == "" {
 		// One frame is bounded like an HTTP request body (4 MiB).
 		t := &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}, MaxLineLength: mcp.DefaultMaxRequestBodyBytes}
