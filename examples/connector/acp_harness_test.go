@@ -184,7 +184,7 @@ type wireMsg struct {
 	params json.RawMessage
 }
 
-func (w *wireMsg) req() *jsonrpc.Request  { r, _ := w.msg.(*jsonrpc.Request); return r }
+func (w *wireMsg) req() *jsonrpc.Request   { r, _ := w.msg.(*jsonrpc.Request); return r }
 func (w *wireMsg) resp() *jsonrpc.Response { r, _ := w.msg.(*jsonrpc.Response); return r }
 
 // acpChain is the running proxy with a scripted conductor around it.
