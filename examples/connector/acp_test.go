@@ -15,7 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentprotocols/go-sdk/examples/connector/engine"
+	"github.com/agentprotocols/go-sdk/connector"
 )
 
 func jsonEq(t *testing.T, what string, got json.RawMessage, want any) {
@@ -204,7 +204,7 @@ func TestACPChain(t *testing.T) {
 	}
 	// A subscription on connection A; the room's updates arrive as outer
 	// mcp/message notifications.
-	for _, uri := range []string{engine.RoomURI(roomID), engine.RoomURI(roomID, "timeline"), engine.RoomURI(roomID, "members")} {
+	for _, uri := range []string{connector.RoomURI(roomID), connector.RoomURI(roomID, "timeline"), connector.RoomURI(roomID, "members")} {
 		if err := csA.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
 			t.Fatal(err)
 		}
