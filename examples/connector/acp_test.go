@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentprotocols/go-sdk/connector"
+	"github.com/agentprotocols/go-sdk/examples/connector/internal/acp"
 )
 
 func jsonEq(t *testing.T, what string, got json.RawMessage, want any) {
@@ -355,4 +357,43 @@ func TestACPChainWithoutCapability(t *testing.T) {
 	}
 	wantRPCError(t, "mcp/connect", ch.agentRequest("mcp/connect", map[string]any{"serverId": "agent-protocols:1"}), jsonrpc.CodeInvalidParams)
 	ch.stop()
+}
+
+// TestReadmeACPChain: the README's conductor chain example is valid JSON
+// that runs `connector acp`, and the README names the wire methods the
+// connector speaks (the V1 table).
+func TestReadmeACPChain(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	i := strings.Index(s, "### Inside an ACP chain")
+	if i < 0 {
+		t.Fatal("no ACP chain section")
+	}
+	j := strings.Index(s[i:], "```json\n")
+	k := strings.Index(s[i+j+8:], "```")
+	if j < 0 || k < 0 {
+		t.Fatal("no conductor example")
+	}
+	var cfg struct {
+		AgentServers map[string]struct {
+			Command string   `json:"command"`
+			Args    []string `json:"args"`
+		} `json:"agent_servers"`
+	}
+	if err := json.Unmarshal([]byte(s[i+j+8:i+j+8+k]), &cfg); err != nil || len(cfg.AgentServers) != 1 {
+		t.Fatalf("conductor example: %v", err)
+	}
+	for _, a := range cfg.AgentServers {
+		if len(a.Args) < 3 || a.Args[0] != "agent" || !strings.HasPrefix(a.Args[1], "connector acp") {
+			t.Fatalf("conductor example args %q", a.Args)
+		}
+	}
+	for _, name := range []string{acp.V1.ProxyInitialize, acp.V1.ProxySuccessor, acp.V1.MCPConnect, acp.V1.MCPMessage, acp.V1.MCPDisconnect, "1.5.0"} {
+		if !strings.Contains(s, "`"+name+"`") && !strings.Contains(s, name) {
+			t.Errorf("README does not name %s", name)
+		}
+	}
 }

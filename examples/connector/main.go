@@ -10,6 +10,7 @@
 //	connector keygen [--config FILE] [--unencrypted-dev]
 //	connector whoami [--config FILE]
 //	connector serve  [--config FILE] [--http 127.0.0.1:PORT]
+//	connector acp    [--config FILE]
 //
 // keygen creates the key store (an age scrypt-encrypted seed; the
 // passphrase comes from the environment variable named in the config,
@@ -17,7 +18,10 @@
 // with an empty host allowlist. whoami prints the Agent ID. serve speaks
 // MCP over stdio, or with --http over Streamable HTTP on a loopback
 // address, requiring "Authorization: Bearer TOKEN" (the token file is
-// created 0600 on first run and its path printed to standard error).
+// created 0600 on first run and its path printed to standard error). acp
+// runs the connector as a proxy component inside an ACP chain (stdio,
+// newline-delimited JSON-RPC from a conductor) and offers the same MCP
+// server to the agent over MCP-over-ACP (package internal/acp).
 //
 // The config file defaults to connector.json under the user config
 // directory (for example ~/.config/agent-protocols-connector/). Exit

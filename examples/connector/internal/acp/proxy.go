@@ -45,8 +45,9 @@ type Options struct {
 
 // Errors the proxy answers with (JSON-RPC error objects).
 var (
-	errNotProxy = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "connector acp runs as a proxy component: it expects _proxy/initialize from a conductor, not initialize"}
-	errBusy     = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "too many requests in flight"}
+	errNotProxy   = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "connector acp runs as a proxy component: it expects _proxy/initialize from a conductor, not initialize"}
+	errServeEnded = errors.New("acp: Serve has returned")
+	errBusy       = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "too many requests in flight"}
 )
 
 func invalidParams(format string, a ...any) *jsonrpc.Error {
@@ -198,6 +199,12 @@ func (p *proxy) shutdown() {
 	for _, c := range cs {
 		c.Close()
 	}
+	// Nothing is written after Serve returns.
+	p.wmu.Lock()
+	if p.werr == nil {
+		p.werr = errServeEnded
+	}
+	p.wmu.Unlock()
 }
 
 // --- writing ---------------------------------------------------------------
@@ -377,6 +384,9 @@ func (p *proxy) answer(r *jsonrpc.Response) {
 	if !ok || f == nil {
 		p.note("ignored a response to unknown request id %v", r.ID.Raw())
 		return
+	}
+	if r.Error == nil && len(r.Result) == 0 {
+		r = &jsonrpc.Response{ID: r.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the peer answered with neither result nor error"}}
 	}
 	f(r)
 }

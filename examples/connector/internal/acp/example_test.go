@@ -1,0 +1,24 @@
+package acp_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentprotocols/go-sdk/examples/connector/internal/acp"
+)
+
+// The conductor's _proxy/initialize becomes the inner initialize, sent
+// on to the successor inside _proxy/successor under the proxy's own id.
+func ExampleServe() {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "tools", Version: "1"}, nil)
+	in := strings.NewReader(`{"jsonrpc":"2.0","id":"c-1","method":"_proxy/initialize","params":{"protocolVersion":1}}` + "\n")
+	if err := acp.Serve(context.Background(), in, os.Stdout, &acp.Options{Server: srv}); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// {"jsonrpc":"2.0","id":1,"method":"_proxy/successor","params":{"method":"initialize","params":{"protocolVersion":1}}}
+}

@@ -1,0 +1,354 @@
+package acp
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// peer plays the conductor around an in-process proxy (both its client
+// side and the agent behind it) over pipes.
+type peer struct {
+	t    *testing.T
+	w    io.WriteCloser
+	out  chan map[string]any
+	done chan error
+}
+
+type pingArgs struct{}
+
+// testServer is a small MCP server: one tool that pings the client (a
+// server→client request over mcp/message) and one that blocks until
+// cancelled.
+func testServer() *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "ping_client"}, func(ctx context.Context, req *mcp.CallToolRequest, _ pingArgs) (*mcp.CallToolResult, any, error) {
+		if err := req.Session.Ping(ctx, nil); err != nil {
+			return nil, nil, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "pong"}}}, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "block"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ pingArgs) (*mcp.CallToolResult, any, error) {
+		<-ctx.Done()
+		return nil, nil, ctx.Err()
+	})
+	return s
+}
+
+func startProxy(t *testing.T, o *Options) *peer {
+	t.Helper()
+	if o.Server == nil {
+		o.Server = testServer()
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	p := &peer{t: t, w: inW, out: make(chan map[string]any, 256), done: make(chan error, 1)}
+	go func() {
+		p.done <- Serve(context.Background(), inR, outW, o)
+		outW.Close()
+	}()
+	go func() {
+		sc := bufio.NewScanner(outR)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			var m map[string]any
+			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+				t.Errorf("proxy wrote non-JSON %q", sc.Text())
+				continue
+			}
+			p.out <- m
+		}
+		close(p.out)
+	}()
+	t.Cleanup(func() {
+		inW.Close()
+		select {
+		case err := <-p.done:
+			if err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("Serve did not end at EOF")
+		}
+	})
+	return p
+}
+
+func (p *peer) send(v any) {
+	p.t.Helper()
+	b, _ := json.Marshal(v)
+	p.sendRaw(string(b))
+}
+
+func (p *peer) sendRaw(s string) {
+	p.t.Helper()
+	if _, err := io.WriteString(p.w, s+"\n"); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+func (p *peer) next() map[string]any {
+	p.t.Helper()
+	select {
+	case m, ok := <-p.out:
+		if !ok {
+			p.t.Fatal("proxy output ended")
+		}
+		return m
+	case <-time.After(10 * time.Second):
+		p.t.Fatal("no message from the proxy")
+		return nil
+	}
+}
+
+func dig(v any, path ...string) any {
+	for _, k := range path {
+		m, _ := v.(map[string]any)
+		v = m[k]
+	}
+	return v
+}
+
+func wrapped(id any, method string, params any) map[string]any {
+	m := map[string]any{"jsonrpc": "2.0", "method": V1.ProxySuccessor, "params": map[string]any{"method": method, "params": params}}
+	if id != nil {
+		m["id"] = id
+	}
+	return m
+}
+
+// initialize runs _proxy/initialize with the agent advertising acp.
+func (p *peer) initialize(acp bool) {
+	p.t.Helper()
+	p.send(map[string]any{"jsonrpc": "2.0", "id": 1, "method": V1.ProxyInitialize, "params": map[string]any{"protocolVersion": 1}})
+	fwd := p.next()
+	p.send(map[string]any{"jsonrpc": "2.0", "id": fwd["id"], "result": map[string]any{"protocolVersion": 1, "agentCapabilities": map[string]any{"mcpCapabilities": map[string]any{"acp": acp}}}})
+	if r := p.next(); r["id"] != float64(1) {
+		p.t.Fatalf("initialize answer %v", r)
+	}
+}
+
+// session runs session/new and returns this proxy's server id.
+func (p *peer) session(id int, servers ...any) string {
+	p.t.Helper()
+	if servers == nil {
+		servers = []any{}
+	}
+	p.send(map[string]any{"jsonrpc": "2.0", "id": id, "method": "session/new", "params": map[string]any{"cwd": "/", "mcpServers": servers}})
+	fwd := p.next()
+	list, _ := dig(fwd, "params", "params", "mcpServers").([]any)
+	p.send(map[string]any{"jsonrpc": "2.0", "id": fwd["id"], "result": map[string]any{"sessionId": "s"}})
+	p.next()
+	for _, s := range list {
+		if dig(s, "name") == "agent-protocols" {
+			return dig(s, "serverId").(string)
+		}
+	}
+	return ""
+}
+
+func (p *peer) agentCall(id any, method string, params any) map[string]any {
+	p.t.Helper()
+	p.send(wrapped(id, method, params))
+	for {
+		m := p.next()
+		if m["id"] == id && m["method"] == nil {
+			return m
+		}
+		p.t.Fatalf("unexpected %v while waiting for %v", m, id)
+	}
+}
+
+func errCode(m map[string]any) int {
+	c, _ := dig(m, "error", "code").(float64)
+	return int(c)
+}
+
+// mcpInit runs the inner MCP initialize handshake on connection cid.
+func (p *peer) mcpInit(cid string) {
+	p.t.Helper()
+	r := p.agentCall("init-"+cid, V1.MCPMessage, map[string]any{"connectionId": cid, "method": "initialize", "params": map[string]any{
+		"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "c", "version": "1"},
+	}})
+	if dig(r, "result", "serverInfo", "name") != "t" {
+		p.t.Fatalf("MCP initialize: %v", r)
+	}
+	p.send(wrapped(nil, V1.MCPMessage, map[string]any{"connectionId": cid, "method": "notifications/initialized"}))
+}
+
+func (p *peer) connect(sid string) string {
+	p.t.Helper()
+	r := p.agentCall("c-"+sid+fmt.Sprint(time.Now().UnixNano()), V1.MCPConnect, map[string]any{"serverId": sid})
+	cid, _ := dig(r, "result", "connectionId").(string)
+	if cid == "" {
+		p.t.Fatalf("mcp/connect: %v", r)
+	}
+	return cid
+}
+
+// TestServerToAgentRequest: a request the MCP server sends (ping) goes
+// to the agent as a wrapped mcp/message request, and the agent's answer
+// returns to the server; the outer tools/call answer carries the inner
+// result.
+func TestServerToAgentRequest(t *testing.T) {
+	p := startProxy(t, &Options{})
+	p.initialize(true)
+	cid := p.connect(p.session(2))
+	p.mcpInit(cid)
+	p.send(wrapped("call-1", V1.MCPMessage, map[string]any{"connectionId": cid, "method": "tools/call", "params": map[string]any{"name": "ping_client", "arguments": map[string]any{}}}))
+	ping := p.next()
+	if ping["method"] != V1.ProxySuccessor || dig(ping, "params", "method") != V1.MCPMessage ||
+		dig(ping, "params", "params", "method") != "ping" || dig(ping, "params", "params", "connectionId") != cid || ping["id"] == nil {
+		t.Fatalf("server ping: %v", ping)
+	}
+	p.send(map[string]any{"jsonrpc": "2.0", "id": ping["id"], "result": map[string]any{}})
+	r := p.next()
+	if r["id"] != "call-1" || dig(r, "result", "isError") == true {
+		t.Fatalf("tools/call answer: %v", r)
+	}
+}
+
+// TestDisconnectAnswersOpenRequests: a request still open when its
+// connection is closed is answered with an error, not left hanging.
+func TestDisconnectAnswersOpenRequests(t *testing.T) {
+	p := startProxy(t, &Options{})
+	p.initialize(true)
+	cid := p.connect(p.session(2))
+	p.mcpInit(cid)
+	p.send(wrapped("blocked", V1.MCPMessage, map[string]any{"connectionId": cid, "method": "tools/call", "params": map[string]any{"name": "block", "arguments": map[string]any{}}}))
+	p.send(wrapped("disc", V1.MCPDisconnect, map[string]any{"connectionId": cid}))
+	got := map[any]map[string]any{}
+	for len(got) < 2 {
+		m := p.next()
+		got[m["id"]] = m
+	}
+	if errCode(got["blocked"]) == 0 {
+		t.Fatalf("open request: %v", got["blocked"])
+	}
+	if r := got["disc"]; r["error"] != nil || fmt.Sprint(r["result"]) != "map[]" {
+		t.Fatalf("disconnect: %v", r)
+	}
+}
+
+// TestRevisionRenamed: the wire names come from the Revision table
+// alone: with the 2.4.0 names for the proxy methods, the proxy answers
+// proxy/initialize and wraps in proxy/successor, and the old names are
+// ordinary messages.
+func TestRevisionRenamed(t *testing.T) {
+	rev := V1
+	rev.ProxyInitialize, rev.ProxySuccessor = "proxy/initialize", "proxy/successor"
+	p := startProxy(t, &Options{Revision: &rev})
+	p.send(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "proxy/initialize", "params": map[string]any{"protocolVersion": 1}})
+	fwd := p.next()
+	if fwd["method"] != "proxy/successor" || dig(fwd, "params", "method") != "initialize" {
+		t.Fatalf("renamed initialize: %v", fwd)
+	}
+	p.send(map[string]any{"jsonrpc": "2.0", "id": fwd["id"], "result": map[string]any{"protocolVersion": 1}})
+	p.next()
+	p.send(map[string]any{"jsonrpc": "2.0", "id": 2, "method": "_proxy/initialize", "params": map[string]any{}})
+	if m := p.next(); m["method"] != "proxy/successor" || dig(m, "params", "method") != "_proxy/initialize" {
+		t.Fatalf("old name under the new revision: %v", m)
+	}
+}
+
+// TestHostileInput: an over-long line is skipped with a parse error and
+// the stream stays usable; connections and in-flight requests are
+// bounded; non-objects and wrong shapes are refused with JSON-RPC errors.
+func TestHostileInput(t *testing.T) {
+	p := startProxy(t, &Options{MaxMessageBytes: 1024, MaxConnections: 2, MaxPending: 4})
+	p.sendRaw(`{"jsonrpc":"2.0","id":1,"method":"x","params":"` + strings.Repeat("a", 100_000) + `"}`)
+	if m := p.next(); errCode(m) != jsonrpc.CodeParseError || m["id"] != nil {
+		t.Fatalf("over-long line: %v", m)
+	}
+	p.initialize(true)
+	sid := p.session(2)
+	p.connect(sid)
+	p.connect(sid)
+	if r := p.agentCall("third", V1.MCPConnect, map[string]any{"serverId": sid}); errCode(r) == 0 {
+		t.Fatalf("third connection: %v", r)
+	}
+	// Four forwarded requests the agent never answers fill MaxPending.
+	for i := 0; i < 4; i++ {
+		p.send(map[string]any{"jsonrpc": "2.0", "id": 100 + i, "method": "session/prompt", "params": map[string]any{"sessionId": "s", "prompt": []any{}}})
+		p.next()
+	}
+	p.send(map[string]any{"jsonrpc": "2.0", "id": 200, "method": "session/prompt", "params": map[string]any{"sessionId": "s", "prompt": []any{}}})
+	if m := p.next(); m["id"] != float64(200) || errCode(m) != jsonrpc.CodeInternalError {
+		t.Fatalf("over MaxPending: %v", m)
+	}
+	// A response with neither result nor error answers the forwarded
+	// request (the first prompt, forwarded as id 3) with an error.
+	p.sendRaw(`{"jsonrpc":"2.0","id":3}`)
+	if m := p.next(); m["id"] != float64(100) || errCode(m) != jsonrpc.CodeInternalError {
+		t.Fatalf("empty response: %v", m)
+	}
+	for _, line := range []string{`[1,2]`, `"x"`, `{"jsonrpc":"2.0","id":5,"method":""}`, `{"jsonrpc":"2.0","id":4,"method":"_proxy/successor","params":[1]}`} {
+		p.sendRaw(line)
+		if m := p.next(); errCode(m) == 0 {
+			t.Fatalf("%s: %v", line, m)
+		}
+	}
+	// A response to nothing is dropped (no answer to an answer).
+	p.send(map[string]any{"jsonrpc": "2.0", "id": 999999, "result": map[string]any{}})
+	p.send(wrapped("after", V1.MCPConnect, map[string]any{"serverId": "unknown"}))
+	if m := p.next(); m["id"] != "after" || errCode(m) != jsonrpc.CodeInvalidParams {
+		t.Fatalf("after the stray response: %v", m)
+	}
+}
+
+// TestUpstreamServersPassThrough: an acp server declared by a component
+// before this one (already in the client's mcpServers) is routed past
+// this proxy: its mcp/connect, mcp/message and mcp/disconnect go on to
+// the client unwrapped, and the answers come back.
+func TestUpstreamServersPassThrough(t *testing.T) {
+	p := startProxy(t, &Options{})
+	p.initialize(true)
+	p.session(2, map[string]any{"type": "acp", "name": "other", "serverId": "other:1"})
+	p.send(wrapped("up-1", V1.MCPConnect, map[string]any{"serverId": "other:1"}))
+	fwd := p.next()
+	if fwd["method"] != V1.MCPConnect || dig(fwd, "params", "serverId") != "other:1" {
+		t.Fatalf("upstream mcp/connect: %v", fwd)
+	}
+	p.send(map[string]any{"jsonrpc": "2.0", "id": fwd["id"], "result": map[string]any{"connectionId": "other-conn:1"}})
+	if r := p.next(); r["id"] != "up-1" || dig(r, "result", "connectionId") != "other-conn:1" {
+		t.Fatalf("upstream mcp/connect answer: %v", r)
+	}
+	p.send(wrapped(nil, V1.MCPMessage, map[string]any{"connectionId": "other-conn:1", "method": "notifications/initialized"}))
+	if m := p.next(); m["method"] != V1.MCPMessage || m["id"] != nil {
+		t.Fatalf("upstream mcp/message: %v", m)
+	}
+}
+
+// TestCancelRequestTranslated: $/cancel_request from the client names the
+// request by the client's id; the proxy forwards it under the id it gave
+// the forwarded request.
+func TestCancelRequestTranslated(t *testing.T) {
+	p := startProxy(t, &Options{})
+	p.initialize(true)
+	p.send(map[string]any{"jsonrpc": "2.0", "id": "prompt-7", "method": "session/prompt", "params": map[string]any{"sessionId": "s", "prompt": []any{}}})
+	fwd := p.next()
+	p.send(map[string]any{"jsonrpc": "2.0", "method": V1.CancelRequest, "params": map[string]any{"requestId": "prompt-7"}})
+	c := p.next()
+	if dig(c, "params", "method") != V1.CancelRequest || dig(c, "params", "params", "requestId") != fwd["id"] {
+		t.Fatalf("cancel: %v (forwarded as %v)", c, fwd["id"])
+	}
+}
+
+func TestServeNeedsServer(t *testing.T) {
+	if err := Serve(context.Background(), strings.NewReader(""), io.Discard, nil); err == nil {
+		t.Fatal("Serve without a server")
+	}
+	var je *jsonrpc.Error
+	if !errors.As(error(errBusy), &je) {
+		t.Fatal("errBusy is not a JSON-RPC error")
+	}
+}
