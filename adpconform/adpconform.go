@@ -1,0 +1,364 @@
+package adpconform
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/agentprotocols/go-sdk/identity"
+)
+
+// Level says how a check's verdict counts.
+type Level string
+
+// The levels of a check.
+const (
+	// MUST checks test what the text requires; the suite passes only when
+	// every MUST check passed.
+	MUST Level = "MUST"
+	// SHOULD checks test a recommendation (the §24 "推荐实现" list and the
+	// SHOULDs of the sections); a failure is reported but does not fail
+	// the suite.
+	SHOULD Level = "SHOULD"
+)
+
+// Verdict is the outcome of one check.
+type Verdict string
+
+// The verdicts of a check.
+const (
+	Pass Verdict = "pass"
+	Fail Verdict = "fail"
+	// Skip means the check could not run: the host does not offer the
+	// feature (a MAY), or the check was not selected. Reason says which.
+	Skip Verdict = "skip"
+)
+
+// Check is one conformance check: what it tests and where the text says so.
+type Check struct {
+	// ID names the check, "area.rule" (for example
+	// "envelope.signature"); it is stable across versions of the kit.
+	ID string `json:"id"`
+	// Item is the §24 checklist item (1–11) the check belongs to, 0 for
+	// a recommendation outside the MUST list.
+	Item int `json:"item"`
+	// Section is where the rule is written, for example "§6, §20".
+	Section string `json:"section"`
+	// Level is MUST or SHOULD.
+	Level Level `json:"level"`
+	// Title says in one line what a conforming host does.
+	Title string `json:"title"`
+
+	run func(context.Context, *T)
+}
+
+// Result is the verdict of one check.
+type Result struct {
+	Check
+	Verdict Verdict `json:"verdict"`
+	// Evidence is what the host did wrong (Fail) or why the check did not
+	// run (Skip).
+	Evidence string `json:"evidence,omitzero"`
+	// Info holds readings: what the host answered where the text fixes
+	// nothing (HTTP statuses, room_not_found where §20 also allows
+	// membership_required, the limits it chose). They never fail a check.
+	Info []string `json:"info,omitzero"`
+	// Millis is how long the check ran.
+	Millis int64 `json:"millis"`
+}
+
+// Report is the outcome of a run.
+type Report struct {
+	// Target is the host API origin the suite ran against.
+	Target string `json:"target"`
+	// Started is when the run began (Unix milliseconds).
+	Started int64 `json:"started"`
+	// Millis is the run's duration.
+	Millis int64 `json:"millis"`
+	// Results holds one result per check, in the order of Checks.
+	Results []Result `json:"results"`
+	// OK is true when every MUST check passed (none failed or skipped
+	// for a reason other than not being selected).
+	OK bool `json:"ok"`
+}
+
+// Failed returns the IDs of the checks that failed, MUST and SHOULD.
+func (r *Report) Failed() []string {
+	var ids []string
+	for _, res := range r.Results {
+		if res.Verdict == Fail {
+			ids = append(ids, res.ID)
+		}
+	}
+	return ids
+}
+
+// Result returns the result of the check named id, or nil.
+func (r *Report) Result(id string) *Result {
+	for i := range r.Results {
+		if r.Results[i].ID == id {
+			return &r.Results[i]
+		}
+	}
+	return nil
+}
+
+// WriteTable writes the report as a table a person reads: item, section,
+// level, check, verdict and, on failure or skip, the evidence; with info
+// set, the readings follow on "info" lines. Host-provided text is quoted,
+// so control characters in it cannot reach the terminal.
+func (r *Report) WriteTable(w io.Writer, info bool) error {
+	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
+	fmt.Fprintf(tw, "ITEM\tSECTION\tLEVEL\tCHECK\tVERDICT\tEVIDENCE\n")
+	for _, res := range r.Results {
+		item := "rec."
+		if res.Item > 0 {
+			item = fmt.Sprintf("§24.%d", res.Item)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", item, res.Section, res.Level, res.ID, res.Verdict, safe(res.Evidence))
+		for _, in := range res.Info {
+			if !info {
+				break
+			}
+			fmt.Fprintf(tw, "\t\t\t\tinfo\t%s\n", safe(in))
+		}
+	}
+	must, passed, fails, skips := 0, 0, 0, 0
+	for _, res := range r.Results {
+		if res.Level == MUST {
+			must++
+			if res.Verdict == Pass {
+				passed++
+			}
+		}
+		switch res.Verdict {
+		case Fail:
+			fails++
+		case Skip:
+			skips++
+		}
+	}
+	verdict := "CONFORMS"
+	if !r.OK {
+		verdict = "DOES NOT CONFORM"
+	}
+	fmt.Fprintf(tw, "\n%s: %d/%d MUST checks passed, %d failed, %d skipped (%d checks, %.1f s) against %s\n",
+		verdict, passed, must, fails, skips, len(r.Results), float64(r.Millis)/1000, safe(r.Target))
+	return tw.Flush()
+}
+
+// safe escapes control characters (and nothing else) for a terminal.
+func safe(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }) {
+		return s
+	}
+	q := fmt.Sprintf("%q", s)
+	return q[1 : len(q)-1]
+}
+
+// Options configures a run. A nil *Options means defaults.
+type Options struct {
+	// HTTPClient sends every request; nil means a client with the default
+	// transport.
+	HTTPClient *http.Client
+	// AllowLoopbackHTTP accepts an http://127.0.0.1, [::1] or localhost
+	// target, for development hosts and tests.
+	AllowLoopbackHTTP bool
+	// Moderator, when set, is an agent the host trusts: every room the
+	// suite makes is created by it, for hosts that let only some agents
+	// create rooms. The suite makes about 30 rooms, so the host's control
+	// quota for this agent must allow that many per minute. nil means
+	// every room has a fresh creator, which keeps the suite inside the
+	// §21 default quotas of any host.
+	Moderator identity.Signer
+	// Only selects the checks to run: a check runs when its ID equals an
+	// entry or starts with an entry followed by "."; empty runs all.
+	Only []string
+	// Parallel is how many checks run at once; 0 means 8.
+	Parallel int
+	// Timeout bounds one check; 0 means 40 s.
+	Timeout time.Duration
+	// ActivationSlack is how long past a room's start_time the suite waits
+	// for the host's scheduler to activate it (§8 "受本地时钟和调度器保证约束");
+	// 0 means 5 s.
+	ActivationSlack time.Duration
+	// Now is the clock for created_at, nonces and tokens; nil means
+	// time.Now. The host's clock must agree with it within the live-write
+	// window.
+	Now func() time.Time
+}
+
+// Checks returns every check of the suite, in the order Run reports them.
+func Checks() []Check { return slices.Clone(checks) }
+
+// Run runs the suite against the ADP host whose API origin is target
+// (https://host.example, or a loopback http origin with
+// Options.AllowLoopbackHTTP). It talks to the host over HTTP only, as fresh
+// agents it makes itself, in rooms it creates. The error is non-nil only
+// when the suite could not run at all (a malformed target); a host that
+// fails is a Report with OK false.
+func Run(ctx context.Context, target string, opts *Options) (*Report, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Parallel <= 0 {
+		o.Parallel = 8
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 40 * time.Second
+	}
+	if o.ActivationSlack <= 0 {
+		o.ActivationSlack = 5 * time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	k, err := newKit(target, &o)
+	if err != nil {
+		return nil, err
+	}
+	start := o.Now()
+	rep := &Report{Target: k.origin.String(), Started: start.UnixMilli(), Results: make([]Result, len(checks))}
+	sem := make(chan struct{}, o.Parallel)
+	var wg sync.WaitGroup
+	for i, c := range checks {
+		rep.Results[i].Check = c
+		if !selected(c.ID, o.Only) {
+			rep.Results[i].Verdict, rep.Results[i].Evidence = Skip, "not selected"
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			rep.Results[i] = k.run(ctx, c)
+		}()
+	}
+	wg.Wait()
+	rep.Millis = time.Since(start).Milliseconds()
+	rep.OK = true
+	for _, res := range rep.Results {
+		if res.Level == MUST && (res.Verdict == Fail || (res.Verdict == Skip && res.Evidence != "not selected")) {
+			rep.OK = false
+		}
+	}
+	return rep, nil
+}
+
+func selected(id string, only []string) bool {
+	if len(only) == 0 {
+		return true
+	}
+	for _, s := range only {
+		if id == s || strings.HasPrefix(id, s+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// T is the state of one running check. Its methods record the verdict:
+// Fatalf fails the check and Skipf skips it, both ending the check's
+// goroutine like testing.T's methods.
+type T struct {
+	k        *kit
+	verdict  Verdict
+	evidence string
+	info     []string
+	mu       sync.Mutex
+}
+
+// run runs one check in its own goroutine with a timeout.
+func (k *kit) run(ctx context.Context, c Check) Result {
+	ctx, cancel := context.WithTimeout(ctx, k.opts.Timeout)
+	defer cancel()
+	t := &T{k: k, verdict: Pass}
+	start := time.Now()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() {
+			if p := recover(); p != nil {
+				t.verdict, t.evidence = Fail, fmt.Sprintf("the check panicked: %v", p)
+			}
+		}()
+		c.run(ctx, t)
+	}()
+	<-done
+	if t.verdict == Pass && ctx.Err() != nil {
+		t.verdict, t.evidence = Fail, "the check did not finish within its timeout"
+	}
+	return Result{Check: c, Verdict: t.verdict, Evidence: t.evidence, Info: t.info, Millis: time.Since(start).Milliseconds()}
+}
+
+// Fatalf fails the check with evidence and ends it.
+func (t *T) Fatalf(format string, args ...any) {
+	t.mu.Lock()
+	t.verdict, t.evidence = Fail, fmt.Sprintf(format, args...)
+	t.mu.Unlock()
+	runtime.Goexit()
+}
+
+// Skipf skips the check with a reason and ends it.
+func (t *T) Skipf(format string, args ...any) {
+	t.mu.Lock()
+	t.verdict, t.evidence = Skip, fmt.Sprintf(format, args...)
+	t.mu.Unlock()
+	runtime.Goexit()
+}
+
+// Infof records a reading: information, never a failure.
+func (t *T) Infof(format string, args ...any) {
+	t.mu.Lock()
+	t.info = append(t.info, fmt.Sprintf(format, args...))
+	t.mu.Unlock()
+}
+
+// ok fails the check when err is not nil: a step the check needs did not
+// work.
+func (t *T) ok(err error, what string) {
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// refused requires that the host refused a write or read (what) with the
+// error code want; the HTTP status is a reading.
+func (t *T) refused(err error, want identity.Code, what string) {
+	e := t.refusal(err, what)
+	if e.Code != want {
+		t.Fatalf("%s: refused with %s, want %s", what, e.Code, want)
+	}
+}
+
+// refusedAny requires a refusal whatever its code; the code and status are
+// readings (the text fixes no code for it).
+func (t *T) refusedAny(err error, what string) {
+	t.refusal(err, what)
+}
+
+func (t *T) refusal(err error, what string) *identity.Error {
+	if err == nil {
+		t.Fatalf("%s: the host accepted it", what)
+	}
+	var e *identity.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("%s: no protocol error from the host: %v", what, err)
+	}
+	if e.Status != 0 {
+		t.Infof("%s: HTTP %d %s", what, e.Status, e.Code)
+	} else {
+		t.Infof("%s: %s", what, e.Code)
+	}
+	return e
+}
