@@ -282,3 +282,5 @@ func short(b []byte) string {
 	}
 	return string(b)
 }
+
+func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
