@@ -175,21 +175,23 @@ func applyFor(ctx context.Context, t *T, a *agent, room string, role adp.Role) *
 	return jr
 }
 
+// joinOn submits who's room.join on the base member sees: an agent that
+// may not read the room yet (pending, rejected, outsider) still sends
+// a well-anchored join, so that only what the check varies is wrong.
+func joinOn(ctx context.Context, t *T, who, member *agent, room string, p adp.Join) (*adp.Record, error) {
+	base := member.base(ctx, t, room, adp.TypeRoomJoin)
+	return who.Submit(ctx, room, who.sign(ctx, t, adp.TypeRoomJoin, &base, p))
+}
+
 // checkApproval runs the approval flow of a restricted or private room.
 func checkApproval(ctx context.Context, t *T, vis adp.Visibility) {
 	a, room := t.k.room(ctx, t, string(vis)+" join", vis, nil)
 	b := t.k.newAgent(t)
-	var err error
-	if vis == adp.VisibilityPrivate {
-		// An outsider cannot read a private room's records; this join
-		// names the true room.create record (as one told by a member
-		// would), so that only the missing request_id is wrong. The
-		// join on a base it cannot know is the privacy check's.
-		base := a.base(ctx, t, room, adp.TypeRoomJoin)
-		_, err = b.Submit(ctx, room, b.sign(ctx, t, adp.TypeRoomJoin, &base, adp.Join{Role: adp.RoleSpeaker}))
-	} else {
-		_, err = b.Join(ctx, room, adp.Join{Role: adp.RoleSpeaker})
-	}
+	// An outsider cannot read a private room's records; its join names
+	// the true head (as one told by a member would), so that only the
+	// missing request_id is wrong. A join on a base it cannot know is the
+	// privacy check's.
+	_, err := joinOn(ctx, t, b, a, room, adp.Join{Role: adp.RoleSpeaker})
 	t.refused(err, adp.CodeApprovalRequired, "a direct room.join into a "+string(vis)+" room")
 	jr := applyFor(ctx, t, b, room, adp.RoleSpeaker)
 	if jr.Status != adp.JoinPending {
@@ -210,7 +212,7 @@ func checkApproval(ctx context.Context, t *T, vis adp.Visibility) {
 	if !slices.ContainsFunc(list, func(r adp.JoinRequestResource) bool { return r.Request.ID == jr.Request.ID }) {
 		t.Fatalf("the creator's list lacks request %s", jr.Request.ID)
 	}
-	_, err = b.Join(ctx, room, adp.Join{Role: adp.RoleSpeaker, RequestID: jr.Request.ID})
+	_, err = joinOn(ctx, t, b, a, room, adp.Join{Role: adp.RoleSpeaker, RequestID: jr.Request.ID})
 	t.refused(err, adp.CodeJoinRequestNotApproved, "a room.join naming a pending request")
 
 	// A rejected request cannot be used.
@@ -218,7 +220,7 @@ func checkApproval(ctx context.Context, t *T, vis adp.Visibility) {
 	djr := applyFor(ctx, t, d, room, adp.RoleSpeaker)
 	_, err = a.ReviewJoin(ctx, room, adp.JoinReview{Request: djr.Request, Decision: adp.DecisionReject, Reason: "conformance"})
 	t.ok(err, "the creator's room.join.review rejecting a request")
-	_, err = d.Join(ctx, room, adp.Join{Role: adp.RoleSpeaker, RequestID: djr.Request.ID})
+	_, err = joinOn(ctx, t, d, a, room, adp.Join{Role: adp.RoleSpeaker, RequestID: djr.Request.ID})
 	t.refused(err, adp.CodeJoinRequestNotApproved, "a room.join naming a rejected request")
 	// Another agent's approved request cannot be used.
 	_, err = a.ReviewJoin(ctx, room, adp.JoinReview{Request: jr.Request, Decision: adp.DecisionApprove, Role: adp.RoleSpeaker})
@@ -233,7 +235,7 @@ func checkApproval(ctx context.Context, t *T, vis adp.Visibility) {
 	if res.Head.Seq == 0 {
 		t.Fatalf("the room resource shows the approved applicant no head")
 	}
-	_, err = c.Join(ctx, room, adp.Join{Role: adp.RoleSpeaker, RequestID: jr.Request.ID})
+	_, err = joinOn(ctx, t, c, a, room, adp.Join{Role: adp.RoleSpeaker, RequestID: jr.Request.ID})
 	t.refusedAny(err, "a room.join naming another agent's approved request")
 	_, err = b.Join(ctx, room, adp.Join{Role: adp.RoleObserver, RequestID: jr.Request.ID})
 	t.refused(err, adp.CodeJoinRequestRoleMismatch, "a room.join whose role differs from the approved one")
@@ -243,7 +245,7 @@ func checkApproval(ctx context.Context, t *T, vis adp.Visibility) {
 	t.ok(err, "the new member's message")
 	_, err = b.Leave(ctx, room, adp.Notice{})
 	t.ok(err, "the member's room.leave")
-	_, err = b.Join(ctx, room, adp.Join{Role: adp.RoleSpeaker, RequestID: jr.Request.ID})
+	_, err = joinOn(ctx, t, b, a, room, adp.Join{Role: adp.RoleSpeaker, RequestID: jr.Request.ID})
 	t.refusedAny(err, "a second room.join naming the consumed request")
 }
 
