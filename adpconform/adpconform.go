@@ -196,8 +196,22 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Checks returns every check of the suite, in the order Run reports them.
-func Checks() []Check { return slices.Clone(checks) }
+// Checks returns every check of the suite, in the order Run reports them:
+// by §24 item, then the recommendations.
+func Checks() []Check { return slices.Clone(suite()) }
+
+// suite is the checks in report order.
+var suite = sync.OnceValue(func() []Check {
+	order := func(c Check) int {
+		if c.Item == 0 {
+			return 100
+		}
+		return c.Item
+	}
+	s := slices.Clone(checks)
+	slices.SortStableFunc(s, func(a, b Check) int { return order(a) - order(b) })
+	return s
+})
 
 // Run runs the suite against the ADP host whose API origin is target
 // (https://host.example, or a loopback http origin with
@@ -227,10 +241,10 @@ func Run(ctx context.Context, target string, opts *Options) (*Report, error) {
 		return nil, err
 	}
 	start := o.Now()
-	rep := &Report{Target: k.origin.String(), Started: start.UnixMilli(), Results: make([]Result, len(checks))}
+	rep := &Report{Target: k.origin.String(), Started: start.UnixMilli(), Results: make([]Result, len(suite()))}
 	sem := make(chan struct{}, o.Parallel)
 	var wg sync.WaitGroup
-	for i, c := range checks {
+	for i, c := range suite() {
 		rep.Results[i].Check = c
 		if !selected(c.ID, o.Only) {
 			rep.Results[i].Verdict, rep.Results[i].Evidence = Skip, "not selected"

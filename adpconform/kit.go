@@ -75,9 +75,13 @@ func (k *kit) agentFor(t *T, key identity.Signer) *agent {
 	return a
 }
 
-func (k *kit) client(key identity.Signer) (*agent, error) {
+func (k *kit) client(key identity.Signer) (*agent, error) { return k.clientPaging(key, 0) }
+
+// clientPaging is client with a history page size (0: the default).
+func (k *kit) clientPaging(key identity.Signer, pageSize int) (*agent, error) {
 	c, err := adp.NewClient(k.origin.String(), &adp.ClientOptions{
-		Signer: key, HTTPClient: k.hc, Now: k.opts.Now,
+		PageSize: pageSize,
+		Signer:   key, HTTPClient: k.hc, Now: k.opts.Now,
 		AllowLoopbackHTTP: k.opts.AllowLoopbackHTTP,
 		// The suite judges every answer itself: no retries, so a 429
 		// or 503 is seen as the host sent it.
