@@ -62,7 +62,7 @@ type Check struct {
 
 // Result is the verdict of one check.
 type Result struct {
-	Check
+	Check   `json:",inline"`
 	Verdict Verdict `json:"verdict"`
 	// Evidence is what the host did wrong (Fail) or why the check did not
 	// run (Skip).

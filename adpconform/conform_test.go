@@ -189,7 +189,10 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 	return p.ResponseWriter.Write(b)
 }
 
-func (p *prefixWriter) Flush() { http.NewResponseController(p.ResponseWriter).Flush() }
+func (p *prefixWriter) Flush() {
+	p.WriteHeader(http.StatusOK)
+	http.NewResponseController(p.ResponseWriter).Flush()
+}
 
 func (p *prefixWriter) Unwrap() http.ResponseWriter { return p.ResponseWriter }
 

@@ -189,15 +189,6 @@ func (a *agent) signEvent(ctx context.Context, t *T, typ string, base *adp.Base,
 	return env
 }
 
-// submit posts an envelope to its room (or to POST /v1/rooms for a
-// room.create) through a's verifying client.
-func (a *agent) submit(ctx context.Context, room string, env *envelope.Envelope) (*adp.Record, error) {
-	if room == "" {
-		return a.SubmitCreate(ctx, env)
-	}
-	return a.Submit(ctx, room, env)
-}
-
 // answer is one raw HTTP exchange.
 type answer struct {
 	status int

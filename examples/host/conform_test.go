@@ -1,0 +1,71 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentprotocols/go-sdk/adpconform"
+	"github.com/agentprotocols/go-sdk/adpconform/adpconformtest"
+)
+
+// envHostArgs carries the command line of the host process that
+// TestConformanceProcess starts (this test binary, re-executed).
+const envHostArgs = "ADPCONFORM_HOST_ARGS"
+
+// TestHostProcess is the host process of TestConformanceProcess; on its
+// own it does nothing.
+func TestHostProcess(t *testing.T) {
+	args := os.Getenv(envHostArgs)
+	if args == "" {
+		t.Skip("the host process of TestConformanceProcess")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, strings.Fields(args), os.Stdout); err != nil {
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// TestConformanceProcess runs the conformance suite against this command
+// as a separate process, with its bbolt state directory.
+func TestConformanceProcess(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHostProcess$")
+	cmd.Env = append(os.Environ(), envHostArgs+"=--addr 127.0.0.1:0 --data "+t.TempDir())
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			t.Error("the host process did not stop")
+		}
+	}()
+	rd := bufio.NewReader(out)
+	origin, err := rd.ReadString('\n')
+	if err != nil {
+		t.Fatalf("the host process printed no origin: %v", err)
+	}
+	go io.Copy(io.Discard, rd)
+	adpconformtest.Run(t, strings.TrimSpace(origin), &adpconformtest.Options{
+		Options: adpconform.Options{AllowLoopbackHTTP: true},
+		// As in adpconform's own tests: the host bug issue 19 (F2) fixes.
+		Known: map[string]string{"privacy.writes": "issue 19 F2: an outsider's private-room write is judged on its anchor before membership"},
+	})
+}
