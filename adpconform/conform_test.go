@@ -5,7 +5,6 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -19,7 +18,6 @@ import (
 	"github.com/agentprotocols/go-sdk/adpconform/adpconformtest"
 	"github.com/agentprotocols/go-sdk/adphost"
 	"github.com/agentprotocols/go-sdk/adphost/adphosttest"
-	"github.com/agentprotocols/go-sdk/adphost/boltstore"
 	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/identity"
 )
@@ -39,22 +37,12 @@ func conform(t *testing.T, srv *httptest.Server) *adpconform.Report {
 	})
 }
 
-// TestMemoryStore runs the suite against adphost on its memory store.
+// TestMemoryStore runs the suite against adphost on its memory store. The
+// bbolt store is run by examples/host's tests (the command with --data, as
+// a process), since the layering keeps adpconform beside adphost's stores.
 func TestMemoryStore(t *testing.T) {
 	t.Parallel()
 	_, srv := adphosttest.NewServer(t, nil)
-	conform(t, srv)
-}
-
-// TestBoltStore runs the suite against adphost on the bbolt store.
-func TestBoltStore(t *testing.T) {
-	t.Parallel()
-	st, err := boltstore.Open(filepath.Join(t.TempDir(), "host.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	_, srv := adphosttest.NewServer(t, &adphost.Options{Store: st})
 	conform(t, srv)
 }
 

@@ -35,10 +35,23 @@ func TestHostProcess(t *testing.T) {
 }
 
 // TestConformanceProcess runs the conformance suite against this command
-// as a separate process, with its bbolt state directory.
+// as a separate process: on the memory store and on the bbolt store
+// (--data).
 func TestConformanceProcess(t *testing.T) {
+	t.Run("memory", func(t *testing.T) {
+		t.Parallel()
+		conformProcess(t, "--addr 127.0.0.1:0")
+	})
+	t.Run("bbolt", func(t *testing.T) {
+		t.Parallel()
+		conformProcess(t, "--addr 127.0.0.1:0 --data "+t.TempDir())
+	})
+}
+
+// conformProcess starts the host process with args and runs the suite.
+func conformProcess(t *testing.T, args string) {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHostProcess$")
-	cmd.Env = append(os.Environ(), envHostArgs+"=--addr 127.0.0.1:0 --data "+t.TempDir())
+	cmd.Env = append(os.Environ(), envHostArgs+"="+args)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
