@@ -192,7 +192,7 @@ func TestACPChain(t *testing.T) {
 	}
 	// A tools/call that signs and submits against the host.
 	now := time.Now().UnixMilli()
-	res, err := csA.CallTool(ctx, &mcp.CallToolParams{Name: toolPrefix + "room_create", Arguments: map[string]any{
+	res, err := csA.CallTool(ctx, &mcp.CallToolParams{Name: connector.ToolPrefix + "room_create", Arguments: map[string]any{
 		"host": h.url, "topic": "Over ACP", "visibility": "public",
 		"start_time": now - 60_000, "end_time": now + 3_600_000, "agenda": "Test.", "tags": []string{"acp"},
 	}})
@@ -223,7 +223,7 @@ func TestACPChain(t *testing.T) {
 	bob.call("room_join", map[string]any{"room_id": roomID, "role": "speaker"})
 	call := func(cs *mcp.ClientSession, tool string, args map[string]any) map[string]any {
 		t.Helper()
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: toolPrefix + tool, Arguments: args})
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: connector.ToolPrefix + tool, Arguments: args})
 		if err != nil || res.IsError {
 			t.Fatalf("%s: %v %+v", tool, err, res)
 		}
@@ -258,7 +258,7 @@ func TestACPChain(t *testing.T) {
 	}
 
 	// Nothing through mcp/message reaches the key, tokens or allowlist.
-	if r, err := csB.CallTool(ctx, &mcp.CallToolParams{Name: toolPrefix + "hosts_add", Arguments: map[string]any{"host": "https://evil.example"}}); err == nil && !r.IsError {
+	if r, err := csB.CallTool(ctx, &mcp.CallToolParams{Name: connector.ToolPrefix + "hosts_add", Arguments: map[string]any{"host": "https://evil.example"}}); err == nil && !r.IsError {
 		t.Fatal("an unknown allowlist tool was accepted")
 	}
 	for _, uri := range []string{"file://" + cfg, "agent-protocols://keys", "agent-protocols://config"} {
