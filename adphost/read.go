@@ -345,9 +345,8 @@ func (h *Host) putStatus(w http.ResponseWriter, r *http.Request) {
 	if in.ExpiresAt > 0 && in.ExpiresAt < exp {
 		exp = in.ExpiresAt
 	}
-	if err == nil && exp <= now.UnixMilli() {
-		err = identity.NewError(identity.CodeInvalidRequest, "expires_at is in the past")
-	}
+	// An expires_at at or before now clears the status (connector spec
+	// §4.3): it is stored already expired, so no read lists it.
 	if err == nil {
 		err = h.limiter.take(rateKey{agent: who, room: hr.id, class: "agent-status"}, h.limits.StatusWrites, now)
 	}

@@ -550,9 +550,10 @@ type MarkReadInput struct {
 
 // MarkReadResult is agent_protocols_room_mark_read's result.
 type MarkReadResult struct {
-	RoomID      string `json:"room_id"`
-	ReadSeq     int64  `json:"read_seq"`
-	UnreadCount int    `json:"unread_count"`
+	RoomID      string     `json:"room_id"`
+	ReadSeq     int64      `json:"read_seq"`
+	UnreadCount int        `json:"unread_count"`
+	Sync        *SyncState `json:"sync,omitzero"`
 }
 
 // InboxNextInput is agent_protocols_inbox_next's input.
@@ -569,6 +570,8 @@ type InboxNextInput struct {
 type InboxNextResult struct {
 	Items        []InboxItem `json:"items"`
 	PendingCount int         `json:"pending_count"`
+	// Sync is the room's, when room_id filtered the items (§4.2 SHOULD).
+	Sync *SyncState `json:"sync,omitzero"`
 }
 
 // Inbox ack actions.
@@ -603,6 +606,8 @@ type DraftsListInput struct {
 type DraftsListResult struct {
 	Drafts     []HeldDraft `json:"drafts"`
 	NextCursor string      `json:"next_cursor,omitzero"`
+	// Sync is the room's, when room_id filtered the drafts (§4.2 SHOULD).
+	Sync *SyncState `json:"sync,omitzero"`
 }
 
 // DraftGetResult is agent_protocols_draft_get's result.
@@ -775,6 +780,7 @@ type JoinRequestsListInput struct {
 type JoinRequestsListResult struct {
 	JoinRequests []jsontext.Value `json:"join_requests"`
 	NextCursor   string           `json:"next_cursor,omitzero"`
+	Sync         *SyncState       `json:"sync,omitzero"`
 }
 
 // JoinReviewInput is agent_protocols_join_request_review's input.

@@ -3,6 +3,7 @@ package connector
 import (
 	"context"
 	"encoding/base32"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -274,7 +275,7 @@ func (e *Engine) pendingCount(tx stateTx, host, room, session string) (int, erro
 func (e *Engine) InboxNext(ctx context.Context, session string, in InboxNextInput) (*InboxNextResult, error) {
 	e.touch(session)
 	defer e.touch(session)
-	limit := pageLimit(in.Limit, 20, 100)
+	limit := pageInbox.of(in.Limit)
 	wait := min(time.Duration(in.WaitMS)*time.Millisecond, MaxInboxWait)
 	var deadline <-chan time.Time
 	if wait > 0 {
@@ -282,13 +283,9 @@ func (e *Engine) InboxNext(ctx context.Context, session string, in InboxNextInpu
 		defer t.Stop()
 		deadline = t.C
 	}
-	var host string
-	if in.Host != "" {
-		h, err := e.host(in.Host)
-		if err != nil {
-			return nil, err
-		}
-		host = h.name
+	host, room, err := e.filterRoom(in.Host, in.RoomID)
+	if err != nil {
+		return nil, err
 	}
 	for {
 		e.mu.Lock()
@@ -310,7 +307,7 @@ func (e *Engine) InboxNext(ctx context.Context, session string, in InboxNextInpu
 				if err := unmarshalStored(raw, &it); err != nil {
 					return err
 				}
-				if !e.actionable(&it, session, now) || (in.RoomID != "" && it.Item.RoomID != in.RoomID) ||
+				if !e.actionable(&it, session, now) || (room != "" && it.Item.RoomID != room) ||
 					(host != "" && it.Item.Host != host) || (len(in.Kinds) > 0 && !slices.Contains(in.Kinds, it.Item.Kind)) {
 					return nil
 				}
@@ -348,6 +345,11 @@ func (e *Engine) InboxNext(ctx context.Context, session string, in InboxNextInpu
 		if err != nil {
 			return nil, err
 		}
+		if room != "" && host != "" {
+			if _, known := e.knownRoom(roomKey{host, room}); known {
+				res.Sync = e.syncOf(session, roomKey{host, room})
+			}
+		}
 		if len(res.Items) > 0 || deadline == nil {
 			return res, nil
 		}
@@ -362,6 +364,38 @@ func (e *Engine) InboxNext(ctx context.Context, session string, in InboxNextInpu
 		case <-time.After(2 * time.Second): // re-poll join requests
 		}
 	}
+}
+
+// filterRoom resolves the host and room_id filters of inbox_next and
+// drafts_list: room_id alone that is known on several hosts is
+// ErrAmbiguousRoom (§4.3); a room_id known on exactly one host names that
+// host; an unknown one filters by id (and host, if given).
+func (e *Engine) filterRoom(host, roomID string) (string, string, error) {
+	if roomID != "" {
+		k, _, err := e.resolve(host, roomID)
+		switch {
+		case err == nil:
+			return k.host, k.room, nil
+		case !errors.Is(err, ErrUnknownRoom):
+			return "", "", err
+		}
+	}
+	if host != "" {
+		h, err := e.host(host)
+		if err != nil {
+			return "", "", err
+		}
+		host = h.name
+	}
+	return host, roomID, nil
+}
+
+// knownRoom reports whether the room is registered.
+func (e *Engine) knownRoom(k roomKey) (*roomRT, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r, ok := e.rooms[k]
+	return r, ok
 }
 
 // InboxAck is agent_protocols_inbox_ack (local state).

@@ -28,7 +28,7 @@ func (e *Engine) MembersList(ctx context.Context, session string, in MembersList
 	if err != nil {
 		return nil, err
 	}
-	limit := pageLimit(in.Limit, 100, 200)
+	limit := pageMembers.of(in.Limit)
 	i := 0
 	defer func() {
 		if in.IncludeProfiles && len(res.Members) > 0 {

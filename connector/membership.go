@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -442,13 +443,22 @@ func (e *Engine) JoinRequestsList(ctx context.Context, in JoinRequestsListInput)
 	if err != nil {
 		return nil, h.err(err)
 	}
-	res := &JoinRequestsListResult{JoinRequests: []jsontext.Value{}}
-	limit := pageLimit(in.Limit, 100, 200)
+	skip, err := offsetCursor(in.Cursor)
+	if err != nil {
+		return nil, err
+	}
+	res := &JoinRequestsListResult{JoinRequests: []jsontext.Value{}, Sync: e.syncOf("", k)}
+	limit := pageJoinRequests.of(in.Limit)
+	i := 0
 	for _, jr := range jrs {
 		if in.Status != "" && string(jr.Status) != in.Status {
 			continue
 		}
+		if i++; i <= skip {
+			continue
+		}
 		if len(res.JoinRequests) == limit {
+			res.NextCursor = strconv.Itoa(skip + limit)
 			break
 		}
 		raw, err := json.Marshal(jr)

@@ -2,10 +2,10 @@ package connector
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/identity"
@@ -81,7 +81,7 @@ func (e *Engine) RoomsSearch(ctx context.Context, in RoomsSearchInput) (*RoomsRe
 	if err != nil {
 		return nil, err
 	}
-	limit := pageLimit(in.Limit, 20, 100)
+	limit := pageRoomsSearch.of(in.Limit)
 	q := adp.RoomQuery{Status: adp.Status(in.Status), Tag: in.Tag, Keyword: in.Keyword, Language: in.Language,
 		StartsAfter: in.StartsAfter, EndsBefore: in.EndsBefore}
 	if in.Creator != "" {
@@ -117,11 +117,17 @@ func (e *Engine) RoomsSearch(ctx context.Context, in RoomsSearchInput) (*RoomsRe
 // membership filters by this agent's verified membership: member (active),
 // creator, moderator, pending (a join request awaits review) or all.
 func (e *Engine) RoomsList(ctx context.Context, in RoomsListInput) (*RoomsResult, error) {
-	limit := pageLimit(in.Limit, 50, 100)
+	limit := pageRoomsList.of(in.Limit)
 	res := &RoomsResult{Rooms: []RoomSummary{}}
-	err := e.store.View(func(tx stateTx) error {
-		return tx.Scan(bRooms, "", func(key string, raw []byte) error {
-			if in.Cursor != "" && key <= in.Cursor {
+	// The cursor is the last listed room's store key, base64url-encoded
+	// so that it is printable.
+	after, err := base64.RawURLEncoding.DecodeString(in.Cursor)
+	if err != nil {
+		return nil, fmt.Errorf("%w: cursor", ErrInvalidInput)
+	}
+	err = e.store.View(func(tx stateTx) error {
+		return tx.ScanFrom(bRooms, "", string(after), func(key string, raw []byte) error {
+			if in.Cursor != "" && key <= string(after) {
 				return nil
 			}
 			var sr storedRoom
@@ -178,7 +184,7 @@ func (e *Engine) RoomsList(ctx context.Context, in RoomsListInput) (*RoomsResult
 				return err
 			}
 			if len(res.Rooms) == limit {
-				res.NextCursor = rkey(res.Rooms[len(res.Rooms)-1].Host, res.Rooms[len(res.Rooms)-1].RoomID)
+				res.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(rkey(res.Rooms[len(res.Rooms)-1].Host, res.Rooms[len(res.Rooms)-1].RoomID)))
 				return errStop
 			}
 			res.Rooms = append(res.Rooms, s)
@@ -221,16 +227,29 @@ func (e *Engine) syncOf(session string, k roomKey) *SyncState {
 	return &s
 }
 
-// clearGrace is how long a cleared status may still be listed.
-const clearGrace = time.Second
+// page is a list's page size: the default and the maximum of its tool's
+// limit argument (tools.go states the same numbers; a test keeps them
+// equal).
+type page struct{ def, max int }
 
-// pageLimit is a list's page size: the requested n, or def when n is not
-// in 1..most.
-func pageLimit(n, def, most int) int {
-	if n <= 0 || n > most {
-		return def
+// Page sizes of the seven lists.
+var (
+	pageRoomsSearch  = page{20, 100}
+	pageRoomsList    = page{50, 200}
+	pageMembers      = page{50, 200}
+	pageTimeline     = page{50, 500}
+	pageInbox        = page{10, 100}
+	pageDrafts       = page{20, 100}
+	pageJoinRequests = page{50, 200}
+)
+
+// of is the page size for a requested limit n: the default when n is
+// unset, else n clamped to the maximum.
+func (p page) of(n int) int {
+	if n <= 0 {
+		return p.def
 	}
-	return n
+	return min(n, p.max)
 }
 
 // offsetCursor parses a list cursor that is the count of items already

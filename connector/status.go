@@ -71,12 +71,9 @@ func (e *Engine) AgentStatusSet(ctx context.Context, session string, in AgentSta
 	}
 	si := adp.AgentStatusInput{State: in.State, Summary: in.Summary, ClaimID: in.ClaimID, Activity: in.Activity,
 		ExpiresAt: in.ExpiresAt, Extra: in.Extra}
-	// §4.3: expires_at at (or before) the current time clears the status.
-	// Hosts refuse an expiry in the past (the seed's host rejects it), so
-	// a clear is sent as a status that expires within clearGrace.
-	if now := e.now().UnixMilli(); in.ExpiresAt > 0 && in.ExpiresAt < now+clearGrace.Milliseconds() {
-		si.ExpiresAt = now + clearGrace.Milliseconds()
-	}
+	// §4.3: expires_at at (or before) the current time clears the status;
+	// it is sent as given (the host stores it expired and lists it no
+	// more).
 	if in.SeenSeq != nil {
 		si.SeenSeq = *in.SeenSeq
 		if in.SeenHash != "" {

@@ -222,7 +222,7 @@ func (e *Engine) Timeline(ctx context.Context, session string, in TimelineInput)
 	if err != nil {
 		return nil, err
 	}
-	limit := pageLimit(in.Limit, 50, 200)
+	limit := pageTimeline.of(in.Limit)
 	room := h.client.Verified(k.room)
 	res := &TimelineResult{Items: []TimelineItem{}}
 	var maxSeq int64
@@ -324,5 +324,6 @@ func (e *Engine) MarkRead(ctx context.Context, in MarkReadInput) (*MarkReadResul
 	if err != nil {
 		return nil, err
 	}
+	res.Sync = e.syncOf("", k)
 	return res, nil
 }

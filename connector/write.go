@@ -505,8 +505,12 @@ func (e *Engine) SubmitEvent(ctx context.Context, session string, in SubmitEvent
 // DraftsList is agent_protocols_drafts_list (local state).
 func (e *Engine) DraftsList(ctx context.Context, in DraftsListInput) (*DraftsListResult, error) {
 	res := &DraftsListResult{Drafts: []HeldDraft{}}
-	limit := pageLimit(in.Limit, 50, 100)
-	err := e.store.View(func(tx stateTx) error {
+	limit := pageDrafts.of(in.Limit)
+	host, room, err := e.filterRoom(in.Host, in.RoomID)
+	if err != nil {
+		return nil, err
+	}
+	err = e.store.View(func(tx stateTx) error {
 		return tx.Scan(bDrafts, "", func(key string, raw []byte) error {
 			if in.Cursor != "" && key <= in.Cursor {
 				return nil
@@ -515,7 +519,7 @@ func (e *Engine) DraftsList(ctx context.Context, in DraftsListInput) (*DraftsLis
 			if err := unmarshalStored(raw, &d); err != nil {
 				return err
 			}
-			if in.RoomID != "" && d.Draft.RoomID != in.RoomID {
+			if room != "" && d.Draft.RoomID != room || host != "" && d.Draft.Host != host {
 				return nil
 			}
 			if len(res.Drafts) == limit {
@@ -526,6 +530,11 @@ func (e *Engine) DraftsList(ctx context.Context, in DraftsListInput) (*DraftsLis
 			return nil
 		})
 	})
+	if err == nil && room != "" && host != "" {
+		if _, known := e.knownRoom(roomKey{host, room}); known {
+			res.Sync = e.syncOf("", roomKey{host, room})
+		}
+	}
 	return res, err
 }
 
