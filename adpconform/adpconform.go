@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/internal/untrusted"
 )
 
 // Level says how a check's verdict counts.
@@ -155,14 +156,8 @@ func (r *Report) WriteTable(w io.Writer, info bool) error {
 	return tw.Flush()
 }
 
-// safe escapes control characters (and nothing else) for a terminal.
-func safe(s string) string {
-	if !strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }) {
-		return s
-	}
-	q := fmt.Sprintf("%q", s)
-	return q[1 : len(q)-1]
-}
+// safe makes host-provided text one bounded, escaped terminal line.
+func safe(s string) string { return untrusted.Line(s, 400) }
 
 // Options configures a run. A nil *Options means defaults.
 type Options struct {

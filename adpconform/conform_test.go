@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -296,6 +297,19 @@ func breaksTheChain(next http.Handler) http.Handler {
 	})
 }
 
+// scriptsInMarkdown appends raw HTML to every Markdown archive, as a host
+// that renders payloads verbatim would.
+func scriptsInMarkdown(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, "/archive.md") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		rec := record(next, r)
+		replay(w, rec, append(rec.Body.Bytes(), "\n<script>alert('adpconform')</script>\n"...))
+	})
+}
+
 // TestBrokenHosts: each deliberately broken host fails exactly the check
 // named for its defect (besides the known failures of the SDK's host).
 func TestBrokenHosts(t *testing.T) {
@@ -304,6 +318,7 @@ func TestBrokenHosts(t *testing.T) {
 		wrap func(http.Handler) http.Handler
 		want string
 	}{
+		{"renders payload scripts in Markdown", scriptsInMarkdown, "archive.markdown"},
 		{"accepts a forged signature", acceptsForgedSignature, "envelope.signature"},
 		{"drops Max-Seen-Nonce", dropsMaxSeenNonce, "envelope.nonce"},
 		{"replays history on the live stream", replaysHistory, "live.no-replay"},
@@ -329,10 +344,60 @@ func TestBrokenHosts(t *testing.T) {
 				rep.WriteTable(&b, false)
 				t.Fatalf("failed %v, want exactly [%s]\n%s", got, c.want, b.String())
 			}
-			if rep.OK {
-				t.Fatalf("the report says the broken host conforms")
+			if res := rep.Result(c.want); res.Level == adpconform.MUST && rep.OK {
+				t.Fatalf("the report says the host conforms with a failed MUST check")
 			}
 			t.Logf("%s: %s", c.want, rep.Result(c.want).Evidence)
 		})
+	}
+}
+
+// TestHangingHost: a host that never answers costs each check its
+// timeout, and the suite still ends with a verdict.
+func TestHangingHost(t *testing.T) {
+	t.Parallel()
+	srv := wrapped(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == adp.DiscoveryPath {
+				w.WriteHeader(http.StatusOK)
+				w.Write([]byte(`{"protocol":`))
+				http.NewResponseController(w).Flush()
+				<-r.Context().Done()
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	start := time.Now()
+	rep, err := adpconform.Run(context.Background(), srv.URL, &adpconform.Options{AllowLoopbackHTTP: true, HTTPClient: srv.Client(),
+		Only: []string{"discovery"}, Timeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("the suite took %s against a hanging host", d)
+	}
+	if res := rep.Result("discovery"); res.Verdict != adpconform.Fail || !strings.Contains(res.Evidence, "deadline") && !strings.Contains(res.Evidence, "timeout") {
+		t.Fatalf("discovery: %s %q", res.Verdict, res.Evidence)
+	}
+}
+
+// TestReportOK: a failed SHOULD check is reported but leaves the suite
+// passing; a failed MUST check does not.
+func TestReportOK(t *testing.T) {
+	t.Parallel()
+	srv := wrapped(t, scriptsInMarkdown)
+	run := func(only ...string) *adpconform.Report {
+		rep, err := adpconform.Run(context.Background(), srv.URL, &adpconform.Options{AllowLoopbackHTTP: true, HTTPClient: srv.Client(), Only: only})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	if rep := run("archive.markdown", "envelope.hash"); !rep.OK || !slices.Equal(rep.Failed(), []string{"archive.markdown"}) {
+		t.Fatalf("OK %v, failed %v", rep.OK, rep.Failed())
+	}
+	if rep := run("privacy.writes"); rep.OK {
+		t.Fatalf("OK with a failed MUST check (%v)", rep.Failed())
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/internal/untrusted"
 )
 
 // maxBody bounds every answer the kit reads itself (history pages go
@@ -271,11 +272,6 @@ func text(s string) adp.Message {
 }
 
 // short clips host-provided text for evidence.
-func short(b []byte) string {
-	if len(b) > 200 {
-		return string(b[:200]) + "…"
-	}
-	return string(b)
-}
+func short(b []byte) string { return untrusted.Clip(string(b), 200) }
 
 func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
