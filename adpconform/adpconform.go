@@ -112,7 +112,9 @@ func (r *Report) Result(id string) *Result {
 	return nil
 }
 
-// WriteTable writes the report as a table a person reads: item, section,
+// WriteTable writes the report as a table a person reads: the §24 item
+// ("rec." for a recommendation, "—" for a MUST of its section that the §24
+// list does not name, such as privacy or a MUST of an optional feature), section,
 // level, check, verdict and, on failure or skip, the evidence; with info
 // set, the readings follow on "info" lines. Host-provided text is quoted,
 // so control characters in it cannot reach the terminal.
@@ -120,9 +122,12 @@ func (r *Report) WriteTable(w io.Writer, info bool) error {
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
 	fmt.Fprintf(tw, "ITEM\tSECTION\tLEVEL\tCHECK\tVERDICT\tEVIDENCE\n")
 	for _, res := range r.Results {
-		item := "rec."
-		if res.Item > 0 {
+		item := "rec." // one of §24's recommendations
+		switch {
+		case res.Item > 0:
 			item = fmt.Sprintf("§24.%d", res.Item)
+		case res.Level == MUST:
+			item = "—" // a MUST of its section outside the §24 list
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", item, res.Section, res.Level, res.ID, res.Verdict, safe(res.Evidence))
 		for _, in := range res.Info {

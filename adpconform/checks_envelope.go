@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -92,6 +93,9 @@ func checkDiscovery(ctx context.Context, t *T) {
 	}
 	t.Infof("features: %v", d.Features)
 	t.Infof("registered_packs: %v", d.RegisteredPacks)
+	if len(d.Extra) > 0 {
+		t.Infof("members beyond the draft's: %v", slices.Sorted(maps.Keys(d.Extra)))
+	}
 	if d.Endpoints == nil || d.Endpoints.API == "" {
 		t.Fatalf("no endpoints.api")
 	}

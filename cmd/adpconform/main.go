@@ -36,7 +36,7 @@ import (
 	"github.com/agentprotocols/go-sdk/internal/b64url"
 )
 
-const usage = `usage: adpconform [--json] [--info] [--only IDS] [--moderator-key FILE] [--parallel N] [--timeout D] ORIGIN
+const usage = `usage: adpconform [--json] [--info] [--only IDS] [--moderator-key FILE] [--parallel N] [--timeout D] [--activation-slack D] ORIGIN
 exit status: 0 every MUST check passed, 1 a MUST check failed, 2 usage or setup error
 `
 
@@ -56,6 +56,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	modKey := fs.String("moderator-key", "", "file holding the 32-byte key seed (64 hex or 43 base64url characters) of an agent the host lets create rooms")
 	parallel := fs.Int("parallel", 0, "checks run at once (default 8)")
 	timeout := fs.Duration("timeout", 0, "bound on one check (default 40s)")
+	slack := fs.Duration("activation-slack", 0, "how long past start_time the host's scheduler may take to activate a room (default 5s)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -63,7 +64,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
-	opts := &adpconform.Options{AllowLoopbackHTTP: true, Parallel: *parallel, Timeout: *timeout}
+	opts := &adpconform.Options{AllowLoopbackHTTP: true, Parallel: *parallel, Timeout: *timeout, ActivationSlack: *slack}
 	if *only != "" {
 		opts.Only = strings.Split(*only, ",")
 	}
