@@ -47,15 +47,42 @@ type ClientOptions struct {
 	// MaxRetryWait caps one wait; a Retry-After beyond it ends the
 	// retries. 0 means 5 s.
 	MaxRetryWait time.Duration
-	// MaxResponseSize bounds one response body; 0 means 32 MiB.
+	// MaxResponseSize bounds one response body; 0 means 32 MiB. A
+	// history page over it is asked for again with half as many records,
+	// down to one (a record is at most about 262 KB), so a room of large
+	// records stays readable on a host that budgets its pages by count
+	// only.
 	MaxResponseSize int64
-	// PageSize is the history page size; 0 means 500 (hosts cap it at
-	// 1000).
+	// AttemptTimeout bounds one attempt of a request — connecting, the
+	// headers and the whole body — so a host that stalls or drips an
+	// answer cannot hold a call; a read (or an idempotent write) is then
+	// retried. 0 means DefaultAttemptTimeout, negative no bound beyond the
+	// caller's context.
+	AttemptTimeout time.Duration
+	// PageSize is the history page size; 0 means DefaultPageSize (hosts
+	// cap it at 1000).
 	PageSize int
+	// MaxRecords bounds the records one Sync, Events or write's
+	// catch-up reads; 0 means DefaultMaxRecords. Sync keeps what it
+	// verified, so calling it again resumes.
+	MaxRecords int
+	// MaxPages and MaxListItems bound one listing (join requests, public
+	// rooms, my rooms, agent statuses): the pages it follows and the items
+	// it collects; 0 means 1000 pages and 10,000 items. A repeated
+	// cursor, or an empty page that names a next one, ends the listing
+	// with an error too.
+	MaxPages, MaxListItems int
 	// Packs configures the type registries of the rooms the client
 	// verifies (an external pack fetcher); nil refuses external packs.
 	Packs *packs.Options
 }
+
+// Defaults of ClientOptions.
+const (
+	DefaultPageSize       = 500
+	DefaultAttemptTimeout = 30 * time.Second
+	DefaultMaxRecords     = 1 << 20
+)
 
 // Client talks to one ADP host (seed draft) as one agent. Every record it
 // returns has been verified — the envelope's hash and signature, the
@@ -76,6 +103,9 @@ type Client struct {
 	author   *envelope.Author
 	now      func() time.Time
 	pageSize int
+	maxRecs  int
+	maxPages int
+	maxItems int
 	packs    *packs.Options
 	oopts    *identity.OriginOptions
 
@@ -105,21 +135,22 @@ func NewClient(host string, opts *ClientOptions) (*Client, error) {
 	}
 	c := &Client{
 		origin: origin, api: origin.String() + "/v1", signer: opts.Signer, now: opts.Now,
-		pageSize: opts.PageSize, packs: opts.Packs, oopts: oopts, rooms: map[string]*replica{},
+		pageSize: cmp.Or(max(opts.PageSize, 0), DefaultPageSize), maxRecs: cmp.Or(max(opts.MaxRecords, 0), DefaultMaxRecords),
+		maxPages: opts.MaxPages, maxItems: opts.MaxListItems,
+		packs: opts.Packs, oopts: oopts, rooms: map[string]*replica{},
 	}
 	if c.now == nil {
 		c.now = time.Now
-	}
-	if c.pageSize <= 0 {
-		c.pageSize = 500
 	}
 	retries := opts.Retries
 	if retries == 0 {
 		retries = 3
 	}
+	attempt := cmp.Or(opts.AttemptTimeout, DefaultAttemptTimeout)
 	c.hc = httpc.New(&httpc.Options{
 		HTTPClient: opts.HTTPClient, Origins: oopts, Retries: retries, Backoff: cmp.Or(opts.RetryBackoff, 100*time.Millisecond),
 		MaxWait: cmp.Or(opts.MaxRetryWait, 5*time.Second), MaxResponseSize: opts.MaxResponseSize, Signer: opts.Signer, Now: c.now,
+		AttemptTimeout: attempt,
 	})
 	nonces := opts.Nonces
 	if nonces == nil {
@@ -233,7 +264,44 @@ func (c *Client) sameOrigin(raw string) error {
 	return nil
 }
 
-// getJSON GETs path and decodes the answer strictly into v.
+// cursor returns the guard of one listing's cursor loop.
+func (c *Client) cursor() *httpc.Cursor {
+	return &httpc.Cursor{MaxPages: c.maxPages, MaxItems: c.maxItems}
+}
+
+// listError is the error of a listing whose cursor loop did not end.
+func listError(what string, err error) error {
+	return identity.Wrap(identity.CodeInvalidRequest, what, err)
+}
+
+// hostList is a list answer ({result, next_cursor}, Identity §8) decoded
+// openly like every unsigned answer: members beside the two are ignored,
+// and a null or absent next_cursor means the last page.
+type hostList[T any] struct {
+	Result     []T     `json:"result"`
+	NextCursor *string `json:"next_cursor"`
+}
+
+func (l *hostList[T]) cursor() string {
+	if l.NextCursor == nil {
+		return ""
+	}
+	return *l.NextCursor
+}
+
+// getList GETs one list page; "result" must be an array.
+func getList[T any](ctx context.Context, c *Client, path string, auth bool) (*hostList[T], error) {
+	var l hostList[T]
+	if err := c.getJSON(ctx, path, auth, &l); err != nil {
+		return nil, err
+	}
+	if l.Result == nil {
+		return nil, identity.NewError(identity.CodeInvalidRequest, `host answer: list has no "result" array`)
+	}
+	return &l, nil
+}
+
+// getJSON GETs path and decodes the answer into v (decodeAnswer).
 func (c *Client) getJSON(ctx context.Context, path string, auth bool, v any) error {
 	b, _, err := c.do(ctx, request{method: http.MethodGet, path: path, auth: auth})
 	if err != nil {
@@ -242,9 +310,12 @@ func (c *Client) getJSON(ctx context.Context, path string, auth bool, v any) err
 	return decodeAnswer(b, v)
 }
 
-// decodeAnswer strictly decodes a host answer; unknown members are refused.
+// decodeAnswer decodes a host's unsigned answer: strict JSON (duplicates,
+// bad Unicode and unsafe integers refused) but an open schema, so a member
+// the SDK does not know is ignored or kept in the type's Unknown field
+// rather than fatal (§6; the seed-era schemas leave these documents open).
 func decodeAnswer(b []byte, v any) error {
-	if err := strictjson.Unmarshal(b, v); err != nil {
+	if err := strictjson.UnmarshalOpen(b, v); err != nil {
 		return identity.Wrap(identity.CodeInvalidRequest, "host answer", err)
 	}
 	return nil

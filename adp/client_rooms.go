@@ -1,6 +1,7 @@
 package adp
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"iter"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/internal/httpc"
 	"github.com/agentprotocols/go-sdk/internal/strictjson"
 	"github.com/agentprotocols/go-sdk/packs"
 )
@@ -77,18 +79,56 @@ func admit(ctx context.Context, rep *replica, rec *Record) error {
 	return errGap
 }
 
-// page fetches one page of history after seq, parsing every record
-// strictly; it does not verify them.
-func (c *Client) page(ctx context.Context, roomID string, after int64) ([]*Record, bool, error) {
-	b, _, err := c.do(ctx, request{method: http.MethodGet, auth: true,
-		path: roomPath(roomID) + "/events?after_seq=" + strconv.FormatInt(after, 10) + "&limit=" + strconv.Itoa(c.pageSize)})
-	if err != nil {
-		return nil, false, err
-	}
-	return parseRecordList(b)
+// pager reads one room's history for one call (a Sync, an Events, a
+// write's catch-up). A page over the response bound is asked for again
+// with half as many records, down to one, and the call goes on at that
+// size: records may legally be large (a 64 KiB payload with 32 mentions
+// is about 68 KB, a hinted one about 262 KB), and a host need not budget
+// its pages by bytes. It bounds the records one call reads
+// (ClientOptions.MaxRecords) and refuses a page that does not advance.
+type pager struct {
+	c      *Client
+	roomID string
+	size   int
+	read   int
 }
 
-// parseRecordList parses {"result":[records…],"next_cursor"?}.
+func (c *Client) pager(roomID string) *pager { return &pager{c: c, roomID: roomID, size: c.pageSize} }
+
+// next fetches one page of history after seq after, parsing every record
+// strictly; it does not verify them.
+func (p *pager) next(ctx context.Context, after int64) ([]*Record, bool, error) {
+	if p.read >= p.c.maxRecs {
+		return nil, false, identity.Errorf(CodeInvalidRecord, "more than %d records in one call (ClientOptions.MaxRecords); call again to resume after seq %d", p.c.maxRecs, after)
+	}
+	for {
+		limit := min(p.size, p.c.maxRecs-p.read)
+		b, _, err := p.c.do(ctx, request{method: http.MethodGet, auth: true,
+			path: roomPath(p.roomID) + "/events?after_seq=" + strconv.FormatInt(after, 10) + "&limit=" + strconv.Itoa(limit)})
+		if errors.Is(err, httpc.ErrResponseTooLarge) && limit > 1 {
+			p.size = limit / 2
+			continue
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		recs, more, err := parseRecordList(b)
+		switch {
+		case err != nil:
+			return nil, false, err
+		case len(recs) > limit:
+			return nil, false, identity.Errorf(CodeInvalidRecord, "history page has %d records for limit %d", len(recs), limit)
+		case len(recs) == 0 && more:
+			return nil, false, identity.Errorf(CodeInvalidRecord, "history page after seq %d is empty but names a next page", after)
+		}
+		p.read += len(recs)
+		return recs, more, nil
+	}
+}
+
+// parseRecordList parses {"result":[records…],"next_cursor"?}: strict
+// JSON, every record parsed strictly, other members of the wrapper
+// ignored.
 func parseRecordList(b []byte) ([]*Record, bool, error) {
 	members, err := strictjson.SplitObject(b)
 	if err != nil {
@@ -116,13 +156,20 @@ func parseRecordList(b []byte) ([]*Record, bool, error) {
 				recs = append(recs, rec)
 			}
 		case "next_cursor":
+			if string(m.Value) == "null" {
+				continue // no more, as if absent
+			}
 			s, err := strictjson.String(m.Value)
 			if err != nil || s == "" {
 				return nil, false, identity.NewError(CodeInvalidRecord, "history page next_cursor is not a non-empty string")
 			}
 			more = true
 		default:
-			return nil, false, identity.Errorf(CodeInvalidRecord, "history page has an unknown member %q", clip(m.Name))
+			// The page wrapper is the host's unsigned answer: a member
+			// the SDK does not know is ignored (§6). Records stay strict.
+			if err := strictjson.Validate(m.Value); err != nil {
+				return nil, false, identity.Wrap(CodeInvalidRecord, "history page", err)
+			}
 		}
 	}
 	if !seen {
@@ -137,12 +184,13 @@ func parseRecordList(b []byte) ([]*Record, bool, error) {
 // syncTo verifies history until the replica holds seq upto (0: until the
 // host has no more). rep.mu is held.
 func (c *Client) syncTo(ctx context.Context, rep *replica, upto int64) error {
+	p := c.pager(rep.id)
 	for {
 		latest := rep.room.Latest().Seq
 		if upto > 0 && latest >= upto {
 			return nil
 		}
-		recs, more, err := c.page(ctx, rep.id, latest)
+		recs, more, err := p.next(ctx, latest)
 		if err != nil {
 			return err
 		}
@@ -186,9 +234,10 @@ func (c *Client) Sync(ctx context.Context, roomID string) (Latest, error) {
 func (c *Client) Events(ctx context.Context, roomID string, afterSeq int64) iter.Seq2[*Record, error] {
 	return func(yield func(*Record, error) bool) {
 		rep := c.replicaOf(roomID)
+		p := c.pager(roomID)
 		after := afterSeq
 		for {
-			recs, more, err := c.page(ctx, roomID, after)
+			recs, more, err := p.next(ctx, after)
 			if err == nil {
 				err = c.admitAll(ctx, rep, recs, after)
 			}
@@ -498,9 +547,10 @@ func (c *Client) RequestJoin(ctx context.Context, roomID string, in JoinRequestI
 func (c *Client) JoinRequests(ctx context.Context, roomID string) ([]JoinRequestResource, error) {
 	var all []JoinRequestResource
 	path := roomPath(roomID) + "/join-requests"
+	cur := c.cursor()
 	for u := path; ; {
-		var l identity.List[JoinRequestResource]
-		if err := c.getJSON(ctx, u, true, &l); err != nil {
+		l, err := getList[JoinRequestResource](ctx, c, u, true)
+		if err != nil {
 			return nil, err
 		}
 		for _, jr := range l.Result {
@@ -509,10 +559,14 @@ func (c *Client) JoinRequests(ctx context.Context, roomID string) ([]JoinRequest
 			}
 		}
 		all = append(all, l.Result...)
-		if l.NextCursor == "" || len(l.Result) == 0 {
+		more, err := cur.Next(len(l.Result), l.cursor())
+		if err != nil {
+			return nil, listError("join requests", err)
+		}
+		if !more {
 			return all, nil
 		}
-		u = path + "?cursor=" + url.QueryEscape(l.NextCursor)
+		u = path + "?cursor=" + url.QueryEscape(l.cursor())
 	}
 }
 
@@ -533,6 +587,9 @@ func (c *Client) AgentStatuses(ctx context.Context, roomID string) ([]AgentStatu
 	var l AgentStatusList
 	if err := c.getJSON(ctx, roomPath(roomID)+"/agent-status", true, &l); err != nil {
 		return nil, err
+	}
+	if max := cmp.Or(c.maxItems, httpc.DefaultMaxItems); len(l.Statuses) > max {
+		return nil, identity.Errorf(identity.CodeInvalidRequest, "host listed %d agent statuses, more than %d", len(l.Statuses), max)
 	}
 	return l.Statuses, nil
 }
@@ -622,25 +679,31 @@ func (c *Client) MyRooms(ctx context.Context, q RoomQuery) iter.Seq2[RoomSummary
 func (c *Client) rooms_(ctx context.Context, path string, q RoomQuery, auth bool) iter.Seq2[RoomSummary, error] {
 	return func(yield func(RoomSummary, error) bool) {
 		v := q.values()
-		for pages := 0; ; pages++ {
-			var l identity.List[RoomSummary]
+		cur := c.cursor()
+		for {
 			u := path
 			if len(v) > 0 {
 				u += "?" + v.Encode()
 			}
-			if err := c.getJSON(ctx, u, auth, &l); err != nil {
+			l, err := getList[RoomSummary](ctx, c, u, auth)
+			if err != nil {
 				yield(RoomSummary{}, err)
 				return
 			}
+			more, err := cur.Next(len(l.Result), l.cursor())
 			for _, s := range l.Result {
 				if !yield(s, nil) {
 					return
 				}
 			}
-			if l.NextCursor == "" || len(l.Result) == 0 {
+			if err != nil {
+				yield(RoomSummary{}, listError(path, err))
 				return
 			}
-			v.Set("cursor", l.NextCursor)
+			if !more {
+				return
+			}
+			v.Set("cursor", l.cursor())
 		}
 	}
 }

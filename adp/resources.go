@@ -10,8 +10,12 @@ import (
 
 // The HTTP shapes of §9, §11, §16–§18. The seed text gives examples, not
 // schemas, for most of them; where it is silent the SDK's choice is said
-// in the comment. Client and reference host (adphost) share these types,
-// so the two cannot drift apart.
+// in the comment. They are the host's unsigned answers, which the client
+// decodes strictly as JSON but openly as schemas (§6 keeps unknown members
+// of service documents): a member the SDK does not know lands in Unknown.
+// Records and envelopes inside them are parsed strictly. Client and
+// reference host (adphost) share these types, so the two cannot drift
+// apart.
 
 // CreateResponse is the answer to POST /v1/rooms (§9): the room ID and the
 // acceptance fields of the room.create record. PreHash is always null.
@@ -23,6 +27,9 @@ type CreateResponse struct {
 	PreHash    *envelope.Hash `json:"pre_hash"`
 	Hash       envelope.Hash  `json:"hash"`
 	ReceivedAt int64          `json:"received_at"`
+	// Unknown keeps the members the SDK does not know (§6: the host's
+	// service documents stay open), for debugging.
+	Unknown jsontext.Value `json:",embed"`
 }
 
 // RoomResource is GET /v1/rooms/{room_id} (§16): status, the current
@@ -42,6 +49,9 @@ type RoomResource struct {
 	Hash       envelope.Hash       `json:"hash"`
 	ReceivedAt int64               `json:"received_at"`
 	Head       RecordRef           `json:"head"`
+	// Unknown keeps the members the SDK does not know (§6: the host's
+	// service documents stay open), for debugging.
+	Unknown jsontext.Value `json:",embed"`
 }
 
 // JoinRequestInput is the body of POST /v1/rooms/{room_id}/join-requests
@@ -64,6 +74,9 @@ type JoinRequestResource struct {
 	ReviewReason string            `json:"review_reason,omitzero"`
 	ReviewedBy   *identity.AgentID `json:"reviewed_by"`
 	ReviewedAt   int64             `json:"reviewed_at,omitzero"`
+	// Unknown keeps the members the SDK does not know (§6: the host's
+	// service documents stay open), for debugging.
+	Unknown jsontext.Value `json:",embed"`
 }
 
 // AgentStatusInput is the body of PUT /v1/rooms/{room_id}/agent-status
@@ -105,12 +118,18 @@ type AgentStatus struct {
 // status, at most one per agent (seed-era schema agentStatusListResponse).
 type AgentStatusList struct {
 	Statuses []AgentStatus `json:"statuses"`
+	// Unknown keeps the members the SDK does not know (§6: the host's
+	// service documents stay open), for debugging.
+	Unknown jsontext.Value `json:",embed"`
 }
 
 // AgentStatusResponse is GET /v1/rooms/{room_id}/agent-status/{agent_id}
 // and the answer to a PUT.
 type AgentStatusResponse struct {
 	Status AgentStatus `json:"status"`
+	// Unknown keeps the members the SDK does not know (§6: the host's
+	// service documents stay open), for debugging.
+	Unknown jsontext.Value `json:",embed"`
 }
 
 // RoomSummary is one room in GET /v1/rooms/public and GET /v1/me/rooms
@@ -134,6 +153,9 @@ type RoomSummary struct {
 	Role         Role             `json:"role,omitzero"`
 	MemberStatus string           `json:"member_status,omitzero"`
 	RequestID    string           `json:"request_id,omitzero"`
+	// Unknown keeps the members the SDK does not know (§6: the host's
+	// service documents stay open), for debugging.
+	Unknown jsontext.Value `json:",embed"`
 }
 
 // The SSE event names of §17 and the feature names of §16.1.

@@ -64,6 +64,10 @@ var (
 	// ErrRedirectRefused is the cause of the error returned for a redirect
 	// to another origin (including https to http). It is never retried.
 	ErrRedirectRefused = errors.New("httpc: redirect to another origin refused")
+	// ErrAttemptTimeout is the cause of the error for an attempt that
+	// outlived Options.AttemptTimeout (headers and body included) when it
+	// is not retried.
+	ErrAttemptTimeout = errors.New("httpc: attempt timed out")
 	// ErrURL is the cause of the error Do returns, before sending
 	// anything, for a URL without a valid origin: not https (or loopback
 	// http with Options.Origins.AllowLoopbackHTTP), or not in the form
@@ -104,6 +108,11 @@ type Options struct {
 	// Now is the clock for token iat and Retry-After dates; nil means
 	// time.Now.
 	Now func() time.Time
+	// AttemptTimeout bounds one attempt — connecting, the headers and
+	// the whole body — so a peer that stalls or drips a body cannot hold a
+	// call past it; an idempotent request is then retried like after a
+	// transport error. 0 or negative means no bound beyond ctx.
+	AttemptTimeout time.Duration
 	// Sleep waits d or until ctx is done, returning ctx.Err() then; nil
 	// means a timer. Tests inject one that does not sleep.
 	Sleep func(ctx context.Context, d time.Duration) error
@@ -123,6 +132,7 @@ type Client struct {
 	tokenTTL time.Duration
 	now      func() time.Time
 	sleep    func(context.Context, time.Duration) error
+	attemptT time.Duration
 }
 
 // New returns a Client with the given options. It does no I/O.
@@ -142,6 +152,7 @@ func New(opts *Options) *Client {
 		tokenTTL: o.TokenTTL,
 		now:      o.Now,
 		sleep:    o.Sleep,
+		attemptT: o.AttemptTimeout,
 	}
 	switch {
 	case c.retries == 0:
@@ -233,6 +244,23 @@ func (c *Client) Do(ctx context.Context, r *Request) (*Response, error) {
 // attempt sends r once. A wait ≥ 0 asks Do to retry after it; a negative
 // wait makes resp or err final.
 func (c *Client) attempt(ctx context.Context, r *Request, n int, mayRetry bool) (resp *Response, wait time.Duration, err error) {
+	if c.attemptT > 0 {
+		actx, cancel := context.WithTimeoutCause(ctx, c.attemptT, fmt.Errorf("%w after %v", ErrAttemptTimeout, c.attemptT))
+		defer cancel()
+		resp, wait, err = c.attempt1(actx, r, n, mayRetry && ctx.Err() == nil)
+		if wait < 0 && err != nil && ctx.Err() == nil && actx.Err() != nil {
+			if mayRetry {
+				return nil, c.backoffFor(n), nil
+			}
+			err = fmt.Errorf("%w: %w", context.Cause(actx), err)
+		}
+		return resp, wait, err
+	}
+	return c.attempt1(ctx, r, n, mayRetry)
+}
+
+// attempt1 is one attempt under ctx.
+func (c *Client) attempt1(ctx context.Context, r *Request, n int, mayRetry bool) (resp *Response, wait time.Duration, err error) {
 	req, err := c.newRequest(ctx, r)
 	if err != nil {
 		return nil, -1, err
