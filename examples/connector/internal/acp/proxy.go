@@ -70,26 +70,49 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts *Options) error {
 	}
 	p := newProxy(ctx, w, opts)
 	defer p.shutdown()
-	br := bufio.NewReaderSize(r, 64<<10)
+	// The reader runs apart so that the end of ctx ends Serve even while a
+	// read blocks (stdin cannot be interrupted).
+	type result struct {
+		line    []byte
+		tooLong bool
+		err     error
+	}
+	lines := make(chan result)
+	go func() {
+		br := bufio.NewReaderSize(r, 64<<10)
+		for {
+			line, tooLong, err := readLine(br, p.maxLine)
+			select {
+			case lines <- result{line, tooLong, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
 	for {
-		line, tooLong, err := readLine(br, p.maxLine)
-		if tooLong {
+		var l result
+		select {
+		case <-ctx.Done():
+			return nil
+		case l = <-lines:
+		}
+		if l.tooLong {
 			p.note("dropped an outer message longer than %d bytes", p.maxLine)
 			p.respondError(jsonrpc.ID{}, &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: fmt.Sprintf("message longer than %d bytes", p.maxLine)})
-		} else if len(bytes.TrimSpace(line)) > 0 {
-			p.dispatch(line)
+		} else if len(bytes.TrimSpace(l.line)) > 0 {
+			p.dispatch(l.line)
 		}
-		if err != nil {
-			if errors.Is(err, io.EOF) {
+		if l.err != nil {
+			if errors.Is(l.err, io.EOF) {
 				return p.writeErr()
 			}
-			return err
+			return l.err
 		}
 		if err := p.writeErr(); err != nil {
 			return err
-		}
-		if ctx.Err() != nil {
-			return nil
 		}
 	}
 }
@@ -427,9 +450,9 @@ func (p *proxy) fromClient(m *jsonrpc.Request) {
 		p.forwardCancel(m)
 		return
 	}
-	params := m.Params
+	params, sid := m.Params, ""
 	if rev.isSessionSetup(m.Method) {
-		params = p.declare(m.Method, params)
+		params, sid = p.declare(m.Method, params)
 	}
 	if !m.IsCall() {
 		p.notify(rev.ProxySuccessor, p.wrap(m.Method, params))
@@ -439,6 +462,10 @@ func (p *proxy) fromClient(m *jsonrpc.Request) {
 	id, err := p.toSuccessor(m.Method, params, func(r *jsonrpc.Response) {
 		p.mu.Lock()
 		delete(p.fromCli, key)
+		if r.Error != nil && sid != "" {
+			// No session came of it: its server was never visible.
+			delete(p.servers, sid)
+		}
 		p.mu.Unlock()
 		p.respond(outer, r.Result, r.Error)
 	})
@@ -502,17 +529,17 @@ func (p *proxy) learnCapabilities(result json.RawMessage) {
 // the acp servers earlier components declared, to route their
 // mcp/connect past this proxy. Params it cannot read pass unchanged: the
 // agent judges them.
-func (p *proxy) declare(method string, params json.RawMessage) json.RawMessage {
+func (p *proxy) declare(method string, params json.RawMessage) (json.RawMessage, string) {
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(params, &obj) != nil || obj == nil {
 		p.note("%s: params are not an object; forwarded unchanged", method)
-		return params
+		return params, ""
 	}
 	var servers []json.RawMessage
 	if raw, ok := obj[p.rev.MCPServers]; ok && string(raw) != "null" {
 		if json.Unmarshal(raw, &servers) != nil {
 			p.note("%s: %s is not an array; forwarded unchanged", method, p.rev.MCPServers)
-			return params
+			return params, ""
 		}
 	}
 	p.mu.Lock()
@@ -534,7 +561,7 @@ func (p *proxy) declare(method string, params json.RawMessage) json.RawMessage {
 	p.mu.Unlock()
 	if !acp {
 		p.note("%s: the agent does not consume ACP-transport MCP servers; forwarded unchanged, without %s", method, p.name)
-		return params
+		return params, ""
 	}
 	servers = append(servers, body(map[string]json.RawMessage{
 		p.rev.ServerType: quote(p.rev.ServerTypeACP),
@@ -543,7 +570,7 @@ func (p *proxy) declare(method string, params json.RawMessage) json.RawMessage {
 	}))
 	list, _ := json.Marshal(servers)
 	obj[p.rev.MCPServers] = list
-	return body(obj)
+	return body(obj), sid
 }
 
 // successorBody is a decoded _proxy/successor body.

@@ -352,3 +352,43 @@ func TestServeNeedsServer(t *testing.T) {
 		t.Fatal("errBusy is not a JSON-RPC error")
 	}
 }
+
+// TestFailedSessionServerGone: a server declared in a session/new that
+// the agent refused was never visible; mcp/connect to it is refused.
+func TestFailedSessionServerGone(t *testing.T) {
+	p := startProxy(t, &Options{})
+	p.initialize(true)
+	p.send(map[string]any{"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": map[string]any{"cwd": "/", "mcpServers": []any{}}})
+	fwd := p.next()
+	list, _ := dig(fwd, "params", "params", "mcpServers").([]any)
+	if len(list) != 1 {
+		t.Fatalf("mcpServers %v", list)
+	}
+	sid := dig(list[0], "serverId").(string)
+	p.send(map[string]any{"jsonrpc": "2.0", "id": fwd["id"], "error": map[string]any{"code": -32602, "message": "no"}})
+	if r := p.next(); r["id"] != float64(2) || errCode(r) != -32602 {
+		t.Fatalf("session/new error not passed on: %v", r)
+	}
+	if r := p.agentCall("late", V1.MCPConnect, map[string]any{"serverId": sid}); errCode(r) != jsonrpc.CodeInvalidParams {
+		t.Fatalf("mcp/connect to a refused session's server: %v", r)
+	}
+}
+
+// TestServeEndsWithContext: the end of ctx ends Serve even while its
+// input is silent (a conductor that neither writes nor closes).
+func TestServeEndsWithContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	r, w := io.Pipe()
+	defer w.Close()
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, r, io.Discard, &Options{Server: testServer()}) }()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve ignored the end of its context")
+	}
+}
