@@ -315,6 +315,30 @@ func (k *kit) run(ctx context.Context, c Check) Result {
 	return Result{Check: c, Verdict: t.verdict, Evidence: t.evidence, Info: t.info, Millis: time.Since(start).Milliseconds()}
 }
 
+// attempt runs f as a part of the check that may be retried: f's Fatalf
+// ends f, not the check, and its verdict and evidence are returned; its
+// readings join the check's.
+func (t *T) attempt(f func(*T)) (Verdict, string) {
+	sub := &T{k: t.k, verdict: Pass}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() {
+			if p := recover(); p != nil {
+				sub.verdict, sub.evidence = Fail, fmt.Sprintf("the check panicked: %v", p)
+			}
+		}()
+		f(sub)
+	}()
+	<-done
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	t.mu.Lock()
+	t.info = append(t.info, sub.info...)
+	t.mu.Unlock()
+	return sub.verdict, sub.evidence
+}
+
 // Fatalf fails the check with evidence and ends it.
 func (t *T) Fatalf(format string, args ...any) {
 	t.mu.Lock()

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	gosse "github.com/tmaxmax/go-sse"
 
@@ -30,6 +32,8 @@ func init() {
 			Title: "the live stream requires a valid request JWT (invalid_token without one, expired or for another audience) and an active member", run: checkLiveAuth},
 		Check{ID: "live.no-replay", Item: 11, Section: "§17.1–§17.3", Level: MUST,
 			Title: "a member's live stream is text/event-stream, delivers a record accepted after subscribing as room.event and replays nothing older", run: checkLiveNoReplay},
+		Check{ID: "live.notices", Item: 0, Section: "§17.4, §17.5", Level: MUST,
+			Title: "room.join_request and room.agent_status items, where sent, carry no seq, pre_hash, hash or envelope", run: checkLiveNotices},
 		Check{ID: "status.ttl", Item: 0, Section: "§17.4", Level: MUST,
 			Title: "agent status (where offered): the host assigns and clamps expires_at, drops expired statuses, keeps one per agent and consumes no seq", run: checkStatusTTL},
 		Check{ID: "status.writers", Item: 0, Section: "§17.4, §22", Level: MUST,
@@ -230,6 +234,72 @@ func checkLiveAuth(ctx context.Context, t *T) {
 	t.ok(t.k.open(ctx, t, path, t.k.token(ctx, t, b.key, t.k.origin, nil)).err(), "a member's live subscription")
 }
 
+// stream subscribes to room's live stream as a and returns the open
+// answer; anything but 200 fails the check.
+func (k *kit) stream(ctx context.Context, t *T, room string, a *agent) *http.Response {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, k.origin.String()+"/v1/rooms/"+room+"/events/live", nil)
+	t.ok(err, "a live request")
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+k.token(ctx, t, a.key, k.origin, nil))
+	resp, err := k.hc.Do(req)
+	t.ok(err, "subscribe to the live stream")
+	if resp.StatusCode != http.StatusOK {
+		ans := &answer{status: resp.StatusCode, header: resp.Header}
+		var buf bytes.Buffer
+		buf.ReadFrom(io.LimitReader(resp.Body, maxBody))
+		resp.Body.Close()
+		ans.body = buf.Bytes()
+		t.Fatalf("a member's live subscription: %v", ans.err())
+	}
+	return resp
+}
+
+// readStream frames a live stream with go-sse, bounding one event.
+func readStream(resp *http.Response) func(func(gosse.Event, error) bool) {
+	return gosse.Read(resp.Body, &gosse.ReadConfig{MaxEventSize: envelope.MaxSize + 64<<10})
+}
+
+func checkLiveNotices(ctx context.Context, t *T) {
+	a, room := t.k.room(ctx, t, "notices", adp.VisibilityRestricted, nil)
+	lctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	resp := t.k.stream(lctx, t, room, a)
+	defer resp.Body.Close()
+	applyFor(ctx, t, t.k.newAgent(t), room, adp.RoleSpeaker)
+	if t.k.feature(ctx, t, "agent-status") {
+		_, err := a.PutAgentStatus(ctx, room, adp.AgentStatusInput{State: "working"})
+		t.ok(err, "the creator's status")
+	}
+	seen := map[string]bool{}
+	for ev, err := range readStream(resp) {
+		if err != nil {
+			break // the 3 s window closed
+		}
+		if ev.Type != adp.SSEJoinRequest && ev.Type != adp.SSEAgentStatus {
+			continue
+		}
+		var m map[string]jsontext.Value
+		if err := json.Unmarshal([]byte(ev.Data), &m); err != nil {
+			t.Fatalf("a %s item is not a JSON object: %v", ev.Type, err)
+		}
+		for _, f := range []string{"seq", "pre_hash", "hash", "envelope"} {
+			if _, ok := m[f]; ok {
+				t.Fatalf("a %s item carries %q: it is not a record (§17.4, §17.5)", ev.Type, f)
+			}
+		}
+		seen[ev.Type] = true
+		if seen[adp.SSEJoinRequest] && seen[adp.SSEAgentStatus] {
+			break
+		}
+	}
+	if !seen[adp.SSEJoinRequest] {
+		t.Infof("no room.join_request item reached the subscribed creator within 3 s (SHOULD, §17.5)")
+	}
+	if !seen[adp.SSEAgentStatus] {
+		t.Infof("no room.agent_status item within 3 s (MAY, §17.4)")
+	}
+}
+
 func checkLiveNoReplay(ctx context.Context, t *T) {
 	a, room := t.k.room(ctx, t, "live", adp.VisibilityPublic, nil)
 	b := t.k.member(ctx, t, room, adp.RoleSpeaker)
@@ -242,16 +312,8 @@ func checkLiveNoReplay(ctx context.Context, t *T) {
 	// hide a replay; every record seen here is verified with Admit.
 	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(lctx, http.MethodGet, t.k.origin.String()+"/v1/rooms/"+room+"/events/live", nil)
-	t.ok(err, "a live request")
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+t.k.token(ctx, t, b.key, t.k.origin, nil))
-	resp, err := t.k.hc.Do(req)
-	t.ok(err, "the member subscribes")
+	resp := t.k.stream(lctx, t, room, b)
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("a member's live subscription answered HTTP %d", resp.StatusCode)
-	}
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 		t.Fatalf("the live stream's Content-Type is %q, want text/event-stream", ct)
 	}
@@ -260,7 +322,7 @@ func checkLiveNoReplay(ctx context.Context, t *T) {
 	}
 	rec, err := a.SendMessage(ctx, room, text("after the subscription"))
 	t.ok(err, "a message after subscribing")
-	for ev, err := range gosse.Read(resp.Body, &gosse.ReadConfig{MaxEventSize: envelope.MaxSize + 64<<10}) {
+	for ev, err := range readStream(resp) {
 		if err != nil {
 			t.Fatalf("the live stream before the new record: %v", err)
 		}

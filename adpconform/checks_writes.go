@@ -292,34 +292,55 @@ func waitStatus(ctx context.Context, t *T, a *agent, room string, want adp.Statu
 }
 
 func checkLifecycle(ctx context.Context, t *T) {
-	const lead = 2 * time.Second
-	start := t.k.opts.Now().Add(lead)
-	a, room := t.k.room(ctx, t, "lifecycle", adp.VisibilityPublic, func(p *adp.RoomCreate) {
-		p.StartTime, p.EndTime = start.UnixMilli(), start.Add(time.Hour).UnixMilli()
-	})
-	res, err := a.GetRoom(ctx, room)
-	t.ok(err, "GET the room")
-	if res.Status != adp.StatusScheduled {
-		t.Fatalf("a room starting in %s is %q, want scheduled", lead, res.Status)
+	// The scheduled phase must finish before start_time. On a loaded
+	// machine it may not; then its verdict says nothing and it runs again
+	// with a longer lead.
+	var (
+		a, b  *agent
+		room  string
+		start time.Time
+	)
+	for lead := 2 * time.Second; ; lead *= 2 {
+		start = t.k.opts.Now().Add(lead)
+		verdict, evidence := t.attempt(func(t *T) {
+			a, room = t.k.room(ctx, t, "lifecycle", adp.VisibilityPublic, func(p *adp.RoomCreate) {
+				p.StartTime, p.EndTime = start.UnixMilli(), start.Add(time.Hour).UnixMilli()
+			})
+			res, err := a.GetRoom(ctx, room)
+			t.ok(err, "GET the room")
+			if res.Status != adp.StatusScheduled {
+				t.Fatalf("a room starting in %s is %q, want scheduled", lead, res.Status)
+			}
+			_, err = a.SendMessage(ctx, room, text("too early"))
+			t.refused(err, adp.CodeRoomNotActive, "a message.create in a scheduled room")
+			b = t.k.member(ctx, t, room, adp.RoleSpeaker)
+			_, err = a.DefineType(ctx, room, packs.Declaration{Definition: signalType})
+			t.ok(err, "a type.define in a scheduled room (§14 allows it)")
+			agenda := "set while scheduled"
+			_, err = a.UpdateRoom(ctx, room, adp.RoomUpdate{Agenda: &agenda})
+			t.ok(err, "a room.update in a scheduled room")
+			_, err = a.CloseRoom(ctx, room, adp.Notice{})
+			t.refusedAny(err, "a room.close of a scheduled room (only active rooms close)")
+		})
+		if t.k.opts.Now().Before(start) || lead >= 8*time.Second {
+			if verdict != Pass {
+				t.Fatalf("%s", evidence)
+			}
+			if !t.k.opts.Now().Before(start) {
+				t.Fatalf("the scheduled phase (a dozen requests) took longer than %s", lead)
+			}
+			break
+		}
+		t.Infof("the scheduled phase outlasted a %s lead; again with a longer one", lead)
 	}
-	_, err = a.SendMessage(ctx, room, text("too early"))
-	t.refused(err, adp.CodeRoomNotActive, "a message.create in a scheduled room")
-	b := t.k.member(ctx, t, room, adp.RoleSpeaker)
-	_, err = a.DefineType(ctx, room, packs.Declaration{Definition: signalType})
-	t.ok(err, "a type.define in a scheduled room (§14 allows it)")
-	agenda := "set while scheduled"
-	_, err = a.UpdateRoom(ctx, room, adp.RoomUpdate{Agenda: &agenda})
-	t.ok(err, "a room.update in a scheduled room")
-	_, err = a.CloseRoom(ctx, room, adp.Notice{})
-	t.refusedAny(err, "a room.close of a scheduled room (only active rooms close)")
 	waitStatus(ctx, t, a, room, adp.StatusActive, start.Add(t.k.opts.ActivationSlack))
-	_, err = b.SendMessage(ctx, room, text("now active"))
+	_, err := b.SendMessage(ctx, room, text("now active"))
 	t.ok(err, "a message.create once active")
 	_, err = a.CancelRoom(ctx, room, adp.Notice{})
 	t.refusedAny(err, "a room.cancel of an active room (only scheduled rooms cancel)")
 	_, err = a.CloseRoom(ctx, room, adp.Notice{Reason: "conformance"})
 	t.ok(err, "the creator's room.close")
-	res, err = a.GetRoom(ctx, room)
+	res, err := a.GetRoom(ctx, room)
 	t.ok(err, "GET the closed room")
 	if res.Status != adp.StatusEnded {
 		t.Fatalf("a closed room is %q, want ended", res.Status)
