@@ -61,6 +61,11 @@ var (
 	ErrNotFound = errors.New("connector: not found")
 	// ErrInvalidInput: a tool input is malformed.
 	ErrInvalidInput = errors.New("connector: invalid input")
+	// ErrInsecurePermissions: a state directory or key file is open to
+	// other users (group- or world-writable; an unencrypted key also
+	// group- or world-readable). Open and the key loaders refuse it
+	// rather than trust what another local user could have replaced.
+	ErrInsecurePermissions = errors.New("connector: file permissions let other users change or read it")
 	// ErrPendingOutbox: the write was signed and recorded in the outbox but
 	// the host could not be reached; it is re-sent (same envelope) on the
 	// next Open or ReplayOutbox.

@@ -56,6 +56,7 @@ type Engine struct {
 	presented    map[presKey]adp.RecordRef
 	inboxWake    chan struct{}        // closed and replaced when the inbox changes
 	activeAt     map[string]time.Time // a session's last call, for its claim lease
+	committing   map[string]bool      // drafts a DraftCommit holds
 	lastJoinPoll time.Time
 
 	notifyMu      sync.Mutex
@@ -150,7 +151,7 @@ func Open(ctx context.Context, opts *Options) (*Engine, error) {
 	e := &Engine{opts: *opts, key: opts.Key, agent: opts.Key.AgentID(), now: opts.Now,
 		hosts: map[string]*hostState{}, rooms: map[roomKey]*roomRT{}, presented: map[presKey]adp.RecordRef{},
 		inboxWake: make(chan struct{}), notifyKick: make(chan struct{}, 1),
-		activeAt: map[string]time.Time{}}
+		activeAt: map[string]time.Time{}, committing: map[string]bool{}}
 	if e.now == nil {
 		e.now = time.Now
 	}

@@ -222,6 +222,13 @@ func (e *Engine) inboxFromRecord(tx stateTx, k roomKey, room *adp.Room, sr *stor
 	return added, stateChanged, nil
 }
 
+// Bounds of join-request notices: the longest request id kept, and the
+// most pending room.join.requested items per room.
+const (
+	maxRequestIDLen = 64
+	maxJoinNotices  = 100
+)
+
 // joinRequested turns a live join-request notice into a review item when
 // this agent is the creator or an active moderator (verified state).
 func (e *Engine) joinRequested(k roomKey, h *hostState, jr *adp.JoinRequestNotice) {
@@ -229,11 +236,34 @@ func (e *Engine) joinRequested(k roomKey, h *hostState, jr *adp.JoinRequestNotic
 	if room == nil || jr == nil || !e.reviews(room) {
 		return
 	}
+	// The notice is an unsigned host hint (F6): its id must look like an
+	// id, and a room holds at most maxJoinNotices pending ones (the
+	// authoritative list is join_requests_list).
+	if checkRoomID(jr.RequestID) != nil || len(jr.RequestID) > maxRequestIDLen {
+		e.logf("connector: room %s: join-request notice with a malformed request id dropped", k.room)
+		return
+	}
 	it := InboxItem{Kind: KindJoinRequested, Priority: "normal", Host: k.host, RoomID: k.room, EventID: jr.RequestID,
 		Actor: jr.Applicant.String(), CreatedAt: e.now().UnixMilli(), RequiresResponse: true, Reason: "join_request",
 		SuggestedTools: []string{"agent_protocols_join_requests_list", "agent_protocols_join_request_review"}}
 	var added bool
 	if err := e.store.Update(func(tx stateTx) error {
+		n := 0
+		if err := tx.Scan(bPending, "", func(_ string, raw []byte) error {
+			var it storedInbox
+			if err := unmarshalStored(raw, &it); err != nil {
+				return err
+			}
+			if it.Item.Kind == KindJoinRequested && it.Item.Host == k.host && it.Item.RoomID == k.room {
+				n++
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		if n >= maxJoinNotices {
+			return nil
+		}
 		var err error
 		added, err = addInbox(tx, it)
 		return err

@@ -3,6 +3,9 @@ package connector
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -525,5 +528,111 @@ func TestStatusClear(t *testing.T) {
 	must[*AgentStatusResult](t)(alice.AgentStatusSet(ctx, "a", AgentStatusSetInput{RoomID: room, State: "idle", ExpiresAt: time.Now().UnixMilli()}))
 	if l := must[*AgentStatusListResult](t)(alice.AgentStatusList(ctx, "a", AgentStatusListInput{RoomID: room})); len(l.Statuses) != 0 {
 		t.Fatalf("right after clear: %+v", l.Statuses)
+	}
+}
+
+// TestJoinNoticesBounded (F6): unsigned join-request notices with a
+// malformed or oversized request id are dropped, and a room keeps at most
+// maxJoinNotices pending review items.
+func TestJoinNoticesBounded(t *testing.T) {
+	_, srv := testHost(t)
+	alice := openTest(t, t.TempDir(), testKey(t, "alice"), srv.URL)
+	defer alice.Close()
+	room := createRoomWith(t, alice, srv.URL, "restricted", "")
+	k, h, err := alice.resolve("", room)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob := testKey(t, "bob").AgentID()
+	for i := range 2 * maxJoinNotices {
+		alice.joinRequested(k, h, &adp.JoinRequestNotice{RoomID: room, RequestID: fmt.Sprintf("jr_%d_", i) + strings.Repeat("x", 64<<10), Applicant: bob, Role: "speaker"})
+		alice.joinRequested(k, h, &adp.JoinRequestNotice{RoomID: room, RequestID: fmt.Sprintf("jr_%d", i), Applicant: bob, Role: "speaker"})
+	}
+	items := must[[]InboxItem](t)(alice.InboxPending(ctxT(t)))
+	if len(items) != maxJoinNotices {
+		t.Fatalf("%d pending items", len(items))
+	}
+	for _, it := range items {
+		if len(it.EventID) > maxRequestIDLen {
+			t.Fatalf("kept an oversized request id of %d bytes", len(it.EventID))
+		}
+	}
+}
+
+// TestDraftCommitOnce (F7): concurrent draft_commit calls of one held
+// draft send it at most once; the others get ErrNotFound.
+func TestDraftCommitOnce(t *testing.T) {
+	_, srv := testHost(t)
+	ctx := ctxT(t)
+	alice := openTest(t, t.TempDir(), testKey(t, "alice"), srv.URL)
+	defer alice.Close()
+	room := createRoom(t, alice, srv.URL)
+	st := must[*RoomStateResult](t)(alice.RoomState(ctx, "a", RoomStateInput{RoomID: room}))
+	say(t, alice, room, "moved")
+	held := must[*WriteResult](t)(alice.SendMessage(ctx, "a", SendMessageInput{RoomID: room, Content: "one message", BaseSeq: &st.Sync.HeadSeq, BaseHash: st.Sync.HeadHash}))
+	if held.Status != StatusHeld {
+		t.Fatalf("not held: %s", held.Status)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	sent, notFound := 0, 0
+	for range 8 {
+		wg.Go(func() {
+			r, err := alice.DraftCommit(ctx, "a", DraftCommitInput{DraftID: held.Draft.ID, Action: ActionSendAnyway})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil && r.Status == StatusSent:
+				sent++
+			case errors.Is(err, ErrNotFound):
+				notFound++
+			default:
+				t.Errorf("commit: %+v %v", r, err)
+			}
+		})
+	}
+	wg.Wait()
+	tl := must[*TimelineResult](t)(alice.Timeline(ctx, "a", TimelineInput{RoomID: room, Refresh: true, Types: []string{adp.TypeMessageCreate}}))
+	copies := 0
+	for _, it := range tl.Items {
+		if it.Summary == "one message" {
+			copies++
+		}
+	}
+	if sent != 1 || notFound != 7 || copies != 1 {
+		t.Fatalf("sent %d, not found %d, copies in the room %d", sent, notFound, copies)
+	}
+}
+
+// TestPermissionsChecked (F19): a group/world-writable state directory and
+// key file, and a group/world-readable unencrypted key, are refused.
+func TestPermissionsChecked(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("modes do not describe access on Windows")
+	}
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(ctxT(t), &Options{Dir: dir, Key: testKey(t, "alice")}); !errors.Is(err, ErrInsecurePermissions) {
+		t.Fatalf("state dir 0777: %v", err)
+	}
+	key := filepath.Join(t.TempDir(), "key")
+	if _, err := GenerateKeyFileUnencryptedDev(key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadKeyFileUnencryptedDev(key); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(key, 0o644)
+	if _, err := LoadKeyFileUnencryptedDev(key); !errors.Is(err, ErrInsecurePermissions) {
+		t.Fatalf("dev key 0644: %v", err)
+	}
+	os.Chmod(key, 0o622)
+	if _, err := LoadKeyFile(key, func() ([]byte, error) { return []byte("x"), nil }); !errors.Is(err, ErrInsecurePermissions) {
+		t.Fatalf("key 0622: %v", err)
 	}
 }

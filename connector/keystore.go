@@ -104,8 +104,12 @@ func ImportKeyFile(path string, seed []byte, pass Passphrase, opts *KeyFileOptio
 	return k.AgentID(), writeEncrypted(path, seed, pass, opts)
 }
 
-// LoadKeyFile decrypts an encrypted key file.
+// LoadKeyFile decrypts an encrypted key file. A key file writable by
+// group or others is refused (ErrInsecurePermissions).
 func LoadKeyFile(path string, pass Passphrase) (*Key, error) {
+	if err := CheckPermissions(path, 0o022); err != nil {
+		return nil, err
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -151,8 +155,13 @@ func ImportKeyFileUnencryptedDev(path string, seed []byte) (identity.AgentID, er
 	return k.AgentID(), writeFile(path, []byte(devHeader+seedMagic+base64.RawURLEncoding.EncodeToString(seed)+"\n"))
 }
 
-// LoadKeyFileUnencryptedDev loads a development key file.
+// LoadKeyFileUnencryptedDev loads a development key file. The seed is in
+// the clear, so the file must be the owner's alone (mode 0600 or
+// stricter); anything else is ErrInsecurePermissions.
 func LoadKeyFileUnencryptedDev(path string) (*Key, error) {
+	if err := CheckPermissions(path, 0o077); err != nil {
+		return nil, err
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err

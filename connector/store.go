@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -42,10 +44,36 @@ type stateTx interface {
 
 var errStop = errors.New("stop")
 
+// CheckPermissions refuses a path whose mode has any of the forbidden
+// permission bits (for example 0o022: writable by group or others) with
+// ErrInsecurePermissions. The engine checks its state directory (0o022)
+// and key files (0o022; 0o077 for an unencrypted development key); the
+// connector binary checks its config, which holds the host allowlist
+// (0o022). On Windows, where modes do not describe access, it checks
+// nothing.
+func CheckPermissions(path string, forbidden fs.FileMode) error {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if m := fi.Mode().Perm(); m&forbidden != 0 {
+		return fmt.Errorf("%w: %s has mode %v; chmod go-rwx it", ErrInsecurePermissions, path, m)
+	}
+	return nil
+}
+
 // openStateStore opens (creating) Dir/state.db. A second process on the
 // same directory fails after lockTimeout with ErrLocked.
 func openStateStore(dir string, lockTimeout time.Duration) (stateStore, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	// Another user who can write the directory could replace state.db
+	// (the verified snapshots, the stored nonce).
+	if err := CheckPermissions(dir, 0o022); err != nil {
 		return nil, err
 	}
 	if lockTimeout <= 0 {

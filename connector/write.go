@@ -580,7 +580,25 @@ func (e *Engine) DraftGet(ctx context.Context, session, draftID string) (*DraftG
 // DraftCommit is agent_protocols_draft_commit: revise, send_as_is,
 // stay_silent or send_anyway. The draft is consumed by every action; a
 // write that is held again returns a new draft.
+//
+// Concurrent commits of one draft send at most once: a commit claims the
+// draft before reading it, and a second one meanwhile (or after it
+// consumed the draft) gets ErrNotFound.
 func (e *Engine) DraftCommit(ctx context.Context, session string, in DraftCommitInput) (*WriteResult, error) {
+	e.mu.Lock()
+	busy := e.committing[in.DraftID]
+	if !busy {
+		e.committing[in.DraftID] = true
+	}
+	e.mu.Unlock()
+	if busy {
+		return nil, fmt.Errorf("%w: draft %q is being committed", ErrNotFound, clip(in.DraftID))
+	}
+	defer func() {
+		e.mu.Lock()
+		delete(e.committing, in.DraftID)
+		e.mu.Unlock()
+	}()
 	d, err := e.loadDraft(in.DraftID)
 	if err != nil {
 		return nil, err

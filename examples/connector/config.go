@@ -62,6 +62,11 @@ func defaultConfigPath() (string, error) {
 // error unless allowMissing (keygen creates it).
 func loadConfig(path string, allowMissing bool) (*Config, error) {
 	c := &Config{dir: filepath.Dir(path)}
+	// The config is the host allowlist: another user who could write it
+	// could add a host.
+	if err := connector.CheckPermissions(path, 0o022); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("config %s: %v", path, err)
+	}
 	b, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && allowMissing:
