@@ -174,10 +174,13 @@ type Options struct {
 	AllowLoopbackHTTP bool
 	// Moderator, when set, is an agent the host trusts: every room the
 	// suite makes is created by it, for hosts that let only some agents
-	// create rooms. The suite makes about 30 rooms, so the host's control
-	// quota for this agent must allow that many per minute. nil means
-	// every room has a fresh creator, which keeps the suite inside the
-	// §21 default quotas of any host.
+	// create rooms. The suite makes about 40 rooms, and the creator writes
+	// in each, so the host's quotas for this agent must allow that many
+	// per minute. The checks then run one at a time (Parallel is 1): an
+	// agent's concurrent writes could reach the host out of nonce order,
+	// and the later nonce would refuse the earlier one. nil means every
+	// room has a fresh creator, which keeps the suite inside the §21
+	// default quotas of any host.
 	Moderator identity.Signer
 	// Only selects the checks to run: a check runs when its ID equals an
 	// entry or starts with an entry followed by "."; empty runs all.
@@ -224,7 +227,10 @@ func Run(ctx context.Context, target string, opts *Options) (*Report, error) {
 	if opts != nil {
 		o = *opts
 	}
-	if o.Parallel <= 0 {
+	switch {
+	case o.Moderator != nil:
+		o.Parallel = 1
+	case o.Parallel <= 0:
 		o.Parallel = 8
 	}
 	if o.Timeout <= 0 {

@@ -401,3 +401,30 @@ func TestReportOK(t *testing.T) {
 		t.Fatalf("OK with a failed MUST check (%v)", rep.Failed())
 	}
 }
+
+// TestModerator: with Options.Moderator every room is the moderator's,
+// and the suite still judges the host the same way (here a host without
+// quotas, since one agent then makes every room).
+func TestModerator(t *testing.T) {
+	t.Parallel()
+	_, srv := adphosttest.NewServer(t, &adphost.Options{RateLimits: adphost.Unlimited()})
+	mod, err := identity.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := adpconform.Run(context.Background(), srv.URL, &adpconform.Options{AllowLoopbackHTTP: true, HTTPClient: srv.Client(), Moderator: mod})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, id := range rep.Failed() {
+		if _, ok := known[id]; !ok {
+			got = append(got, id)
+		}
+	}
+	if !slices.Equal(got, []string{"quota"}) {
+		var b strings.Builder
+		rep.WriteTable(&b, false)
+		t.Fatalf("failed %v, want only quota (the host has none)\n%s", got, b.String())
+	}
+}
