@@ -276,7 +276,7 @@ func (h *Host) lookup(id string) (*hostRoom, error) {
 	hr := h.rooms[id]
 	h.mu.RUnlock()
 	if hr == nil {
-		return nil, identity.Errorf(adp.CodeRoomNotFound, "room %q does not exist", clip(id))
+		return nil, roomNotFound(id)
 	}
 	return hr, nil
 }

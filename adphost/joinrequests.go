@@ -131,9 +131,21 @@ func (h *Host) checkPending(r *http.Request, roomID string) error {
 		}
 	}
 	if n >= h.maxPending {
-		return identity.Errorf(identity.CodeRateLimited, "the room has %d pending join requests", n)
+		// No count in the answer: applying is open to outsiders of a
+		// private room, who must learn nothing of its state.
+		return identity.NewError(identity.CodeRateLimited, "the room has too many pending join requests")
 	}
 	return nil
+}
+
+// hiddenOr is err, except that a private room answers room_not_found to a
+// caller who may not read it (§16): an outsider learns nothing from the
+// join-request list or from another applicant's request.
+func hiddenOr(room *adp.Room, roomID string, who identity.AgentID, err error) error {
+	if room.Contract().Visibility == adp.VisibilityPrivate && !isMember(room, who, true) {
+		return roomNotFound(roomID)
+	}
+	return err
 }
 
 // canReview reports whether who may list and review the room's join
@@ -152,8 +164,10 @@ func canReview(room *adp.Room, who identity.AgentID) bool {
 // an opaque cursor.
 func (h *Host) listJoinRequests(w http.ResponseWriter, r *http.Request) {
 	who, hr, err := h.callerRoom(r)
-	if err == nil && !canReview(hr.current(), who) {
-		err = identity.NewError(identity.CodePermissionDenied, "only the creator and moderators list join requests")
+	if err == nil {
+		if room := hr.current(); !canReview(room, who) {
+			err = hiddenOr(room, hr.id, who, identity.NewError(identity.CodePermissionDenied, "only the creator and moderators list join requests"))
+		}
 	}
 	q := r.URL.Query()
 	var limit int
@@ -191,7 +205,7 @@ func (h *Host) getJoinRequest(w http.ResponseWriter, r *http.Request) {
 		jr, err = h.store.JoinRequest(r.Context(), hr.id, r.PathValue("request_id"))
 	}
 	if err == nil && (jr == nil || (jr.Request.Applicant != who && !canReview(hr.current(), who))) {
-		err = identity.NewError(adp.CodeJoinRequestNotFound, "the join request does not exist or is not visible")
+		err = hiddenOr(hr.current(), hr.id, who, identity.NewError(adp.CodeJoinRequestNotFound, "the join request does not exist or is not visible"))
 	}
 	if err != nil {
 		writeError(w, err)

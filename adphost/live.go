@@ -34,14 +34,10 @@ func (s *subscriber) send(m *sse.Message) {
 	}
 }
 
-// membersOnly refuses a caller that is not an active member: a private
-// room does not exist for it (room_not_found); any other room answers
+// membersOnly refuses a caller that is not an active member: hiddenOr of
 // membership_required with msg.
-func membersOnly(room *adp.Room, roomID, msg string) error {
-	if room.Contract().Visibility == adp.VisibilityPrivate {
-		return identity.Errorf(adp.CodeRoomNotFound, "room %q does not exist", clip(roomID))
-	}
-	return identity.NewError(adp.CodeMembershipRequired, msg)
+func membersOnly(room *adp.Room, roomID string, who identity.AgentID, msg string) error {
+	return hiddenOr(room, roomID, who, identity.NewError(adp.CodeMembershipRequired, msg))
 }
 
 // live is GET /v1/rooms/{room_id}/events/live (§17): members only, the
@@ -52,8 +48,8 @@ func (h *Host) live(w http.ResponseWriter, r *http.Request) {
 	who, hr, err := h.callerRoom(r)
 	if err == nil {
 		room := hr.current()
-		if !isMember(room, who, true) {
-			err = membersOnly(room, hr.id, "only active members subscribe to the live stream")
+		if !isActive(room, who) { // §17.1, §22: a creator who left is no active member
+			err = membersOnly(room, hr.id, who, "only active members subscribe to the live stream")
 		}
 	}
 	if err != nil {
@@ -114,14 +110,14 @@ func (h *Host) live(w http.ResponseWriter, r *http.Request) {
 }
 
 // broadcast queues an item for the subscribers want accepts, and drops
-// subscribers who are no longer members (a leave or removal ends the
-// stream).
+// subscribers who are no longer active members (a leave or removal ends
+// the stream, the creator's too).
 func (h *Host) broadcast(hr *hostRoom, m *sse.Message, want func(*adp.Room, identity.AgentID) bool) {
 	room := hr.room // callers hold hr.mu or just changed it under hr.mu
 	hr.subMu.Lock()
 	defer hr.subMu.Unlock()
 	for s := range hr.subs {
-		if !isMember(room, s.agent, true) {
+		if !isActive(room, s.agent) {
 			s.close()
 			continue
 		}

@@ -71,6 +71,12 @@ func isMember(room *adp.Room, who identity.AgentID, ok bool) bool {
 	if c, _ := room.Creator(); c == who {
 		return true
 	}
+	return isActive(room, who)
+}
+
+// isActive reports whether who is an active member: what the live stream
+// needs (§17.1, §22), where a creator who left no longer qualifies.
+func isActive(room *adp.Room, who identity.AgentID) bool {
 	m, found := room.Member(who)
 	return found && m.Status == adp.MemberActive
 }
@@ -82,32 +88,36 @@ const (
 	readContents
 )
 
-// authorize applies §16's read rules. A private room is invisible
-// (room_not_found) to everyone else; a restricted room's contents answer
-// invalid_token without a JWT and membership_required with one.
-func (h *Host) authorize(r *http.Request, hr *hostRoom, what int) (*adp.Room, identity.AgentID, error) {
-	who, ok, err := h.caller(r)
-	if err != nil {
-		return nil, who, err
-	}
+// authorize applies §16's read rules for a caller already authenticated
+// (ok reports a JWT). A private room is invisible (room_not_found) to
+// everyone else; a restricted room's contents answer invalid_token
+// without a JWT and membership_required with one.
+func (h *Host) authorize(r *http.Request, hr *hostRoom, who identity.AgentID, ok bool, what int) (*adp.Room, error) {
 	room := hr.current()
 	vis := room.Contract().Visibility
 	if vis == adp.VisibilityPublic || isMember(room, who, ok) {
-		return room, who, nil
+		return room, nil
 	}
 	if vis == adp.VisibilityPrivate {
 		if what == readMeta && ok && h.approvedApplicant(r, hr.id, who) {
-			return room, who, nil
+			return room, nil
 		}
-		return nil, who, identity.Errorf(adp.CodeRoomNotFound, "room %q does not exist", clip(hr.id))
+		return nil, roomNotFound(hr.id)
 	}
 	if what == readMeta {
-		return room, who, nil
+		return room, nil
 	}
 	if !ok {
-		return nil, who, identity.NewError(identity.CodeInvalidToken, "a restricted room's contents need a request JWT")
+		return nil, identity.NewError(identity.CodeInvalidToken, "a restricted room's contents need a request JWT")
 	}
-	return nil, who, identity.NewError(adp.CodeMembershipRequired, "only the creator and members read this room's contents")
+	return nil, identity.NewError(adp.CodeMembershipRequired, "only the creator and members read this room's contents")
+}
+
+// roomNotFound is the answer for a room that does not exist, and for a
+// private room to anyone who may not see it: the same code and message,
+// so that the two cannot be told apart.
+func roomNotFound(id string) error {
+	return identity.Errorf(adp.CodeRoomNotFound, "room %q does not exist", clip(id))
 }
 
 // approvedApplicant reports whether who holds an approved, unexpired join
@@ -117,23 +127,33 @@ func (h *Host) approvedApplicant(r *http.Request, roomID string, who identity.Ag
 	if err != nil {
 		return false
 	}
-	now := h.now().UnixMilli()
 	for _, jr := range list {
-		if jr.Request.Applicant == who && jr.Status == adp.JoinApproved && jr.Request.ExpiresAt > now {
+		if h.approvedFor(jr, who) {
 			return true
 		}
 	}
 	return false
 }
 
-// authorizedRoom finds the path's room and authorizes the caller for what
-// (readMeta or readContents), returning the room authorize chose to show.
+// approvedFor reports whether jr is who's approved, unexpired request.
+func (h *Host) approvedFor(jr *adp.JoinRequestResource, who identity.AgentID) bool {
+	return jr != nil && jr.Request.Applicant == who && jr.Status == adp.JoinApproved && jr.Request.ExpiresAt > h.now().UnixMilli()
+}
+
+// authorizedRoom authenticates the caller (a bad token is invalid_token
+// whether or not the room exists), finds the path's room and authorizes
+// the caller for what (readMeta or readContents), returning the room
+// authorize chose to show.
 func (h *Host) authorizedRoom(r *http.Request, what int) (*hostRoom, *adp.Room, error) {
+	who, ok, err := h.caller(r)
+	if err != nil {
+		return nil, nil, err
+	}
 	hr, err := h.lookup(r.PathValue("room_id"))
 	if err != nil {
 		return nil, nil, err
 	}
-	room, _, err := h.authorize(r, hr, what)
+	room, err := h.authorize(r, hr, who, ok, what)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -333,7 +353,7 @@ func (h *Host) putStatus(w http.ResponseWriter, r *http.Request) {
 	m, found := room.Member(who)
 	switch {
 	case !found || m.Status != adp.MemberActive:
-		err = membersOnly(room, hr.id, "only active members write an agent status")
+		err = membersOnly(room, hr.id, who, "only active members write an agent status")
 	case m.Role == adp.RoleObserver:
 		err = identity.NewError(identity.CodePermissionDenied, "observers must not write an agent status")
 	}

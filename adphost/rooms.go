@@ -168,6 +168,19 @@ func matches(keyword string, c adp.Contract) bool {
 	return false
 }
 
+// withheld is the summary of a private room for a caller who may not
+// read it (a pending applicant, a member who left or was removed): the
+// room's ID, URL, visibility, creator and status, which the summary shape
+// requires, and the caller's own role, member status and request, but
+// none of the room's state (§16: seq, activity, member count, topic,
+// schedule and tags are for the creator and members).
+func withheld(s adp.RoomSummary) adp.RoomSummary {
+	return adp.RoomSummary{
+		ID: s.ID, Status: s.Status, URL: s.URL, Creator: s.Creator, Visibility: s.Visibility,
+		Role: s.Role, MemberStatus: s.MemberStatus, RequestID: s.RequestID,
+	}
+}
+
 // myRooms is GET /v1/me/rooms (§16): rooms the JWT subject created, is or
 // was a member of, or has a pending join request for, with its role and
 // member status ("pending" for a pending request). Filters: status and
@@ -204,6 +217,9 @@ func (h *Host) myRooms(w http.ResponseWriter, r *http.Request) {
 			if s.MemberStatus == "" {
 				continue
 			}
+		}
+		if room.Contract().Visibility == adp.VisibilityPrivate && !isMember(room, who, true) {
+			s = withheld(s)
 		}
 		switch {
 		case status != "" && s.Status != status,

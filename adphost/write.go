@@ -63,6 +63,15 @@ func (h *Host) postEvent(w http.ResponseWriter, r *http.Request) {
 	}
 	hr, err := h.lookup(id)
 	if err != nil {
+		// A room that does not exist answers exactly as a private room
+		// does to an outsider: after the envelope checks, with the quota
+		// charged (see outsider), so the two cannot be told apart.
+		_, err = h.verifier.AcceptEnvelope(r.Context(), env, func(ctx context.Context, _ *envelope.Envelope) error {
+			if _, _, err := h.checkNonce(ctx, ev, h.now().UnixMilli()); err != nil {
+				return err
+			}
+			return h.outsider(ev, h.now(), roomNotFound(id))
+		})
 		writeError(w, err)
 		return
 	}
@@ -126,14 +135,14 @@ func (h *Host) commit(ctx context.Context, hr *hostRoom, env *envelope.Envelope,
 	now := h.now()
 	ms := now.UnixMilli()
 
-	// The durable nonce cache: the Verifier's is in memory and lost on a
-	// restart; this one survives it with the Store.
-	maxNonce, exp, err := h.store.MaxNonce(ctx, ev.Actor)
+	maxNonce, exp, err := h.checkNonce(ctx, ev, ms)
 	if err != nil {
 		return nil, err
 	}
-	if exp > ms && ev.Nonce <= maxNonce {
-		return nil, &identity.Error{Code: identity.CodeNonceNotGreater, Message: "nonce is not greater than the greatest accepted nonce", MaxSeenNonce: maxNonce}
+	if refusal, err := h.privateGate(ctx, hr.room, ev); err != nil {
+		return nil, err
+	} else if refusal != nil {
+		return nil, h.outsider(ev, now, refusal)
 	}
 	key, limit := h.rateClass(hr, ev)
 	if err := h.limiter.check(key, limit, now); err != nil {
@@ -170,6 +179,74 @@ func (h *Host) commit(ctx context.Context, hr *hostRoom, env *envelope.Envelope,
 	h.store.PutMaxNonce(ctx, ev.Actor, maxNonce, now.Add(2*h.window).UnixMilli())
 	h.afterAccept(ctx, hr, ev, rec)
 	return rec, nil
+}
+
+// checkNonce is the durable nonce cache: the Verifier's is in memory and
+// lost on a restart; this one survives it with the Store. It returns the
+// actor's cache entry.
+func (h *Host) checkNonce(ctx context.Context, ev *adp.Event, ms int64) (maxNonce, exp int64, err error) {
+	maxNonce, exp, err = h.store.MaxNonce(ctx, ev.Actor)
+	if err != nil {
+		return 0, 0, err
+	}
+	if exp > ms && ev.Nonce <= maxNonce {
+		return 0, 0, &identity.Error{Code: identity.CodeNonceNotGreater, Message: "nonce is not greater than the greatest accepted nonce", MaxSeenNonce: maxNonce}
+	}
+	return maxNonce, exp, nil
+}
+
+// privateGate keeps a private room's state from its outsiders (§16,
+// threat model promise 13): a write from anyone but the creator and the
+// active members is refused before the rule table could judge its base
+// against the head (a room_head_mismatch would echo the head). The only
+// exception is a room.join naming the actor's approved, unexpired join
+// request; a room.join without request_id is approval_required, as
+// §10.2 says, which tells an outsider who knows the ID no more than
+// applying does.
+//
+// refusal is the answer for a write the gate stops; err is a Store
+// failure, which is no verdict on the write.
+func (h *Host) privateGate(ctx context.Context, room *adp.Room, ev *adp.Event) (refusal, err error) {
+	if room.Contract().Visibility != adp.VisibilityPrivate || isMember(room, ev.Actor, true) {
+		return nil, nil
+	}
+	if ev.Type == adp.TypeRoomJoin {
+		var p adp.Join
+		if strictjson.UnmarshalOpen(ev.Payload, &p) == nil {
+			if p.RequestID == "" {
+				return identity.NewError(adp.CodeApprovalRequired, "this room requires an approved join request"), nil
+			}
+			jr, err := h.store.JoinRequest(ctx, room.ID(), p.RequestID)
+			if err != nil {
+				return nil, err
+			}
+			if h.approvedFor(jr, ev.Actor) {
+				return nil, nil
+			}
+		}
+	}
+	return roomNotFound(room.ID()), nil
+}
+
+// outsider charges a refused write whose signature verified (from an
+// outsider of a private room, or to a room that does not exist) to the
+// actor's quota and returns refusal, or rate_limited once that quota is
+// used up. Forged envelopes never get here, so they cannot burn a
+// victim's quota. The quota is the kind's of a built-in type and the
+// control quota for any other, whatever the room's registry says: the
+// answer must not depend on the room.
+func (h *Host) outsider(ev *adp.Event, now time.Time, refusal error) error {
+	key, limit := rateKey{agent: ev.Actor, class: "control"}, h.limits.Control
+	switch adp.BuiltinCategory(ev.Type) {
+	case adp.CategoryMessage:
+		key.class, limit = "message", h.limits.Message
+	case adp.CategorySignal:
+		key.class, limit = "signal", h.limits.Signal
+	}
+	if err := h.limiter.take(key, limit, now); err != nil {
+		return err
+	}
+	return refusal
 }
 
 // afterAccept applies a record's side effects on host resources: join
