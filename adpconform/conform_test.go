@@ -26,10 +26,7 @@ import (
 // known are the checks the SDK's own host fails today, each with the
 // issue fixing it. adpconformtest fails the test as soon as one of them
 // passes, so that the entry is removed with the fix.
-var known = map[string]string{
-	"privacy.writes": "issue 19 F2: an outsider's write to a private room is judged on its anchor before membership, " +
-		"so the refusal is room_head_mismatch carrying the head (current_seq, current_hash) or base_record_mismatch instead of approval_required",
-}
+var known = map[string]string{}
 
 func conform(t *testing.T, srv *httptest.Server) *adpconform.Report {
 	return adpconformtest.Run(t, srv.URL, &adpconformtest.Options{

@@ -200,9 +200,11 @@ func (h *Host) checkNonce(ctx context.Context, ev *adp.Event, ms int64) (maxNonc
 // active members is refused before the rule table could judge its base
 // against the head (a room_head_mismatch would echo the head). The only
 // exception is a room.join naming the actor's approved, unexpired join
-// request; a room.join without request_id is approval_required, as
-// §10.2 says, which tells an outsider who knows the ID no more than
-// applying does.
+// request. A room.join without request_id is approval_required, as §10.2
+// says, and one naming the actor's own request that is not (or no longer)
+// approved is join_request_not_approved or join_request_expired: neither
+// tells an outsider who knows the ID more than applying and reading its
+// own request do.
 //
 // refusal is the answer for a write the gate stops; err is a Store
 // failure, which is no verdict on the write.
@@ -220,8 +222,20 @@ func (h *Host) privateGate(ctx context.Context, room *adp.Room, ev *adp.Event) (
 			if err != nil {
 				return nil, err
 			}
-			if h.approvedFor(jr, ev.Actor) {
-				return nil, nil
+			if jr != nil && jr.Request.Applicant == ev.Actor {
+				// The applicant's own request: its status is what GET
+				// tells the applicant anyway, so the refusal may say it.
+				switch h.effective(jr).Status {
+				case adp.JoinApproved:
+					if h.approvedFor(jr, ev.Actor) {
+						return nil, nil
+					}
+					return identity.NewError(adp.CodeJoinRequestExpired, "the join request has expired"), nil
+				case adp.JoinExpired:
+					return identity.NewError(adp.CodeJoinRequestExpired, "the join request has expired"), nil
+				default:
+					return identity.NewError(adp.CodeJoinRequestNotApproved, "the join request is not approved"), nil
+				}
 			}
 		}
 	}

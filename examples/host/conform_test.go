@@ -78,7 +78,5 @@ func conformProcess(t *testing.T, args string) {
 	go io.Copy(io.Discard, rd)
 	adpconformtest.Run(t, strings.TrimSpace(origin), &adpconformtest.Options{
 		Options: adpconform.Options{AllowLoopbackHTTP: true},
-		// As in adpconform's own tests: the host bug issue 19 (F2) fixes.
-		Known: map[string]string{"privacy.writes": "issue 19 F2: an outsider's private-room write is judged on its anchor before membership"},
 	})
 }
