@@ -47,12 +47,7 @@ func TestMemoryStore(t *testing.T) {
 // wrapped starts adphost behind wrap: a deliberately broken host.
 func wrapped(t *testing.T, wrap func(http.Handler) http.Handler) *httptest.Server {
 	t.Helper()
-	srv := httptest.NewUnstartedServer(nil)
-	origin, err := identity.ParseOrigin("http://"+srv.Listener.Addr().String(), &identity.OriginOptions{AllowLoopbackHTTP: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := adphost.New(context.Background(), &adphost.Options{Origin: origin})
+	h, srv, err := adphosttest.NewUnstarted(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

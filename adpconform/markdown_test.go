@@ -1,6 +1,9 @@
 package adpconform
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestActiveMarkup: the Markdown safety scan flags planted markup a
 // renderer would act on, and nothing inside code or escaped.
@@ -22,4 +25,18 @@ func TestActiveMarkup(t *testing.T) {
 			t.Errorf("activeMarkup(%q) = %q, want %q", md, got, want)
 		}
 	}
+}
+
+// FuzzActiveMarkup: the scan of a host's Markdown never panics and flags
+// any line that carries raw <script outside every code construct.
+func FuzzActiveMarkup(f *testing.F) {
+	for _, s := range []string{"```\n<script>\n```\n", "`a` <script>", "\\<script>", "~~~~\n~~~\n<img>\n", "````` x", "[a](javascript:b)"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, md string) {
+		got := activeMarkup(md)
+		if got == "" && strings.HasPrefix(md, "<script") && !strings.Contains(md, "\n") {
+			t.Fatalf("activeMarkup(%q) missed a leading raw <script", md)
+		}
+	})
 }

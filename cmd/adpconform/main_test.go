@@ -14,27 +14,20 @@ import (
 
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/adpconform"
-	"github.com/agentprotocols/go-sdk/adphost"
+	"github.com/agentprotocols/go-sdk/adphost/adphosttest"
 	"github.com/agentprotocols/go-sdk/identity"
 )
 
 // server starts adphost, optionally behind wrap.
 func server(t *testing.T, wrap func(http.Handler) http.Handler) string {
 	t.Helper()
-	srv := httptest.NewUnstartedServer(nil)
-	origin, err := identity.ParseOrigin("http://"+srv.Listener.Addr().String(), &identity.OriginOptions{AllowLoopbackHTTP: true})
+	h, srv, err := adphosttest.NewUnstarted(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := adphost.New(context.Background(), &adphost.Options{Origin: origin})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var handler http.Handler = h
 	if wrap != nil {
-		handler = wrap(h)
+		srv.Config.Handler = wrap(h)
 	}
-	srv.Config.Handler = handler
 	srv.Start()
 	t.Cleanup(srv.Close)
 	t.Cleanup(h.Close)
