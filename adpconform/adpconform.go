@@ -211,8 +211,20 @@ var suite = sync.OnceValue(func() []Check {
 		}
 		return c.Item
 	}
+	// Within an item, the privacy checks follow the feature checks.
+	privacy := func(c Check) int {
+		if strings.HasPrefix(c.ID, "privacy.") {
+			return 1
+		}
+		return 0
+	}
 	s := slices.Clone(checks)
-	slices.SortStableFunc(s, func(a, b Check) int { return order(a) - order(b) })
+	slices.SortStableFunc(s, func(a, b Check) int {
+		if d := order(a) - order(b); d != 0 {
+			return d
+		}
+		return privacy(a) - privacy(b)
+	})
 	return s
 })
 
