@@ -397,3 +397,30 @@ func TestReadmeACPChain(t *testing.T) {
 		}
 	}
 }
+
+// TestACPSchemaRejects: the vendored schema the chain tests validate with
+// is not vacuous: it refuses the shapes a wrong proxy would emit.
+func TestACPSchemaRejects(t *testing.T) {
+	s := loadACPSchema(t)
+	for _, c := range []struct {
+		def, v string
+		ok     bool
+	}{
+		{"ConnectMcpResponse", `{"connectionId":"c"}`, true},
+		{"ConnectMcpResponse", `{}`, false},
+		{"ConnectMcpResponse", `{"connectionId":7}`, false},
+		{"MessageMcpNotification", `{"connectionId":"c","method":"notifications/resources/updated","params":{"uri":"u"}}`, true},
+		{"MessageMcpNotification", `{"connectionId":"c","method":"x","params":[1]}`, false},
+		{"DisconnectMcpResponse", `{}`, true},
+		{"DisconnectMcpResponse", `[]`, false},
+		{"NewSessionRequest", `{"cwd":"/","mcpServers":[{"type":"acp","name":"agent-protocols","serverId":"s"}]}`, true},
+		{"NewSessionRequest", `{"cwd":"/","mcpServers":[{"type":"acp","name":"agent-protocols"}]}`, false},
+		{"Error", `{"code":-32602,"message":"m"}`, true},
+		{"Error", `{"code":"x","message":"m"}`, false},
+	} {
+		err := s.check(c.def, json.RawMessage(c.v))
+		if (err == nil) != c.ok {
+			t.Errorf("%s %s: valid=%v, want %v (%v)", c.def, c.v, err == nil, c.ok, err)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"strconv"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -27,6 +28,10 @@ type mcpConn struct {
 	next  int64
 	calls map[int64]jsonrpc.ID // inner request id → the agent's outer request id
 }
+
+// mcpCancelled is MCP's cancellation notification, which an ACP
+// $/cancel_request of an mcp/message request becomes.
+const mcpCancelled = "notifications/cancelled"
 
 var (
 	_ mcp.Transport  = (*mcpConn)(nil)
@@ -83,10 +88,15 @@ func (c *mcpConn) deliverFromAgent(outer *jsonrpc.Request, method string, params
 	n := c.next
 	c.calls[n] = outer.ID
 	c.mu.Unlock()
+	key := idKey(outer.ID)
+	c.p.mu.Lock()
+	c.p.inbound[key] = cancelTarget{id: n, conn: c}
+	c.p.mu.Unlock()
 	if err := c.enqueue(&jsonrpc.Request{ID: intID(n), Method: method, Params: params}); err != nil {
 		c.mu.Lock()
 		delete(c.calls, n)
 		c.mu.Unlock()
+		c.p.forget(key)
 		return err
 	}
 	return nil
@@ -110,6 +120,7 @@ func (c *mcpConn) Write(_ context.Context, m jsonrpc.Message) error {
 		delete(c.calls, n)
 		c.mu.Unlock()
 		if ok {
+			c.p.forget(idKey(outer))
 			c.p.respond(outer, m.Result, m.Error)
 		}
 		return nil
@@ -147,8 +158,32 @@ func (c *mcpConn) Close() error {
 		c.calls = map[int64]jsonrpc.ID{}
 		c.mu.Unlock()
 		for _, outer := range open {
+			c.p.forget(idKey(outer))
 			c.p.respondError(outer, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "MCP connection closed"})
 		}
 	})
 	return nil
+}
+
+// codeCancelled is ACP's "request cancelled" error code.
+const codeCancelled = -32800
+
+// cancel ends the agent's inner request n after a $/cancel_request: the
+// session is told (notifications/cancelled), and the outer request is
+// answered -32800 here, since MCP sends no answer to a cancelled request;
+// a late answer from the session is dropped.
+func (c *mcpConn) cancel(n int64, via string) {
+	c.mu.Lock()
+	outer, ok := c.calls[n]
+	delete(c.calls, n)
+	c.mu.Unlock()
+	if !ok {
+		return
+	}
+	c.p.forget(idKey(outer))
+	_ = c.enqueue(&jsonrpc.Request{Method: mcpCancelled, Params: body(map[string]json.RawMessage{
+		"requestId": json.RawMessage(strconv.FormatInt(n, 10)),
+		"reason":    quote("cancelled over ACP (" + via + ")"),
+	})})
+	c.p.respondError(outer, &jsonrpc.Error{Code: codeCancelled, Message: "request cancelled"})
 }

@@ -159,7 +159,7 @@ type proxy struct {
 	mu       sync.Mutex
 	nextID   int64
 	pending  map[int64]pendingFunc
-	fromCli  map[string]int64 // client request id (encoded) → forwarded id, for $/cancel_request
+	inbound  map[string]cancelTarget // open requests received (encoded id) → where they went, for $/cancel_request
 	agentACP bool
 	prefix   string // random, so ids never collide with other components'
 	nServers int64
@@ -176,7 +176,7 @@ func newProxy(ctx context.Context, w io.Writer, o *Options) *proxy {
 	p := &proxy{
 		ctx: ctx, rev: o.Revision, srv: o.Server, name: o.ServerName, log: o.Log, w: w,
 		maxLine: o.MaxMessageBytes, maxConns: o.MaxConnections, maxPending: o.MaxPending, maxQueued: o.MaxQueued,
-		pending: map[int64]pendingFunc{}, fromCli: map[string]int64{},
+		pending: map[int64]pendingFunc{}, inbound: map[string]cancelTarget{},
 		servers: map[string]bool{}, conns: map[string]*mcpConn{},
 		upServer: map[string]bool{}, upConn: map[string]bool{},
 	}
@@ -461,7 +461,7 @@ func (p *proxy) fromClient(m *jsonrpc.Request) {
 	outer, key := m.ID, idKey(m.ID)
 	id, err := p.toSuccessor(m.Method, params, func(r *jsonrpc.Response) {
 		p.mu.Lock()
-		delete(p.fromCli, key)
+		delete(p.inbound, key)
 		if r.Error != nil && sid != "" {
 			// No session came of it: its server was never visible.
 			delete(p.servers, sid)
@@ -474,16 +474,35 @@ func (p *proxy) fromClient(m *jsonrpc.Request) {
 		return
 	}
 	p.mu.Lock()
-	p.fromCli[key] = id
+	p.inbound[key] = cancelTarget{id: id, wrapped: true}
 	p.mu.Unlock()
 }
 
-// forwardCancel forwards $/cancel_request with the requestId rewritten to
-// the id the proxy forwarded the request under; a cancellation of a
-// request the proxy does not know is dropped (ids are per connection).
+// cancelTarget is where a request the proxy received went: forwarded
+// under the proxy's id (to the successor when wrapped, else to the
+// client), or delivered to an MCP connection under an inner id.
+type cancelTarget struct {
+	id      int64
+	wrapped bool
+	conn    *mcpConn
+}
+
+func (p *proxy) forget(key string) {
+	p.mu.Lock()
+	delete(p.inbound, key)
+	p.mu.Unlock()
+}
+
+// forwardCancel follows a $/cancel_request, which names a request by its
+// id on this hop: it is sent on under the id the proxy forwarded the
+// request with (whoever answers it then answers the original), or, for a
+// request on an MCP connection, becomes MCP's notifications/cancelled
+// and the proxy answers the original with -32800 itself, as ACP requires
+// an answer and MCP forbids one to a cancelled request. A cancellation of a request the proxy does not know
+// (answered already, or never seen) is dropped.
 func (p *proxy) forwardCancel(m *jsonrpc.Request) {
 	var params map[string]json.RawMessage
-	if json.Unmarshal(m.Params, &params) != nil {
+	if json.Unmarshal(m.Params, &params) != nil || params == nil {
 		return
 	}
 	var rid any
@@ -491,17 +510,24 @@ func (p *proxy) forwardCancel(m *jsonrpc.Request) {
 		return
 	}
 	id, err := jsonrpc.MakeID(rid)
-	if err != nil {
+	if err != nil || !id.IsValid() {
 		return
 	}
 	p.mu.Lock()
-	fwd, ok := p.fromCli[idKey(id)]
+	to, ok := p.inbound[idKey(id)]
 	p.mu.Unlock()
-	if !ok {
-		return
+	switch {
+	case !ok:
+	case to.conn != nil:
+		to.conn.cancel(to.id, m.Method)
+	default:
+		params[p.rev.RequestID] = json.RawMessage(strconv.FormatInt(to.id, 10))
+		if to.wrapped {
+			p.notify(p.rev.ProxySuccessor, p.wrap(m.Method, body(params)))
+		} else {
+			p.notify(m.Method, body(params))
+		}
 	}
-	params[p.rev.RequestID] = json.RawMessage(strconv.FormatInt(fwd, 10))
-	p.notify(p.rev.ProxySuccessor, p.wrap(m.Method, body(params)))
 }
 
 // learnCapabilities reads agentCapabilities.mcpCapabilities.acp from the
@@ -609,19 +635,32 @@ func (p *proxy) fromSuccessor(m *jsonrpc.Request) {
 	}
 	// Toward the client, unwrapped.
 	if !m.IsCall() {
+		if b.method == p.rev.CancelRequest {
+			// Its requestId belongs to the successor's own hop, which the
+			// conductor cancels hop by hop itself (as the Rust conductor
+			// does); tunnelled, it would name the wrong request.
+			p.note("dropped a %s from the successor (cancellation is per hop)", b.method)
+			return
+		}
 		p.notify(b.method, b.params)
 		return
 	}
-	outer := m.ID
+	outer, key := m.ID, idKey(m.ID)
 	connect := b.method == p.rev.MCPConnect
-	if _, err := p.request(b.method, b.params, func(r *jsonrpc.Response) {
+	id, err := p.request(b.method, b.params, func(r *jsonrpc.Response) {
+		p.forget(key)
 		if connect && r.Error == nil {
 			p.learnUpstreamConn(r.Result)
 		}
 		p.respond(outer, r.Result, r.Error)
-	}); err != nil {
+	})
+	if err != nil {
 		p.respondError(outer, err)
+		return
 	}
+	p.mu.Lock()
+	p.inbound[key] = cancelTarget{id: id}
+	p.mu.Unlock()
 }
 
 func (p *proxy) learnUpstreamConn(result json.RawMessage) {

@@ -341,6 +341,21 @@ func TestCancelRequestTranslated(t *testing.T) {
 	if dig(c, "params", "method") != V1.CancelRequest || dig(c, "params", "params", "requestId") != fwd["id"] {
 		t.Fatalf("cancel: %v (forwarded as %v)", c, fwd["id"])
 	}
+	// A request from the agent forwarded to the client is cancelled on
+	// the client's hop under the proxy's id, unwrapped.
+	p.send(wrapped("perm-1", "session/request_permission", map[string]any{"sessionId": "s"}))
+	toClient := p.next()
+	p.send(map[string]any{"jsonrpc": "2.0", "method": V1.CancelRequest, "params": map[string]any{"requestId": "perm-1"}})
+	if c := p.next(); c["method"] != V1.CancelRequest || dig(c, "params", "requestId") != toClient["id"] {
+		t.Fatalf("cancel toward the client: %v (forwarded as %v)", c, toClient["id"])
+	}
+	// A tunnelled cancellation from the successor names its own hop's id:
+	// dropped, not passed on.
+	p.send(wrapped(nil, V1.CancelRequest, map[string]any{"requestId": 1}))
+	p.send(map[string]any{"jsonrpc": "2.0", "id": 77, "method": "session/list", "params": map[string]any{}})
+	if m := p.next(); dig(m, "params", "method") != "session/list" {
+		t.Fatalf("a tunnelled cancel was passed on: %v", m)
+	}
 }
 
 func TestServeNeedsServer(t *testing.T) {
@@ -390,5 +405,24 @@ func TestServeEndsWithContext(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Serve ignored the end of its context")
+	}
+}
+
+// TestCancelMCPRequest: $/cancel_request naming an mcp/message request
+// cancels the inner MCP call (notifications/cancelled: the blocked tool's
+// context ends) and the outer request is answered -32800 once.
+func TestCancelMCPRequest(t *testing.T) {
+	p := startProxy(t, &Options{})
+	p.initialize(true)
+	cid := p.connect(p.session(2))
+	p.mcpInit(cid)
+	p.send(wrapped("blocked", V1.MCPMessage, map[string]any{"connectionId": cid, "method": "tools/call", "params": map[string]any{"name": "block", "arguments": map[string]any{}}}))
+	p.send(map[string]any{"jsonrpc": "2.0", "method": V1.CancelRequest, "params": map[string]any{"requestId": "blocked"}})
+	if m := p.next(); m["id"] != "blocked" || errCode(m) != -32800 {
+		t.Fatalf("cancelled request: %v", m)
+	}
+	// The connection goes on; no second answer to "blocked" arrives first.
+	if r := p.agentCall("after", V1.MCPMessage, map[string]any{"connectionId": cid, "method": "tools/list"}); dig(r, "result", "tools") == nil {
+		t.Fatalf("after cancel: %v", r)
 	}
 }
