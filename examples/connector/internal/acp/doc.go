@@ -27,6 +27,24 @@
 // JSON-RPC errors. The agent reaches only the MCP server's tools and
 // resources: nothing here reads the key, tokens or configuration.
 //
+// # Ids and cancellation
+//
+// Every request the proxy passes on gets the proxy's own id on the next
+// hop, and the answer is mapped back, so the two directions sharing the
+// conductor connection never collide. A $/cancel_request names a request
+// by its id on one hop: the proxy follows it to where that request went
+// (under the id it forwarded it with), turns it into MCP's
+// notifications/cancelled for an mcp/message request (answering the outer
+// request with -32800 itself), and drops a tunnelled one from the
+// successor, as the Rust conductor cancels hop by hop.
+//
+// # Bounds
+//
+// One outer line is at most [Options.MaxMessageBytes]; open connections,
+// requests in flight and messages queued per connection are bounded, and
+// past a bound the request is refused with a JSON-RPC error rather than
+// queued.
+//
 // # Revision
 //
 // Every wire name lives in one [Revision] table; [V1] is the one spoken.
