@@ -139,6 +139,13 @@ type Options struct {
 	Profiles []string
 	// HTTPClient sends every request; nil means a default client.
 	HTTPClient *http.Client
+	// PageSize is the history page size of the host clients; 0 means
+	// adp.DefaultPageSize. A page over MaxResponseSize is asked for again
+	// with fewer records (down to one), so large records never make a
+	// room unreadable.
+	PageSize int
+	// MaxResponseSize bounds one host answer; 0 means 32 MiB.
+	MaxResponseSize int64
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// AllowLoopbackHTTP accepts http://127.0.0.1 hosts (development, tests).

@@ -196,7 +196,7 @@ func Open(ctx context.Context, opts *Options) (*Engine, error) {
 		hs := &hostState{name: name, cfg: h}
 		if !h.Disabled {
 			c, err := adp.NewClient(name, &adp.ClientOptions{Signer: e.key.k, Nonces: e.nonces, HTTPClient: hc,
-				Now: e.now, AllowLoopbackHTTP: opts.AllowLoopbackHTTP})
+				Now: e.now, AllowLoopbackHTTP: opts.AllowLoopbackHTTP, PageSize: opts.PageSize, MaxResponseSize: opts.MaxResponseSize})
 			if err != nil {
 				st.Close()
 				return nil, err

@@ -47,8 +47,8 @@ func Follow(ctx context.Context, opts *Options) iter.Seq2[Item, error] {
 	}
 }
 
-// follower is one run of Follow. All fields except lastSeq belong to the
-// goroutine ranging over the iterator.
+// follower is one run of Follow. All fields except lastSeq and prechecked
+// belong to the goroutine ranging over the iterator.
 type follower struct {
 	o     Options
 	url   string
@@ -60,6 +60,9 @@ type follower struct {
 	// pendingBytes is the wire size of the held records.
 	pendingBytes int
 	stopped      bool // the consumer left the loop
+	// prechecked holds the seqs ahead of lastSeq whose signature the
+	// reading goroutine checked (at most MaxPending; that goroutine's).
+	prechecked map[int64]struct{}
 }
 
 func newFollower(opts *Options) (*follower, error) {
@@ -195,14 +198,39 @@ const minPerWorker = 2
 // failure is repeated, and reported, there. The goroutines end before
 // checkAhead returns.
 func (f *follower) checkAhead(batch []raw) {
+	adp.VerifySignatures(f.ahead(batch), minPerWorker)
+}
+
+// ahead returns the records of batch to pre-check: ahead of the last
+// delivered one, within MaxPending of it, of the followed room, and not
+// a seq already pre-checked. A further copy of a seq (a duplicate ahead of
+// a gap, which a hostile stream can repeat at will) is recognised here,
+// before any signature check: the ordered stage drops it as a duplicate
+// of the held record, or verifies it in full if it is the one held, so
+// skipping its pre-check never skips a check. Reading goroutine only.
+func (f *follower) ahead(batch []raw) []*adp.Record {
 	last := f.lastSeq.Load()
-	var todo []*adp.Record
-	for _, r := range batch {
-		if rec := r.rec; rec != nil && rec.RoomID == f.o.RoomID && rec.Seq > last && rec.Seq <= last+int64(f.o.MaxPending) {
-			todo = append(todo, rec)
+	for seq := range f.prechecked {
+		if seq <= last {
+			delete(f.prechecked, seq)
 		}
 	}
-	adp.VerifySignatures(todo, minPerWorker)
+	var todo []*adp.Record
+	for _, r := range batch {
+		rec := r.rec
+		if rec == nil || rec.RoomID != f.o.RoomID || rec.Seq <= last || rec.Seq > last+int64(f.o.MaxPending) {
+			continue
+		}
+		if _, done := f.prechecked[rec.Seq]; done {
+			continue
+		}
+		if f.prechecked == nil {
+			f.prechecked = map[int64]struct{}{}
+		}
+		f.prechecked[rec.Seq] = struct{}{}
+		todo = append(todo, rec)
+	}
+	return todo
 }
 
 // Batches between the reading goroutine and the ordered stage: with two

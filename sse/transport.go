@@ -28,6 +28,9 @@ var ErrIdle = errors.New("sse: connection idle")
 //   - turns 429 and 5xx answers into transport errors, which go-sse
 //     retries with backoff (it treats any non-200 response as final),
 //     after waiting out a Retry-After header (at most Backoff.Max);
+//   - bounds the wait for the response headers, and the read of an error
+//     body, by the idle limit too (a host that accepts the connection and
+//     then stalls would otherwise hold the subscription silently);
 //   - wraps the body in the idle watchdog.
 type transport struct {
 	authorize func(*http.Request, identity.Origin) error
@@ -59,14 +62,29 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		cancel()
 		return nil, err
 	}
+	// Until the headers have arrived, and while an error body is read,
+	// the idle limit bounds the whole wait.
+	var stalled atomic.Bool
+	watch := time.AfterFunc(t.idle, func() { stalled.Store(true); cancel() })
 	resp, err := t.base.RoundTrip(r)
 	if err != nil {
+		watch.Stop()
 		cancel()
+		if stalled.Load() {
+			return nil, fmt.Errorf("%w: no response headers within %v", ErrIdle, t.idle)
+		}
 		return nil, err
+	}
+	if resp.StatusCode == http.StatusOK {
+		watch.Stop()
 	}
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 {
 		err := identity.ReadError(resp)
 		resp.Body.Close()
+		watch.Stop()
+		if stalled.Load() {
+			err = fmt.Errorf("%w: error body not read within %v: %w", ErrIdle, t.idle, err)
+		}
 		// Honour Retry-After (capped at the backoff's maximum) before
 		// go-sse's own backoff delay.
 		if d, ok := httpc.RetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok && d > 0 {
@@ -81,8 +99,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, &retryableError{err}
 	}
 	if resp.StatusCode != http.StatusOK {
-		// The validator reads the error body; the stream needs no watchdog.
-		resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+		// The validator reads the error body, within what is left of the
+		// idle limit (watch stops when the body is closed).
+		resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: func() { watch.Stop(); cancel() }}
 		return resp, nil
 	}
 	resp.Body = newIdleBody(resp.Body, t.idle, cancel, t.beforeRead)

@@ -39,11 +39,24 @@ func FillBigRoom(ctx context.Context, c *adp.Client, room string, n int) error {
 		mentions[i] = k.AgentID()
 	}
 	body := strings.Repeat("q", BigMessageSize-4)
+	l, err := c.Sync(ctx, room)
+	if err != nil {
+		return err
+	}
+	base := adp.Base{RoomID: room, Seq: l.Seq, Hash: l.Hash}
 	for i := range n {
+		// Each message is based on the previous one's record: no sync
+		// between writes.
 		msg := adp.Message{ContentType: "text/plain", Content: adp.TextContent(fmt.Sprintf("%04d", i%10000) + body)}
-		if _, err := c.SendMessage(ctx, room, msg, mentions...); err != nil {
+		env, err := adp.NewMessage(ctx, c.Author(), base, msg, mentions...)
+		if err != nil {
+			return err
+		}
+		rec, err := c.Submit(ctx, room, env)
+		if err != nil {
 			return fmt.Errorf("adphosttest: big message %d: %w", i, err)
 		}
+		base.Seq, base.Hash = rec.Seq, rec.Hash
 	}
 	return nil
 }
