@@ -12,7 +12,9 @@ import (
 // seq is pre-checked, and what was delivered is forgotten.
 func TestAheadSkipsDuplicates(t *testing.T) {
 	f := &follower{o: Options{RoomID: "r", MaxPending: 8}}
-	rec := func(seq int64) raw { return raw{kind: rawEvent, typ: EventRecord, rec: &adp.Record{RoomID: "r", Seq: seq}} }
+	rec := func(seq int64) raw {
+		return raw{kind: rawEvent, typ: EventRecord, rec: &adp.Record{RoomID: "r", Seq: seq}}
+	}
 	seqs := func(recs []*adp.Record) []int64 {
 		var out []int64
 		for _, r := range recs {
