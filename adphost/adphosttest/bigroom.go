@@ -39,11 +39,13 @@ func FillBigRoom(ctx context.Context, c *adp.Client, room string, n int) error {
 		mentions[i] = k.AgentID()
 	}
 	body := strings.Repeat("q", BigMessageSize-4)
-	l, err := c.Sync(ctx, room)
+	if _, err := c.Sync(ctx, room); err != nil {
+		return err
+	}
+	base, err := c.Verified(room).BaseFor(adp.TypeMessageCreate)
 	if err != nil {
 		return err
 	}
-	base := adp.Base{RoomID: room, Seq: l.Seq, Hash: l.Hash}
 	for i := range n {
 		// Each message is based on the previous one's record: no sync
 		// between writes.

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/agentprotocols/go-sdk/examples/connector/internal/acp"
+	"github.com/agentprotocols/go-sdk/internal/untrusted"
 )
 
 // serveACP runs `connector acp`: the connector as a proxy component in an
@@ -15,7 +16,7 @@ import (
 func serveACP(ctx context.Context, srv *Server, stdin io.Reader, stdout, stderr io.Writer) int {
 	err := acp.Serve(ctx, stdin, stdout, &acp.Options{Server: srv.MCP(), ServerName: "agent-protocols", Log: stderr})
 	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
-		fmt.Fprintln(stderr, "connector:", err)
+		fmt.Fprintln(stderr, "connector:", untrusted.Terminal(err.Error()))
 		return exitError
 	}
 	return exitOK

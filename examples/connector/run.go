@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentprotocols/go-sdk/connector"
+	"github.com/agentprotocols/go-sdk/internal/untrusted"
 )
 
 const usage = `usage:
@@ -70,7 +71,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if path == "" {
 		p, err := defaultConfigPath()
 		if err != nil {
-			fmt.Fprintln(stderr, "connector:", err)
+			fmt.Fprintln(stderr, "connector:", untrusted.Terminal(err.Error()))
 			return exitSetup
 		}
 		path = p
@@ -92,7 +93,7 @@ func keygen(path string, unencrypted bool, stdout, stderr io.Writer) int {
 	fresh := errors.Is(statErr, os.ErrNotExist)
 	c, err := loadConfig(path, true)
 	if err != nil {
-		fmt.Fprintln(stderr, "connector:", err)
+		fmt.Fprintln(stderr, "connector:", untrusted.Terminal(err.Error()))
 		return exitSetup
 	}
 	if fresh {
@@ -106,7 +107,7 @@ func keygen(path string, unencrypted bool, stdout, stderr io.Writer) int {
 		return exitSetup
 	}
 	if err := os.MkdirAll(filepath.Dir(c.KeyFile), 0o700); err != nil {
-		fmt.Fprintln(stderr, "connector:", err)
+		fmt.Fprintln(stderr, "connector:", untrusted.Terminal(err.Error()))
 		return exitSetup
 	}
 	var id fmt.Stringer
@@ -141,12 +142,12 @@ func keygen(path string, unencrypted bool, stdout, stderr io.Writer) int {
 func whoami(path string, stdout, stderr io.Writer) int {
 	c, err := loadConfig(path, false)
 	if err != nil {
-		fmt.Fprintln(stderr, "connector:", err)
+		fmt.Fprintln(stderr, "connector:", untrusted.Terminal(err.Error()))
 		return exitSetup
 	}
 	k, err := c.loadKey()
 	if err != nil {
-		fmt.Fprintln(stderr, "connector:", err)
+		fmt.Fprintln(stderr, "connector:", untrusted.Terminal(err.Error()))
 		return exitSetup
 	}
 	fmt.Fprintln(stdout, k.AgentID().String())
@@ -193,26 +194,26 @@ func openEngine(ctx context.Context, c *Config, notify func(string), httpClient 
 func serve(ctx context.Context, path, httpAddr string, acp bool, stdin io.Reader, stdout, stderr io.Writer) int {
 	if httpAddr != "" {
 		if err := checkLoopbackAddr(httpAddr); err != nil {
-			fmt.Fprintln(stderr, "connector:", err)
+			fmt.Fprintln(stderr, "connector:", untrusted.Terminal(err.Error()))
 			return exitSetup
 		}
 	}
 	c, err := loadConfig(path, false)
 	if err != nil {
-		fmt.Fprintln(stderr, "connector:", err)
+		fmt.Fprintln(stderr, "connector:", untrusted.Terminal(err.Error()))
 		return exitSetup
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	n := NewNotifier()
 	eng, err := openEngine(ctx, c, n.Notify, nil)
 	if err != nil {
-		fmt.Fprintln(stderr, "connector:", err)
+		fmt.Fprintln(stderr, "connector:", untrusted.Terminal(err.Error()))
 		return exitSetup
 	}
 	defer eng.Close()
 	srv, err := NewServer(eng, &ServerOptions{Logger: log})
 	if err != nil {
-		fmt.Fprintln(stderr, "connector:", err)
+		fmt.Fprintln(stderr, "connector:", untrusted.Terminal(err.Error()))
 		return exitError
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -226,7 +227,7 @@ func serve(ctx context.Context, path, httpAddr string, acp bool, stdin io.Reader
 		// One frame is bounded like an HTTP request body (4 MiB).
 		t := &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}, MaxLineLength: mcp.DefaultMaxRequestBodyBytes}
 		if err := srv.MCP().Run(ctx, t); err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
-			fmt.Fprintln(stderr, "connector:", err)
+			fmt.Fprintln(stderr, "connector:", untrusted.Terminal(err.Error()))
 			return exitError
 		}
 		return exitOK
@@ -234,12 +235,12 @@ func serve(ctx context.Context, path, httpAddr string, acp bool, stdin io.Reader
 
 	token, err := loadOrCreateToken(c.TokenFile)
 	if err != nil {
-		fmt.Fprintln(stderr, "connector:", err)
+		fmt.Fprintln(stderr, "connector:", untrusted.Terminal(err.Error()))
 		return exitSetup
 	}
 	ln, err := net.Listen("tcp", httpAddr)
 	if err != nil {
-		fmt.Fprintln(stderr, "connector:", err)
+		fmt.Fprintln(stderr, "connector:", untrusted.Terminal(err.Error()))
 		return exitSetup
 	}
 	hs := &http.Server{
@@ -255,7 +256,7 @@ func serve(ctx context.Context, path, httpAddr string, acp bool, stdin io.Reader
 	}()
 	fmt.Fprintf(stderr, "connector: serving MCP on http://%s/ (Authorization: Bearer <token in %s>)\n", ln.Addr(), c.TokenFile)
 	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		fmt.Fprintln(stderr, "connector:", err)
+		fmt.Fprintln(stderr, "connector:", untrusted.Terminal(err.Error()))
 		return exitError
 	}
 	return exitOK

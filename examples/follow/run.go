@@ -19,6 +19,7 @@ import (
 	"github.com/agentprotocols/go-sdk/identity"
 	"github.com/agentprotocols/go-sdk/internal/b64url"
 	"github.com/agentprotocols/go-sdk/internal/strictjson"
+	"github.com/agentprotocols/go-sdk/internal/untrusted"
 	"github.com/agentprotocols/go-sdk/sse"
 )
 
@@ -156,10 +157,12 @@ func follow(ctx context.Context, o *options, stdout, stderr io.Writer) int {
 			if ctx.Err() != nil {
 				return exitOK // interrupted
 			}
-			fmt.Fprintf(stderr, "follow: %v\n", err)
+			// Error text may be the host's: escaped, so no control
+			// sequence reaches the terminal.
+			fmt.Fprintf(stderr, "follow: %s\n", untrusted.Terminal(err.Error()))
 			var ie *identity.Error
 			if errors.As(err, &ie) {
-				fmt.Fprintf(stderr, "follow: code %s\n", ie.Code)
+				fmt.Fprintf(stderr, "follow: code %s\n", untrusted.Terminal(string(ie.Code)))
 				return exitRefused
 			}
 			return exitUsage
@@ -180,7 +183,7 @@ func follow(ctx context.Context, o *options, stdout, stderr io.Writer) int {
 				return exitOK
 			}
 		case sse.KindError:
-			fmt.Fprintf(stderr, "follow: %v\n", it.Err)
+			fmt.Fprintf(stderr, "follow: %s\n", untrusted.Terminal(it.Err.Error()))
 		}
 	}
 	return exitOK

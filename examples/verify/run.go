@@ -14,6 +14,7 @@ import (
 	"github.com/agentprotocols/go-sdk/archive"
 	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/internal/untrusted"
 )
 
 const usage = `usage:
@@ -68,7 +69,7 @@ func runArchive(args []string, stdout, stderr io.Writer) int {
 		&archive.VerifyOptions{Workers: *workers})
 	var ie *identity.Error
 	if err != nil && !errors.As(err, &ie) {
-		fmt.Fprintf(stderr, "verify: %v\n", err)
+		fmt.Fprintf(stderr, "verify: %s\n", untrusted.Terminal(err.Error()))
 		return exitUsage
 	}
 	if *asJSON {
@@ -88,6 +89,10 @@ func runArchive(args []string, stdout, stderr io.Writer) int {
 	return exitValid
 }
 
+// t escapes text from the archive or its host for the terminal.
+func t(s string) string { return untrusted.Terminal(s) }
+
+// printReport prints the report; every string from the archive is escaped.
 func printReport(w io.Writer, r *archive.Report) {
 	switch {
 	case r.Valid:
@@ -105,14 +110,14 @@ func printReport(w io.Writer, r *archive.Report) {
 		if f.Line > 0 {
 			where += fmt.Sprintf(" (line %d)", f.Line)
 		}
-		fmt.Fprintf(w, "error:    %s%s: %s\n", f.Code, where, f.Message)
+		fmt.Fprintf(w, "error:    %s%s: %s\n", t(string(f.Code)), where, t(f.Message))
 	}
 	if r.RoomID == "" {
 		return
 	}
-	fmt.Fprintf(w, "room:     %s\n", r.RoomID)
+	fmt.Fprintf(w, "room:     %s\n", t(r.RoomID))
 	if r.Host != "" || r.URL != "" {
-		fmt.Fprintf(w, "host:     %s %s (the host's assertion)\n", r.Host, r.URL)
+		fmt.Fprintf(w, "host:     %s %s (the host's assertion)\n", t(r.Host), t(r.URL))
 	}
 	fmt.Fprintf(w, "records:  %d verified, seq 1–%d\n", r.Records, r.LastSeq)
 	if r.Records > 0 {
@@ -127,19 +132,19 @@ func printReport(w io.Writer, r *archive.Report) {
 		fmt.Fprintf(w, "archive_root:    %s (%s)\n", r.ArchiveRoot, kind)
 	}
 	if r.Status != "" {
-		fmt.Fprintf(w, "status:   %s\n", r.Status)
+		fmt.Fprintf(w, "status:   %s\n", t(string(r.Status)))
 		fmt.Fprintf(w, "head:     seq %d %s\n", r.Head.Seq, r.Head.Hash)
 	}
 	fmt.Fprintf(w, "members:  %d\n", len(r.Members))
 	for _, m := range r.Members {
-		fmt.Fprintf(w, "  %s %s %s\n", m.ID, m.Role, m.Status)
+		fmt.Fprintf(w, "  %s %s %s\n", m.ID, t(string(m.Role)), t(string(m.Status)))
 	}
 	fmt.Fprintf(w, "types:    %d defined\n", r.Definitions)
-	for _, t := range r.TypeNames() {
-		fmt.Fprintf(w, "  %-28s %d\n", t, r.Types[t])
+	for _, name := range r.TypeNames() {
+		fmt.Fprintf(w, "  %-28s %d\n", t(name), r.Types[name])
 	}
 	for _, p := range r.Packs {
-		fmt.Fprintf(w, "pack:     %s %s\n", p.Pack, p.Digest)
+		fmt.Fprintf(w, "pack:     %s %s\n", t(p.Pack), t(p.Digest))
 	}
 }
 
@@ -156,7 +161,7 @@ func runEnvelope(args []string, stdout, stderr io.Writer) int {
 		b, err = os.ReadFile(args[0])
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "verify: %v\n", err)
+		fmt.Fprintf(stderr, "verify: %s\n", t(err.Error()))
 		return exitUsage
 	}
 	env, err := envelope.Verify(b)
@@ -164,17 +169,17 @@ func runEnvelope(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "envelope: INVALID")
 		var ie *identity.Error
 		if errors.As(err, &ie) {
-			fmt.Fprintf(stdout, "error:    %s: %s\n", ie.Code, ie.Message)
+			fmt.Fprintf(stdout, "error:    %s: %s\n", t(string(ie.Code)), t(ie.Message))
 		} else {
-			fmt.Fprintf(stdout, "error:    %v\n", err)
+			fmt.Fprintf(stdout, "error:    %s\n", t(err.Error()))
 		}
 		return exitInvalid
 	}
 	ev := env.Event()
 	fmt.Fprintln(stdout, "envelope: valid")
 	fmt.Fprintf(stdout, "hash:     %s\n", env.Hash())
-	fmt.Fprintf(stdout, "protocol: %s\n", ev.Protocol)
-	fmt.Fprintf(stdout, "type:     %s\n", ev.Type)
+	fmt.Fprintf(stdout, "protocol: %s\n", t(ev.Protocol))
+	fmt.Fprintf(stdout, "type:     %s\n", t(ev.Type))
 	fmt.Fprintf(stdout, "actor:    %s\n", ev.Actor)
 	fmt.Fprintf(stdout, "created:  %d\n", ev.CreatedAt)
 	return exitValid

@@ -173,3 +173,27 @@ func TestArchiveCannotEvaluate(t *testing.T) {
 		t.Fatalf("exit %d, output:\n%s", code, out)
 	}
 }
+
+// TestTerminalEscapes is the adversarial review's F16 for verify: text from
+// the archive (here the host's own name in its manifest) and from errors
+// reaches the terminal with its control sequences escaped.
+func TestTerminalEscapes(t *testing.T) {
+	dir, _ := mainRoom(t)
+	m := filepath.Join(dir, "manifest.json")
+	b, err := os.ReadFile(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evil := `al.ink\u001b]0;pwned\u0007\u001b[2J`
+	if err := os.WriteFile(m, bytes.Replace(b, []byte(`"al.ink"`), []byte(`"`+evil+`"`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, out, errOut := runCmd("archive", m, filepath.Join(dir, "records.jsonl"))
+	if strings.ContainsAny(out+errOut, "\x1b\a") || !strings.Contains(out+errOut, `\x1b]0;pwned\a`) {
+		t.Fatalf("output %q %q", out, errOut)
+	}
+	_, out, errOut = runCmd("envelope", filepath.Join(dir, "no\x1b]0;such\a"))
+	if strings.ContainsAny(out+errOut, "\x1b\a") {
+		t.Fatalf("output %q %q", out, errOut)
+	}
+}
