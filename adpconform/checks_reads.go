@@ -38,6 +38,10 @@ func init() {
 			Title: "agent status (where offered): the host assigns and clamps expires_at, drops expired statuses, keeps one per agent and consumes no seq", run: checkStatusTTL},
 		Check{ID: "status.writers", Item: 0, Section: "§17.4, §22", Level: MUST,
 			Title: "agent status (where offered): only active moderators and speakers write, with a request JWT", run: checkStatusWriters},
+		Check{ID: "status.cleared", Item: 0, Section: "§17.4, §10.5", Level: SHOULD,
+			Title: "a member's status is cleared when it leaves, is removed or becomes an observer", run: checkStatusCleared},
+		Check{ID: "limits.payload", Item: 0, Section: "§21, §20", Level: SHOULD,
+			Title: "a message payload past the 64 KiB default is refused with payload_too_large", run: checkPayloadLimit},
 		Check{ID: "discovery.public", Item: 0, Section: "§24 rec., §18, §9.2", Level: SHOULD,
 			Title: "GET /v1/rooms/public lists public rooms, active before scheduled, and filters by status", run: checkPublicRooms},
 		Check{ID: "privacy.private", Item: 0, Section: "§16, §22, §9.2", Level: MUST,
@@ -211,6 +215,7 @@ func checkLiveAuth(ctx context.Context, t *T) {
 	_ = a
 	b := t.k.member(ctx, t, room, adp.RoleSpeaker)
 	path := "/v1/rooms/" + room + "/events/live"
+	n0 := t.k.newAgent(t)
 	other := identity.MustParseOrigin("https://other.example")
 	past := t.k.opts.Now().Add(-10 * time.Minute)
 	cases := []struct {
@@ -221,6 +226,7 @@ func checkLiveAuth(ctx context.Context, t *T) {
 		{"an expired token", t.k.token(ctx, t, b.key, t.k.origin, &identity.MintOptions{Now: func() time.Time { return past }, TTL: time.Minute})},
 		{"a token for another audience", t.k.token(ctx, t, b.key, other, nil)},
 		{"a token that is not a JWT", "not-a-token"},
+		{"a token whose signature is another token's", forgedToken(ctx, t, b, n0)},
 	}
 	for _, c := range cases {
 		t.refused(t.k.open(ctx, t, path, c.token).err(), identity.CodeInvalidToken, "a live subscription with "+c.what)
@@ -298,6 +304,14 @@ func checkLiveNotices(ctx context.Context, t *T) {
 	if !seen[adp.SSEAgentStatus] {
 		t.Infof("no room.agent_status item within 3 s (MAY, §17.4)")
 	}
+}
+
+// forgedToken is a's request token carrying the signature of a token of
+// other: well-formed, signed by nobody.
+func forgedToken(ctx context.Context, t *T, a, other *agent) string {
+	tok := t.k.token(ctx, t, a.key, t.k.origin, nil)
+	alien := t.k.token(ctx, t, other.key, t.k.origin, nil)
+	return tok[:strings.LastIndexByte(tok, '.')] + alien[strings.LastIndexByte(alien, '.'):]
 }
 
 func checkLiveNoReplay(ctx context.Context, t *T) {
@@ -638,4 +652,38 @@ func stripCodeSpans(line string) string {
 		b.WriteString(line[:i])
 		line = line[i+n+end+n:]
 	}
+}
+
+func checkStatusCleared(ctx context.Context, t *T) {
+	if !t.k.feature(ctx, t, "agent-status") {
+		t.Skipf("the host does not declare agent-status (a MAY, §17.4)")
+	}
+	a, room := t.k.room(ctx, t, "status cleared", adp.VisibilityPublic, nil)
+	for _, how := range []string{"leaves", "is removed", "becomes an observer"} {
+		b := t.k.member(ctx, t, room, adp.RoleSpeaker)
+		_, err := b.PutAgentStatus(ctx, room, adp.AgentStatusInput{State: "drafting"})
+		t.ok(err, "a speaker's status")
+		switch how {
+		case "leaves":
+			_, err = b.Leave(ctx, room, adp.Notice{})
+		case "is removed":
+			_, err = a.RemoveMember(ctx, room, adp.MemberRemove{Member: b.AgentID()})
+		default:
+			_, err = a.UpdateRole(ctx, room, adp.RoleUpdate{Member: b.AgentID(), Role: adp.RoleObserver})
+		}
+		t.ok(err, "the member "+how)
+		list, err := a.AgentStatuses(ctx, room)
+		t.ok(err, "list the statuses")
+		if slices.ContainsFunc(list, func(s adp.AgentStatus) bool { return s.AgentID == b.AgentID() }) {
+			t.Fatalf("the status of a member who %s is still listed", how)
+		}
+	}
+}
+
+func checkPayloadLimit(ctx context.Context, t *T) {
+	a, room := t.k.room(ctx, t, "payload limit", adp.VisibilityPublic, nil)
+	big := strings.Repeat("x", 65<<10)
+	base := a.base(ctx, t, room, adp.TypeMessageCreate)
+	_, err := a.Submit(ctx, room, a.sign(ctx, t, adp.TypeMessageCreate, &base, text(big)))
+	t.refused(err, identity.CodePayloadTooLarge, "a 65 KiB message")
 }

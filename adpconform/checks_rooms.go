@@ -81,6 +81,7 @@ func checkRoomCreateInvalid(ctx context.Context, t *T) {
 		"unknown registered pack":     `{"topic":"x","visibility":"public","start_time":%d,"end_time":%d,"types":[{"use":"adp:nonexistent/9.9"}]}`,
 		"remote $ref in a schema":     `{"topic":"x","visibility":"public","start_time":%d,"end_time":%d,"types":[{"type":"conform.ref","kind":"message","title":"R","schema":{"$ref":"https://example.com/s.json"}}]}`,
 		"visibility not a visibility": `{"topic":"x","visibility":"secret","start_time":%d,"end_time":%d}`,
+		"an override of a kind":       `{"topic":"x","visibility":"public","start_time":%d,"end_time":%d,"types":[{"use":"adp:reactions/1.0","overrides":{"reaction.create":{"kind":"message"}}}]}`,
 	}
 	for what, f := range bad {
 		a := t.k.newAgent(t)
@@ -118,6 +119,7 @@ func checkRoomUpdate(ctx context.Context, t *T) {
 		"start_time while active": sprintf(`{"start_time":%d}`, t.k.now()+time.Minute.Milliseconds()),
 		"end_time in the past":    sprintf(`{"end_time":%d}`, t.k.now()-time.Minute.Milliseconds()),
 		"a field outside the set": `{"types":[]}`,
+		"policy.max_speakers 0":   `{"policy":{"max_speakers":0}}`,
 	} {
 		base := a.base(ctx, t, room, adp.TypeRoomUpdate)
 		_, err := a.Submit(ctx, room, a.sign(ctx, t, adp.TypeRoomUpdate, &base, jsontext.Value(p)))
@@ -131,7 +133,6 @@ func checkJoinPublic(ctx context.Context, t *T) {
 	a, room := t.k.room(ctx, t, "public join", adp.VisibilityPublic, func(p *adp.RoomCreate) {
 		p.Policy = &adp.Policy{ModeratorAgentIDs: []identity.AgentID{mod.AgentID()}, ObserverAllowed: &no}
 	})
-	_ = a
 	persp := "conformance"
 	b := t.k.newAgent(t)
 	rec, err := b.Join(ctx, room, adp.Join{Role: adp.RoleSpeaker, Perspective: &persp})
@@ -148,6 +149,21 @@ func checkJoinPublic(ctx context.Context, t *T) {
 	t.ok(err, "a direct room.join as moderator by an agent in moderator_agent_ids")
 	_, err = c.Join(ctx, room, adp.Join{Role: adp.RoleObserver})
 	t.refused(err, adp.CodeRoleNotAllowed, "a room.join as observer with observer_allowed false")
+	_, err = a.UpdateRole(ctx, room, adp.RoleUpdate{Member: b.AgentID(), Role: adp.RoleObserver})
+	t.refused(err, adp.CodeRoleNotAllowed, "a room.member.role.update to observer with observer_allowed false")
+	_, err = c.RequestJoin(ctx, room, adp.JoinRequestInput{Role: adp.RoleObserver})
+	t.refused(err, adp.CodeRoleNotAllowed, "a join request for observer with observer_allowed false (§11)")
+	d := t.k.newAgent(t)
+	if jr, err := d.RequestJoin(ctx, room, adp.JoinRequestInput{Role: adp.RoleModerator}); err == nil && jr.Status == adp.JoinApproved {
+		t.Fatalf("a moderator join request from an agent not in moderator_agent_ids was auto-approved (§11)")
+	} else if err != nil {
+		t.refusedAny(err, "a moderator join request to a public room")
+	}
+	if jr, err := t.k.newAgent(t).RequestJoin(ctx, room, adp.JoinRequestInput{Role: adp.RoleSpeaker}); err == nil && jr.Status != adp.JoinApproved {
+		t.Infof("a valid speaker join request to a public room is %q (SHOULD be auto-approved, §11)", jr.Status)
+	} else if err != nil {
+		t.Infof("a speaker join request to a public room: %v (public rooms MAY accept requests)", err)
+	}
 
 	_, capped := t.k.room(ctx, t, "max speakers", adp.VisibilityPublic, func(p *adp.RoomCreate) {
 		p.Policy = &adp.Policy{MaxSpeakers: 1}
@@ -222,9 +238,16 @@ func checkApproval(ctx context.Context, t *T, vis adp.Visibility) {
 	t.ok(err, "the creator's room.join.review rejecting a request")
 	_, err = joinOn(ctx, t, d, a, room, adp.Join{Role: adp.RoleSpeaker, RequestID: djr.Request.ID})
 	t.refused(err, adp.CodeJoinRequestNotApproved, "a room.join naming a rejected request")
+	// A review must carry the request as it was made, by a reviewer.
+	tampered := jr.Request
+	tampered.Role = adp.RoleModerator
+	_, err = a.ReviewJoin(ctx, room, adp.JoinReview{Request: tampered, Decision: adp.DecisionApprove, Role: adp.RoleSpeaker})
+	t.refusedAny(err, "a room.join.review whose request object differs from the request (role)")
 	// Another agent's approved request cannot be used.
 	_, err = a.ReviewJoin(ctx, room, adp.JoinReview{Request: jr.Request, Decision: adp.DecisionApprove, Role: adp.RoleSpeaker})
 	t.ok(err, "the creator's room.join.review approving as speaker")
+	_, err = a.ReviewJoin(ctx, room, adp.JoinReview{Request: jr.Request, Decision: adp.DecisionReject})
+	t.refusedAny(err, "a second room.join.review of a reviewed request")
 	got, err = b.JoinRequest(ctx, room, jr.Request.ID)
 	t.ok(err, "the applicant reads its reviewed request")
 	if got.Status != adp.JoinApproved || got.ApprovedRole != adp.RoleSpeaker {

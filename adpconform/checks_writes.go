@@ -115,6 +115,11 @@ func checkTypes(ctx context.Context, t *T) {
 		t.Fatalf("the room resource does not show %s as disabled", def.Type)
 	}
 	t.refused(send(def.Type, `{"choice":"no"}`), adp.CodeTypeDisabled, "an event of a disabled type")
+	deprecated := def
+	deprecated.Status = packs.StatusDeprecated
+	_, err = a.DefineType(ctx, room, packs.Declaration{Definition: &deprecated})
+	t.ok(err, "a redefinition deprecating the type")
+	t.ok(send(def.Type, `{"choice":"no"}`), "an event of a deprecated type (§13.6: active or deprecated)")
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -362,7 +367,16 @@ func checkCancel(ctx context.Context, t *T) {
 		p.StartTime, p.EndTime = t.k.future(), t.k.future()+time.Hour.Milliseconds()
 	})
 	b := t.k.member(ctx, t, room, adp.RoleSpeaker)
-	_, err := b.CancelRoom(ctx, room, adp.Notice{})
+	// §14: a scheduled room takes membership writes and join requests.
+	c := t.k.member(ctx, t, room, adp.RoleSpeaker)
+	_, err := a.UpdateRole(ctx, room, adp.RoleUpdate{Member: c.AgentID(), Role: adp.RoleObserver})
+	t.ok(err, "a room.member.role.update in a scheduled room")
+	_, err = a.RemoveMember(ctx, room, adp.MemberRemove{Member: c.AgentID()})
+	t.ok(err, "a room.member.remove in a scheduled room")
+	if _, err := t.k.newAgent(t).RequestJoin(ctx, room, adp.JoinRequestInput{Role: adp.RoleSpeaker}); err != nil {
+		t.refusedAny(err, "a join request to a scheduled public room") // public rooms MAY take requests
+	}
+	_, err = b.CancelRoom(ctx, room, adp.Notice{})
 	t.refused(err, identity.CodePermissionDenied, "a speaker's room.cancel")
 	_, err = a.CancelRoom(ctx, room, adp.Notice{Reason: "conformance"})
 	t.ok(err, "the creator's room.cancel of a scheduled room")
@@ -372,8 +386,8 @@ func checkCancel(ctx context.Context, t *T) {
 		t.Fatalf("a cancelled room is %q", res.Status)
 	}
 	base := a.base(ctx, t, room, adp.TypeRoomJoin)
-	c := t.k.newAgent(t)
-	_, err = c.Submit(ctx, room, c.sign(ctx, t, adp.TypeRoomJoin, &base, adp.Join{Role: adp.RoleSpeaker}))
+	d := t.k.newAgent(t)
+	_, err = d.Submit(ctx, room, d.sign(ctx, t, adp.TypeRoomJoin, &base, adp.Join{Role: adp.RoleSpeaker}))
 	t.refusedAny(err, "a room.join into a cancelled room")
 	_, err = b.Leave(ctx, room, adp.Notice{})
 	t.refusedAny(err, "a room.leave from a cancelled room")
