@@ -135,11 +135,36 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 // [CheckLink] and [Room.Apply], which runs all three. Failures are *[identity.Error] values with code invalid_record (or the envelope's own
 // code).
 func ParseRecord(b []byte) (*Record, error) {
-	// The envelope is most of a record: split the object so that only
-	// envelope.Parse reads those bytes, strictly, and validate the rest.
-	members, err := strictjson.SplitObject(b)
+	// The envelope is most of a record: it is parsed where it stands,
+	// strictly, and only the structure around it is split; the other
+	// members are validated by their parsers. A record that fails is
+	// parsed again the plain way (split first, then each member in
+	// order), so that the refusal names the same first failure.
+	var env *envelope.Envelope
+	members, err := strictjson.SplitObjectAt(b, "envelope", func(v []byte) (n int, err error) {
+		env, n, err = envelope.ParsePrefix(v)
+		return n, err
+	})
 	if err != nil {
-		return nil, recordErr("record", err)
+		return parseRecord(b, nil)
+	}
+	r, err := parseRecord(b, members)
+	if err != nil {
+		return parseRecord(b, nil)
+	}
+	r.Envelope = env
+	return r, nil
+}
+
+// parseRecord decodes the members of a record, or with nil members splits
+// b first and parses its envelope itself.
+func parseRecord(b []byte, members []strictjson.Member) (*Record, error) {
+	var err error
+	plain := members == nil
+	if plain {
+		if members, err = strictjson.SplitObject(b); err != nil {
+			return nil, recordErr("record", err)
+		}
 	}
 	r := new(Record)
 	var seen uint8
@@ -148,8 +173,10 @@ func ParseRecord(b []byte) (*Record, error) {
 		v := jsontext.Value(m.Value)
 		if m.Name == "envelope" {
 			seen |= 32
-			if r.Envelope, err = envelope.Parse(v); err != nil {
-				return nil, err
+			if plain {
+				if r.Envelope, err = envelope.Parse(v); err != nil {
+					return nil, err
+				}
 			}
 			continue
 		}

@@ -80,8 +80,18 @@ func FuzzParseRecord(f *testing.F) {
 	f.Add([]byte(`{"room_id":"r","seq":1,"pre_hash":null,"hash":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA","received_at":0,"envelope":{},"x":[1]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		rec, err := adp.ParseRecord(b)
+		// The one-pass parse (envelope read where it stands) and the
+		// plain one (split, then each member) agree on every input: the
+		// same verdict, code and message, and the same record.
+		plain, perr := adp.ParseRecordPlain(b)
+		if (err == nil) != (perr == nil) || err != nil && err.Error() != perr.Error() {
+			t.Fatalf("one pass: %v; plain: %v", err, perr)
+		}
 		if err != nil {
 			return
+		}
+		if !bytes.Equal(rec.AppendJSON(nil), plain.AppendJSON(nil)) || rec.Envelope.Hash() != plain.Envelope.Hash() {
+			t.Fatal("one pass and plain parse differ")
 		}
 		// Splitting the object must not make the parser laxer than the
 		// strict validator on the whole text.

@@ -44,24 +44,50 @@ type Envelope struct {
 // Failures are *[identity.Error] values: invalid_event for shape, invalid_actor
 // for a malformed actor, invalid_event_hash and invalid_signature for
 // malformed encodings of those two members, payload_too_large past [MaxSize].
-func Parse(b []byte) (*Envelope, error) { return parse(b, nil) }
+func Parse(b []byte) (*Envelope, error) {
+	env, _, err := parse(b, nil, false)
+	return env, err
+}
+
+// ParsePrefix is [Parse] for an envelope that begins b and may be followed
+// by other bytes, which it does not read: it returns the envelope and the
+// length of its JSON text (leading whitespace included), which is at most
+// [MaxSize]. A record parser uses it to read the envelope inside a record
+// once, rather than finding where the envelope ends and then parsing it.
+func ParsePrefix(b []byte) (*Envelope, int, error) { return parse(b, nil, true) }
 
 // ParseWith is [Parse] for events of protocols outside the built-in table:
 // an event whose protocol is named by one of protos may carry that
 // Protocol's fields. For other events the built-in table applies as in
 // Parse. A Protocol in protos with a built-in name replaces the built-in
 // declaration for this call.
-func ParseWith(b []byte, protos ...Protocol) (*Envelope, error) { return parse(b, protos) }
+func ParseWith(b []byte, protos ...Protocol) (*Envelope, error) {
+	env, _, err := parse(b, protos, false)
+	return env, err
+}
 
-func parse(b []byte, protos []Protocol) (*Envelope, error) {
+// parse reads the envelope in b; with prefix set, bytes after it are left
+// unread and n is its length.
+func parse(b []byte, protos []Protocol, prefix bool) (env *Envelope, n int, err error) {
 	if len(b) > MaxSize {
-		return nil, identity.NewError(identity.CodePayloadTooLarge, "envelope larger than 1 MiB")
+		if !prefix {
+			return nil, 0, identity.NewError(identity.CodePayloadTooLarge, "envelope larger than 1 MiB")
+		}
+		// Read no further than an envelope may reach; one that does not
+		// end by then fails as truncated, which a caller needing the
+		// exact refusal re-checks with Parse.
+		b = b[:MaxSize]
 	}
+	env, n, err = parseEnvelope(b, protos, prefix)
+	return
+}
+
+func parseEnvelope(b []byte, protos []Protocol, prefix bool) (*Envelope, int, error) {
 	pd := strictjson.GetDecoder(b)
 	defer pd.Release()
 	d := pd.Decoder
 	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
-		return nil, identity.NewError(identity.CodeInvalidEvent, "envelope is not a JSON object")
+		return nil, 0, identity.NewError(identity.CodeInvalidEvent, "envelope is not a JSON object")
 	}
 	env := new(Envelope)
 	var hash, sig string
@@ -70,7 +96,7 @@ func parse(b []byte, protos []Protocol) (*Envelope, error) {
 	for d.PeekKind() != '}' {
 		name, err := readName(d)
 		if err != nil {
-			return nil, identity.Wrap(identity.CodeInvalidEvent, "envelope", err)
+			return nil, 0, identity.Wrap(identity.CodeInvalidEvent, "envelope", err)
 		}
 		switch name {
 		case "hash":
@@ -82,32 +108,35 @@ func parse(b []byte, protos []Protocol) (*Envelope, error) {
 		case "event":
 			seen |= 4
 			if pe, err = decodeEvent(d, b, protos); err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 		default:
-			return nil, identity.Errorf(identity.CodeInvalidEvent, "envelope member %.64q is not defined", name)
+			return nil, 0, identity.Errorf(identity.CodeInvalidEvent, "envelope member %.64q is not defined", name)
 		}
 		if err != nil {
-			return nil, identity.Wrap(identity.CodeInvalidEvent, "envelope."+name, err)
+			return nil, 0, identity.Wrap(identity.CodeInvalidEvent, "envelope."+name, err)
 		}
 	}
 	if _, err := d.ReadToken(); err != nil {
-		return nil, identity.Wrap(identity.CodeInvalidEvent, "envelope", err)
+		return nil, 0, identity.Wrap(identity.CodeInvalidEvent, "envelope", err)
 	}
-	if err := strictjson.End(d); err != nil {
-		return nil, identity.Wrap(identity.CodeInvalidEvent, "envelope", err)
+	n := int(d.InputOffset())
+	if !prefix {
+		if err := strictjson.End(d); err != nil {
+			return nil, 0, identity.Wrap(identity.CodeInvalidEvent, "envelope", err)
+		}
 	}
 	if seen != 7 {
-		return nil, identity.NewError(identity.CodeInvalidEvent, "envelope needs hash, event and signature")
+		return nil, 0, identity.NewError(identity.CodeInvalidEvent, "envelope needs hash, event and signature")
 	}
 	if err := b64url.DecodeFixed(env.hash[:], hash); err != nil {
-		return nil, identity.Wrap(identity.CodeInvalidEventHash, "envelope hash", err)
+		return nil, 0, identity.Wrap(identity.CodeInvalidEventHash, "envelope hash", err)
 	}
 	if err := b64url.DecodeFixed(env.sig[:], sig); err != nil {
-		return nil, identity.Wrap(identity.CodeInvalidSignature, "envelope signature", err)
+		return nil, 0, identity.Wrap(identity.CodeInvalidSignature, "envelope signature", err)
 	}
 	env.event, env.canon, env.sum = pe.Event, pe.canon, Sum(pe.canon)
-	return env, nil
+	return env, n, nil
 }
 
 // Verify parses b and checks its hash and signature: the stateless part of
@@ -120,7 +149,7 @@ func Verify(b []byte) (*Envelope, error) { return verify(b, nil) }
 func VerifyWith(b []byte, protos ...Protocol) (*Envelope, error) { return verify(b, protos) }
 
 func verify(b []byte, protos []Protocol) (*Envelope, error) {
-	env, err := parse(b, protos)
+	env, _, err := parse(b, protos, false)
 	if err != nil {
 		return nil, err
 	}

@@ -268,6 +268,13 @@ func FuzzParse(f *testing.F) {
 	f.Add(mustSign(f, testEvent(5, `{"b":[],"a":{"x":1.5e-7}}`)).AppendJSON(nil))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		env, err := envelope.Parse(b)
+		// ParsePrefix accepts what Parse accepts, and reports its
+		// length; with bytes after it, it stops at the envelope's end.
+		if penv, n, perr := envelope.ParsePrefix(append(bytes.Clone(b), `,"x":1}`...)); err == nil {
+			if perr != nil || penv.Hash() != env.Hash() || !bytes.Equal(penv.Canonical(), env.Canonical()) || n != len(bytes.TrimRight(b, " \t\r\n")) {
+				t.Fatalf("ParsePrefix: %v, length %d of %d", perr, n, len(b))
+			}
+		}
 		if err != nil {
 			var e *identity.Error
 			if !errors.As(err, &e) {

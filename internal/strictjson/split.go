@@ -28,7 +28,20 @@ var ErrStructure = errors.New("malformed JSON object")
 // matching brackets outside strings, which is exact for valid values and
 // harmless for invalid ones: a wrong boundary makes the value fail its
 // validation.
-func SplitObject(b []byte) ([]Member, error) {
+func SplitObject(b []byte) ([]Member, error) { return SplitObjectAt(b, "", nil) }
+
+// SplitObjectAt is SplitObject, except that the value of the member named
+// name is not scanned for its end: parse reads it from the start of the
+// bytes it is given (the value and everything after it) and returns the
+// length of the value it parsed. The member's Value is those bytes. An
+// error of parse is returned as is. With a nil parse it is SplitObject.
+//
+// A caller whose strict parser for one large member can stop at the
+// value's end thus reads those bytes once, not twice. For valid JSON the
+// members are those SplitObject returns; on an error the two may report
+// different failures, so a caller that must name the first failure as
+// SplitObject would re-runs SplitObject then.
+func SplitObjectAt(b []byte, name string, parse func([]byte) (int, error)) ([]Member, error) {
 	i := skipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return nil, &Error{Err: ErrWrongKind}
@@ -46,12 +59,12 @@ func SplitObject(b []byte) ([]Member, error) {
 		if end < 0 {
 			return nil, &Error{Err: ErrStructure}
 		}
-		name, err := jsontext.AppendUnquote(nil, b[i:end])
+		mname, err := jsontext.AppendUnquote(nil, b[i:end])
 		if err != nil {
 			return nil, &Error{Err: err}
 		}
 		for _, m := range out {
-			if m.Name == string(name) {
+			if m.Name == string(mname) {
 				return nil, &Error{Pointer: "/" + m.Name, Err: ErrStructure}
 			}
 		}
@@ -60,11 +73,17 @@ func SplitObject(b []byte) ([]Member, error) {
 			return nil, &Error{Err: ErrStructure}
 		}
 		i = skipWS(b, i+1)
-		vend := valueEnd(b, i)
-		if vend < 0 {
-			return nil, &Error{Pointer: "/" + string(name), Err: ErrStructure}
+		var vend int
+		if parse != nil && string(mname) == name {
+			n, err := parse(b[i:])
+			if err != nil {
+				return nil, err
+			}
+			vend = i + n
+		} else if vend = valueEnd(b, i); vend < 0 {
+			return nil, &Error{Pointer: "/" + string(mname), Err: ErrStructure}
 		}
-		out = append(out, Member{Name: string(name), Value: b[i:vend]})
+		out = append(out, Member{Name: string(mname), Value: b[i:vend]})
 		i = skipWS(b, vend)
 		if i < len(b) && b[i] == ',' {
 			i = skipWS(b, i+1)
