@@ -364,3 +364,44 @@ func BenchmarkStages(b *testing.B) {
 }
 
 func sha3New() *sha3.SHA3 { return sha3.New256() }
+
+// BenchmarkVerifyCallgrind verifies a 2,000-record archive of the same mix
+// as bench100k with one worker, or checks its signatures with
+// crypto/ed25519.Verify, once: small enough to run under valgrind, whose
+// instruction counts do not depend on the machine's load. The
+// environment variable CALLGRIND_MODE picks what runs after the common
+// setup: "verify", "floor" or "none"; the difference of each to "none"
+// in total instructions (callgrind's I refs) is the cost of that part:
+//
+//	CGO_ENABLED=0 go test -c -o archive.test ./archive
+//	CALLGRIND_MODE=verify GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind \
+//	  ./archive.test -test.run '^$' -test.bench VerifyCallgrind -test.benchtime 1x
+func BenchmarkVerifyCallgrind(b *testing.B) {
+	var log bytes.Buffer
+	m := generate(2_000, 1, func(l []byte) { log.Write(l); log.WriteByte('\n') })
+	var ts []sigTriple
+	for _, l := range lines(log.Bytes()) {
+		rec, err := adp.ParseRecord(l)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ts = append(ts, sigTriple{rec.Envelope.Actor().PublicKey(), rec.Envelope.Hash(), rec.Envelope.Signature()})
+	}
+	ctx := context.Background()
+	mode := os.Getenv("CALLGRIND_MODE")
+	for b.Loop() {
+		switch mode {
+		case "floor":
+			for _, t := range ts {
+				if !ed25519.Verify(t.pub, t.hash[:], t.sig[:]) {
+					b.Fatal("bad signature")
+				}
+			}
+		case "verify", "":
+			rep, err := archive.Verify(ctx, m, bytes.NewReader(log.Bytes()), &archive.VerifyOptions{Workers: 1})
+			if err != nil || rep.Records != 2_000 {
+				b.Fatal(err)
+			}
+		}
+	}
+}

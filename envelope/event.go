@@ -173,6 +173,9 @@ func decodeEvent(d *jsontext.Decoder, buf []byte, protos []Protocol) (*parsedEve
 		default:
 			var v jsontext.Value
 			v, err = walkValue(d, buf)
+			if e.Ext == nil {
+				e.Ext = make(Fields, 0, 4) // ADP's four: one allocation
+			}
 			e.Ext = append(e.Ext, Field{Name: name, Value: v})
 		}
 		if err != nil {

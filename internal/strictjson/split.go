@@ -59,9 +59,13 @@ func SplitObjectAt(b []byte, name string, parse func([]byte) (int, error)) ([]Me
 		if end < 0 {
 			return nil, &Error{Err: ErrStructure}
 		}
-		mname, err := jsontext.AppendUnquote(nil, b[i:end])
+		var buf [32]byte
+		mname, err := jsontext.AppendUnquote(buf[:0], b[i:end])
 		if err != nil {
 			return nil, &Error{Err: err}
+		}
+		if out == nil {
+			out = make([]Member, 0, 8)
 		}
 		for _, m := range out {
 			if m.Name == string(mname) {
@@ -83,7 +87,7 @@ func SplitObjectAt(b []byte, name string, parse func([]byte) (int, error)) ([]Me
 		} else if vend = valueEnd(b, i); vend < 0 {
 			return nil, &Error{Pointer: "/" + string(mname), Err: ErrStructure}
 		}
-		out = append(out, Member{Name: string(mname), Value: b[i:vend]})
+		out = append(out, Member{Name: intern(mname), Value: b[i:vend]})
 		i = skipWS(b, vend)
 		if i < len(b) && b[i] == ',' {
 			i = skipWS(b, i+1)
@@ -169,4 +173,24 @@ func valueEnd(b []byte, i int) int {
 		return -1
 	}
 	return i
+}
+
+// intern returns name as a string, without allocating for the members of
+// server records and envelopes, which SplitObject meets on every line.
+func intern(name []byte) string {
+	switch string(name) {
+	case "room_id":
+		return "room_id"
+	case "seq":
+		return "seq"
+	case "pre_hash":
+		return "pre_hash"
+	case "hash":
+		return "hash"
+	case "received_at":
+		return "received_at"
+	case "envelope":
+		return "envelope"
+	}
+	return string(name)
 }

@@ -267,7 +267,10 @@ func String(v []byte) (string, error) {
 	if jsontext.Value(v).Kind() != '"' {
 		return "", ErrWrongKind
 	}
-	b, err := jsontext.AppendUnquote(nil, v)
+	// Unquote into a buffer on the stack: the one allocation is the
+	// string itself (record and event members are short).
+	var buf [128]byte
+	b, err := jsontext.AppendUnquote(buf[:0], v)
 	return string(b), err
 }
 
