@@ -24,6 +24,21 @@ type Event struct {
 	BaseHash envelope.Hash
 	// Mentions is the top-level attention list (nil when absent).
 	Mentions []identity.AgentID
+
+	env *envelope.Envelope // the envelope parsed, for its canonical form
+}
+
+// canonicalPayload is the payload's RFC 8785 form, taken from the
+// envelope's canonical event when the Event came from ParseEvent.
+func (e *Event) canonicalPayload() []byte {
+	if e.env != nil {
+		return e.env.CanonicalPayload()
+	}
+	canon, err := strictjson.Canonicalize(e.Payload)
+	if err != nil {
+		return e.Payload // not reached for a parsed payload
+	}
+	return canon
 }
 
 // ParseEvent checks the ADP shape of an envelope's event (§6): the protocol
@@ -34,7 +49,7 @@ type Event struct {
 //
 // It does not verify the signature; see [envelope.Verify].
 func ParseEvent(env *envelope.Envelope) (*Event, error) {
-	e := &Event{Event: env.Event(), Hash: env.Hash()}
+	e := &Event{Event: env.Event(), Hash: env.Hash(), env: env}
 	if e.Protocol != Protocol {
 		return nil, identity.Errorf(identity.CodeInvalidEvent, "protocol %q is not %s", clip(e.Protocol), Protocol)
 	}

@@ -141,11 +141,9 @@ func (r *Room) checkSize(ev *Event, def *packs.Definition) error {
 	// policy (an exponent like 9e15 spelled out), so only payloads that
 	// could exceed the limit pay for canonicalization.
 	if n*4 > limit {
-		canon, err := strictjson.Canonicalize(ev.Payload)
-		if err != nil {
-			return identity.Wrap(identity.CodeInvalidEvent, "payload", err)
-		}
-		n = int64(len(canon))
+		// The envelope holds the canonical event, and in it the
+		// canonical payload: measure that rather than canonicalize again.
+		n = int64(len(ev.canonicalPayload()))
 	}
 	if n > limit {
 		return identity.Errorf(identity.CodePayloadTooLarge, "payload is %d bytes; the limit is %d", n, limit)

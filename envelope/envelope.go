@@ -257,6 +257,24 @@ func (e *Envelope) Actor() identity.AgentID { return e.event.Actor }
 // modified.
 func (e *Envelope) Canonical() []byte { return e.canon }
 
+// CanonicalPayload returns the RFC 8785 form of the event's payload: its
+// bytes inside [Envelope.Canonical], which RFC 8785 makes the canonical
+// form of the payload on its own. Finding them costs a scan of the
+// canonical event, not a second canonicalization. The bytes alias the
+// envelope's memory and must not be modified.
+func (e *Envelope) CanonicalPayload() []byte {
+	ms, err := strictjson.SplitObject(e.canon)
+	if err != nil {
+		return nil // not reached: canon is the canonical form of a parsed event
+	}
+	for _, m := range ms {
+		if m.Name == "payload" {
+			return m.Value
+		}
+	}
+	return nil
+}
+
 // AppendJSON appends the envelope in canonical (RFC 8785) form:
 // {"event","hash","signature"} with the canonical event. Re-marshalling a
 // parsed envelope is therefore stable and preserves the payload exactly,

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/internal/strictjson"
 )
 
 var testKey, _ = identity.NewKeyFromSeed(bytes.Repeat([]byte{7}, 32))
@@ -281,6 +282,11 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("untyped error %v", err)
 			}
 			return
+		}
+		// The canonical payload found in the canonical event is the
+		// payload canonicalized on its own.
+		if want, err := strictjson.Canonicalize(env.Event().Payload); err != nil || !bytes.Equal(env.CanonicalPayload(), want) {
+			t.Fatalf("CanonicalPayload %q, want %q (%v)", env.CanonicalPayload(), want, err)
 		}
 		again, err := envelope.Parse(env.AppendJSON(nil))
 		if err != nil {
