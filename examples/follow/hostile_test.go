@@ -77,7 +77,9 @@ func TestFollowBigRoom(t *testing.T) {
 	}
 	var stdout, stderr syncBuffer
 	o := &options{host: srv.URL, room: rec.RoomID, keyFile: keyFile(t, "alice"), untilEnded: true,
-		tune: func(so *sse.Options) { so.Backoff = sse.Backoff{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond} }}
+		tune: func(so *sse.Options) {
+			so.Backoff = sse.Backoff{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond}
+		}}
 	if code := follow(ctx, o, &stdout, &stderr); code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
