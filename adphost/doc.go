@@ -55,12 +55,28 @@
 //
 // # What it keeps in memory
 //
-// Whatever the Store, the Host keeps every room's adp.Room replica (the
-// verified room state: members, registry, head) in memory, rebuilds all of
-// them from the Store's records when it starts, and scans them for public
-// room discovery and /v1/me/rooms. Live-stream subscribers, rate-limit
-// counters and the per-actor locks are in memory too. One process serves
-// one Store.
+// The Store is the truth. The Host keeps a bounded cache of adp.Room
+// replicas ([Options].RoomCache, least recently used out; rooms with live
+// subscribers stay), loads a room on first use from its newest snapshot
+// (stored every [Options].SnapshotEvery records) and the records after it,
+// and replays nothing at start-up. Public room discovery and /v1/me/rooms
+// read the room index the Store keeps with every append, loading no room.
+// Live-stream subscribers and the per-room write locks are in memory;
+// nonces and quota windows are in the Store.
+//
+// # Many processes, one host
+//
+// Several Hosts may share one Store (adphost/pgstore) behind one origin.
+// Append checks the head, the exact-resubmission index, the nonce and the
+// quota in one transaction, so a write is accepted once whichever process
+// it reaches. A process whose replica is behind (another appended) catches
+// up from the Store and judges the write again; while it keeps losing the
+// race it retries, up to [Options].AppendDeadline, and then answers
+// rate_limited with Retry-After: 1. With a [Notifier] Store, every process
+// learns of every append ("room R has seq N"), reads the records from the
+// Store and feeds its live subscribers in seq order, exactly once; rooms
+// with subscribers are also compared with the Store every
+// [Options].RepairInterval, which repairs a lost notification.
 //
 // # Running it for real
 //

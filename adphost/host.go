@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentprotocols/go-sdk/internal/untrusted"
@@ -71,6 +72,24 @@ type Options struct {
 	// SSEBuffer is how many items a live subscriber may fall behind before
 	// the host drops it (the client resumes from history); 0 means 256.
 	SSEBuffer int
+	// RoomCache bounds the rooms whose state is kept in memory, least
+	// recently used out; 0 means 1000. Rooms with live subscribers stay
+	// beyond the bound. An evicted room is rebuilt on its next use from its
+	// newest stored snapshot and the records after it.
+	RoomCache int
+	// SnapshotEvery is how many records apart a room's snapshots are
+	// stored; 0 means 100, negative means never (rooms are then rebuilt
+	// from seq 1).
+	SnapshotEvery int
+	// AppendDeadline bounds how long a write keeps retrying while other
+	// processes sharing the Store keep winning its room's append race; 0
+	// means 2 s. After it the write is refused with rate_limited and
+	// Retry-After: 1.
+	AppendDeadline time.Duration
+	// RepairInterval is how often rooms with live subscribers are checked
+	// against a shared Store (one that implements Notifier) for records a
+	// lost notification did not announce; 0 means 1 s.
+	RepairInterval time.Duration
 }
 
 // MaxStatusTTL is the recommended maximum agent-status TTL (§17.4).
@@ -79,14 +98,18 @@ const MaxStatusTTL = 300 * time.Second
 // Host is the reference ADP host (seed draft 2026-07-04) as an
 // http.Handler: every endpoint of §16–§18 on top of the adp.Room rule
 // table, with the live-write checks of envelope.Verifier. It is meant for
-// tests and development (examples/host), not for production traffic: it
-// keeps every room's state in memory and scans rooms linearly for the
-// discovery lists.
+// tests, development (examples/host) and hosts of many processes on one
+// database (adphost/pgstore).
 //
-// Writes to one room are serialized; the head precondition, seq and
-// received_at (never decreasing) are assigned under the room's lock, and
-// the record is appended to the Store before anyone sees it. A Host is
-// safe for concurrent use.
+// The Store is the truth; rooms in memory are a bounded cache of replicas
+// (Options.RoomCache), loaded on first use from a snapshot and the records
+// after it. Writes to one room are serialized within the process; the head
+// precondition, seq and received_at (never decreasing) are assigned under
+// the room's lock, and the record is appended to the Store before anyone
+// sees it. When the Store's log is ahead of the replica (another process
+// appended), the replica catches up and the write is judged again, so a
+// valid write is never refused for a race it lost. A Host is safe for
+// concurrent use.
 type Host struct {
 	origin     identity.Origin
 	store      Store
@@ -102,32 +125,47 @@ type Host struct {
 	newID      func() string
 	newReqID   func() string
 	limits     RateLimits
-	limiter    *limiter
 	verifier   *envelope.Verifier
 	mux        *http.ServeMux
+	snapEvery  int
+	deadline   time.Duration
+	repair     time.Duration
+	stop       context.CancelFunc
+	bg         sync.WaitGroup
 
-	mu    sync.RWMutex
-	rooms map[string]*hostRoom
+	mu    sync.Mutex
+	cache *roomCache
 }
 
 // hostRoom is one room's in-memory state.
 type hostRoom struct {
 	id string
 	mu sync.Mutex // serializes writes and archive building
-	// room is replaced only under mu (after a failed Store append).
+	// room is the replica; it is read and changed only under mu (current
+	// returns it).
 	room    *adp.Room
 	archive *builtArchive
 	// reg is the room's type registry, refreshed when a record changes it
 	// (room.create, type.define): Room.Registry returns a copy, too dear
 	// to take on every write for the rate class.
 	reg *packs.Registry
+	// ix is the room's index entry as of the replica's latest record,
+	// without members; nil when it must be rebuilt. Held under mu.
+	ix *RoomIndex
+	// loaded is closed once room is set (or loadErr).
+	loaded  chan struct{}
+	loadErr error
+	elem    *cacheElem
+	// kicked is set while a catch-up for a notification is scheduled.
+	kicked atomic.Bool
 
 	subMu sync.Mutex
 	subs  map[*subscriber]struct{}
 }
 
-// New returns a Host that serves opts.Origin, replaying every room the
-// Store holds.
+// New returns a Host that serves opts.Origin. It loads no room: rooms are
+// loaded on first use. With a Store that implements Notifier, New starts
+// the listener of other processes' appends; Close stops it.
 func New(ctx context.Context, opts *Options) (*Host, error) {
 	var o Options
 	if opts != nil {
@@ -139,7 +177,6 @@ func New(ctx context.Context, opts *Options) (*Host, error) {
 	h := &Host{
 		origin: o.Origin, store: o.Store, now: o.Now, window: o.Window, statusTTL: o.StatusTTL,
 		jrTTL: o.JoinRequestTTL, heartbeat: o.Heartbeat, sseBuffer: o.SSEBuffer, newID: o.NewRoomID,
-		rooms: map[string]*hostRoom{},
 	}
 	if h.store == nil {
 		h.store = NewMemoryStore()
@@ -174,21 +211,12 @@ func New(ctx context.Context, opts *Options) (*Host, error) {
 	if o.RateLimits != nil {
 		h.limits = o.RateLimits.withDefaults()
 	}
-	h.limiter = newLimiter()
 	h.roomOpts = adp.RoomOptions{Packs: o.Packs, JoinRequests: joinRequests{h}, MaxPayloadBytes: o.MaxPayloadBytes}
 	h.verifier = envelope.NewVerifier(&envelope.VerifierOptions{Window: h.window, History: history{h.store}, Now: h.now})
-	ids, err := h.store.Rooms(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for _, id := range ids {
-		hr := &hostRoom{id: id, subs: map[*subscriber]struct{}{}}
-		if err := h.reload(ctx, hr); err != nil {
-			return nil, err
-		}
-		h.rooms[id] = hr
-	}
+	h.snapEvery, h.deadline, h.repair = cmp.Or(o.SnapshotEvery, 100), cmp.Or(o.AppendDeadline, 2*time.Second), cmp.Or(o.RepairInterval, time.Second)
+	h.cache = newRoomCache(cmp.Or(max(o.RoomCache, 0), 1000))
 	h.routes()
+	h.startListening()
 	return h, nil
 }
 
@@ -232,66 +260,6 @@ func (h *Host) routes() {
 	h.mux = m
 }
 
-// reload rebuilds hr.room from the Store's log: the records are replayed
-// without the join-request store (the log is the evidence, as for any
-// verifier) and the state is then restored with the host's options.
-func (h *Host) reload(ctx context.Context, hr *hostRoom) error {
-	opts := h.roomOpts
-	opts.JoinRequests = nil
-	opts.URL = h.RoomURL(hr.id)
-	replay := adp.NewRoom(hr.id, &opts)
-	var after int64
-	for {
-		recs, err := h.store.Records(ctx, hr.id, after, 1000)
-		if err != nil {
-			return err
-		}
-		if len(recs) == 0 {
-			break
-		}
-		for _, rec := range recs {
-			if err := replay.Apply(ctx, rec); err != nil {
-				return err
-			}
-			after = rec.Seq
-		}
-	}
-	snap, err := replay.Snapshot()
-	if err != nil {
-		return err
-	}
-	opts.JoinRequests = h.roomOpts.JoinRequests
-	room, err := adp.RestoreRoom(snap, &opts)
-	if err != nil {
-		return err
-	}
-	hr.room = room
-	hr.reg = room.Registry()
-	return nil
-}
-
-// lookup returns a room, or room_not_found.
-func (h *Host) lookup(id string) (*hostRoom, error) {
-	h.mu.RLock()
-	hr := h.rooms[id]
-	h.mu.RUnlock()
-	if hr == nil {
-		return nil, roomNotFound(id)
-	}
-	return hr, nil
-}
-
-// allRooms returns every room.
-func (h *Host) allRooms() []*hostRoom {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	out := make([]*hostRoom, 0, len(h.rooms))
-	for _, hr := range h.rooms {
-		out = append(out, hr)
-	}
-	return out
-}
-
 // currentRoom returns hr.room under hr.mu (it changes only on reload).
 func (hr *hostRoom) current() *adp.Room {
 	hr.mu.Lock()
@@ -319,6 +287,15 @@ func (j joinRequests) Lookup(ctx context.Context, roomID, id string) (adp.JoinRe
 	}
 	if jr == nil {
 		return adp.JoinRequest{}, "", identity.Errorf(adp.CodeJoinRequestNotFound, "join request %q does not exist", clip(id))
+	}
+	if typ, ok := ctx.Value(replayKey{}).(string); ok {
+		// Catching up on a record another process accepted: the review
+		// or join already happened, and the stored request shows its
+		// outcome. The status it had then is the one the record needed.
+		if typ == adp.TypeRoomJoinReview {
+			return jr.Request, adp.JoinPending, nil
+		}
+		return jr.Request, adp.JoinApproved, nil
 	}
 	return jr.Request, j.h.effective(jr).Status, nil
 }
@@ -351,6 +328,16 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 
 // writeError writes err with the ADP status of its code.
 func writeError(w http.ResponseWriter, err error) {
+	var busy *busyError
+	if errors.As(err, &busy) {
+		// Retryable at once: the room is contended, not the agent over
+		// its quota.
+		w.Header().Set("Retry-After", "1")
+		c := *busy.err
+		c.Status = adp.DefaultStatus(c.Code)
+		identity.WriteError(w, &c)
+		return
+	}
 	var e *identity.Error
 	if errors.As(err, &e) && e != nil && e.Status == 0 {
 		c := *e
@@ -401,9 +388,12 @@ func randomRequestID() string {
 func clip(s string) string { return untrusted.Clip(s, 64) }
 
 // Close ends every live stream, so that a server shutting down does not
-// wait for subscribers. The Host keeps serving other requests.
+// wait for subscribers, and stops the Notifier listener. The Host keeps
+// serving other requests.
 func (h *Host) Close() {
-	for _, hr := range h.allRooms() {
+	h.stop()
+	h.bg.Wait()
+	for _, hr := range h.cachedRooms() {
 		hr.subMu.Lock()
 		for s := range hr.subs {
 			s.close()

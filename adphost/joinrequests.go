@@ -28,7 +28,7 @@ func (h *Host) callerRoom(r *http.Request) (identity.AgentID, *hostRoom, error) 
 	if err != nil {
 		return who, nil, err
 	}
-	hr, err := h.lookup(r.PathValue("room_id"))
+	hr, err := h.lookup(r.Context(), r.PathValue("room_id"))
 	return who, hr, err
 }
 
@@ -88,7 +88,7 @@ func (h *Host) createJoinRequest(w http.ResponseWriter, r *http.Request) {
 		err = h.checkPending(r, hr.id)
 	}
 	if err == nil {
-		err = h.limiter.take(rateKey{agent: who, class: "join-request"}, h.limits.JoinRequests, now)
+		err = h.take(r.Context(), rateKey{agent: who, class: "join-request"}, h.limits.JoinRequests, now)
 	}
 	if err != nil {
 		writeError(w, err)

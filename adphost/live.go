@@ -81,6 +81,13 @@ func (h *Host) live(w http.ResponseWriter, r *http.Request) {
 		delete(hr.subs, sub)
 		hr.subMu.Unlock()
 	}()
+	if !h.cached(hr) {
+		// The replica left the cache between the lookup and the
+		// subscription (a room with a subscriber stays): its successor
+		// would not feed this stream.
+		writeError(w, &busyError{identity.NewError(identity.CodeRateLimited, "the room was reloaded; subscribe again")})
+		return
+	}
 	w.Header().Set("Cache-Control", "no-cache")
 	if sess.Flush() != nil {
 		return

@@ -1,7 +1,7 @@
 package adphost
 
 import (
-	"sync"
+	"context"
 	"time"
 
 	"github.com/agentprotocols/go-sdk/adp"
@@ -87,86 +87,18 @@ func (h *Host) rateClass(hr *hostRoom, ev *adp.Event) (rateKey, int) {
 	return key, h.limits.Control
 }
 
-// limiter keeps a sliding one-minute window of accepted events per key.
-// Every window holds at most its limit of timestamps, and idle keys are
-// swept, so memory follows the agents active within the last minute.
-type limiter struct {
-	mu        sync.Mutex
-	windows   map[rateKey][]int64
-	lastSweep int64
-}
+// String is the key's name in the Store's quota windows.
+func (k rateKey) String() string { return k.agent.String() + "|" + k.room + "|" + k.class }
 
-func newLimiter() *limiter { return &limiter{windows: map[rateKey][]int64{}} }
-
+// rateWindow is the quota window of §21, one minute in ms.
 const rateWindow = int64(time.Minute / time.Millisecond)
 
-// check refuses with rate_limited when key used its limit within the last
-// minute. It does not count the event: consume does, once it is accepted.
-func (l *limiter) check(key rateKey, limit int, now time.Time) error {
+// take counts one use of key against limit in the Store's shared window,
+// or refuses with rate_limited; for the JWT writes (join requests and
+// statuses), which have no record to append with.
+func (h *Host) take(ctx context.Context, key rateKey, limit int, now time.Time) error {
 	if limit < 0 {
 		return nil
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	_, err := l.window(key, limit, now.UnixMilli())
-	return err
-}
-
-// window trims key's window to the last minute, stores it and returns it,
-// refusing with rate_limited when it already holds limit uses. l.mu is held.
-func (l *limiter) window(key rateKey, limit int, ms int64) ([]int64, error) {
-	w := trim(l.windows[key], ms)
-	l.windows[key] = w
-	if len(w) >= limit {
-		return nil, identity.Errorf(identity.CodeRateLimited, "%s quota of %d per minute is used up", key.class, limit)
-	}
-	return w, nil
-}
-
-// consume counts one accepted event.
-func (l *limiter) consume(key rateKey, limit int, now time.Time) {
-	if limit < 0 {
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	ms := now.UnixMilli()
-	if ms-l.lastSweep > rateWindow {
-		for k, w := range l.windows {
-			if len(trim(w, ms)) == 0 {
-				delete(l.windows, k)
-			}
-		}
-		l.lastSweep = ms
-	}
-	w := append(trim(l.windows[key], ms), ms)
-	if len(w) > limit {
-		w = w[len(w)-limit:]
-	}
-	l.windows[key] = w
-}
-
-// trim drops timestamps older than one minute.
-func trim(w []int64, ms int64) []int64 {
-	i := 0
-	for i < len(w) && w[i] <= ms-rateWindow {
-		i++
-	}
-	return w[i:]
-}
-
-// take is check and consume in one step, for the JWT writes.
-func (l *limiter) take(key rateKey, limit int, now time.Time) error {
-	if limit < 0 {
-		return nil
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	ms := now.UnixMilli()
-	w, err := l.window(key, limit, ms)
-	if err != nil {
-		return err
-	}
-	l.windows[key] = append(w, ms)
-	return nil
+	return h.store.TakeQuota(ctx, Quota{Key: key.String(), Limit: limit, Now: now.UnixMilli(), Window: rateWindow})
 }

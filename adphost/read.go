@@ -149,7 +149,7 @@ func (h *Host) authorizedRoom(r *http.Request, what int) (*hostRoom, *adp.Room, 
 	if err != nil {
 		return nil, nil, err
 	}
-	hr, err := h.lookup(r.PathValue("room_id"))
+	hr, err := h.lookup(r.Context(), r.PathValue("room_id"))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -368,7 +368,7 @@ func (h *Host) putStatus(w http.ResponseWriter, r *http.Request) {
 	// An expires_at at or before now clears the status (connector spec
 	// §4.3): it is stored already expired, so no read lists it.
 	if err == nil {
-		err = h.limiter.take(rateKey{agent: who, room: hr.id, class: "agent-status"}, h.limits.StatusWrites, now)
+		err = h.take(r.Context(), rateKey{agent: who, room: hr.id, class: "agent-status"}, h.limits.StatusWrites, now)
 	}
 	if err != nil {
 		writeError(w, err)

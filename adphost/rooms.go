@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/identity"
@@ -16,22 +17,61 @@ const (
 	MaxRoomsLimit     = 100
 )
 
-// summary builds a room summary.
-func (h *Host) summary(room *adp.Room) adp.RoomSummary {
+// index builds a room's index entry from its replica, with its members
+// when members is true. Summary.Status is the stored status, before the
+// clock applies (see listed).
+func (h *Host) index(room *adp.Room, members bool) RoomIndex {
 	creator, _ := room.Creator()
 	c := room.Contract()
 	latest := room.Latest()
+	ix := RoomIndex{Agenda: c.Agenda}
 	n := 0
 	for _, m := range room.Members() {
 		if m.Status == adp.MemberActive {
 			n++
 		}
+		if members {
+			ix.Members = append(ix.Members, MemberIndex{Agent: m.ID, Role: m.Role, Status: m.Status})
+		}
 	}
-	return adp.RoomSummary{
-		ID: room.ID(), Status: room.Status(h.now()), URL: h.RoomURL(room.ID()), Creator: creator, Topic: c.Topic,
+	if members && ix.Members == nil {
+		ix.Members = []MemberIndex{}
+	}
+	ix.Summary = adp.RoomSummary{
+		ID: room.ID(), Status: room.Status(time.UnixMilli(0)), URL: h.RoomURL(room.ID()), Creator: creator, Topic: c.Topic,
 		Visibility: c.Visibility, StartTime: c.StartTime, EndTime: c.EndTime, Tags: c.Tags, Language: c.Language,
 		Seq: latest.Seq, LastActivity: latest.ReceivedAt, Members: n,
 	}
+	return ix
+}
+
+// listed is an index entry's summary as the lists show it now: the clock
+// moves a scheduled room to active at start_time and an active one to
+// ended at end_time (the rule of adp.Room.Status).
+func (h *Host) listed(ix RoomIndex) adp.RoomSummary {
+	s := ix.Summary
+	s.URL = h.RoomURL(s.ID)
+	at := h.now().UnixMilli()
+	if s.Status == adp.StatusScheduled && at >= s.StartTime {
+		s.Status = adp.StatusActive
+	}
+	if s.Status == adp.StatusActive && at >= s.EndTime {
+		s.Status = adp.StatusEnded
+	}
+	return s
+}
+
+// restore puts hr's replica back to a snapshot taken before a write whose
+// append failed (hr.mu held).
+func (h *Host) restore(hr *hostRoom, snap []byte) error {
+	opts := h.roomOpts
+	opts.URL = h.RoomURL(hr.id)
+	room, err := adp.RestoreRoom(snap, &opts)
+	if err != nil {
+		return err
+	}
+	hr.room, hr.reg = room, room.Registry()
+	return nil
 }
 
 // statusRank orders active rooms before scheduled ones (§18), then ended
@@ -122,22 +162,26 @@ func (h *Host) publicRooms(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// The Store's index, not the rooms: listing loads none of them.
+	all, err := h.store.PublicRooms(r.Context())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	var list []adp.RoomSummary
-	for _, hr := range h.allRooms() {
-		room := hr.current()
-		c := room.Contract()
-		if !room.Created() || c.Visibility == adp.VisibilityPrivate {
+	for _, ix := range all {
+		s := h.listed(ix)
+		if s.Visibility == adp.VisibilityPrivate {
 			continue
 		}
-		s := h.summary(room)
 		switch {
 		case status != "" && s.Status != status,
-			tag != "" && !slices.Contains(c.Tags, tag),
-			lang != "" && c.Language != lang,
+			tag != "" && !slices.Contains(s.Tags, tag),
+			lang != "" && s.Language != lang,
 			!creator.IsZero() && s.Creator != creator,
-			startsAfter >= 0 && c.StartTime <= startsAfter,
-			endsBefore > 0 && c.EndTime >= endsBefore,
-			keyword != "" && !matches(keyword, c):
+			startsAfter >= 0 && s.StartTime <= startsAfter,
+			endsBefore > 0 && s.EndTime >= endsBefore,
+			keyword != "" && !matches(keyword, s, ix.Agenda):
 			continue
 		}
 		list = append(list, s)
@@ -156,11 +200,11 @@ func writeSummaries(w http.ResponseWriter, r *http.Request, list []adp.RoomSumma
 	writeJSON(w, http.StatusOK, out)
 }
 
-func matches(keyword string, c adp.Contract) bool {
-	if strings.Contains(strings.ToLower(c.Topic), keyword) || strings.Contains(strings.ToLower(c.Agenda), keyword) {
+func matches(keyword string, s adp.RoomSummary, agenda string) bool {
+	if strings.Contains(strings.ToLower(s.Topic), keyword) || strings.Contains(strings.ToLower(agenda), keyword) {
 		return true
 	}
-	for _, t := range c.Tags {
+	for _, t := range s.Tags {
 		if strings.Contains(strings.ToLower(t), keyword) {
 			return true
 		}
@@ -193,18 +237,19 @@ func (h *Host) myRooms(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	status, membership := adp.Status(q.Get("status")), q.Get("membership")
+	all, err := h.store.AgentRooms(r.Context(), who)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	var list []adp.RoomSummary
-	for _, hr := range h.allRooms() {
-		room := hr.current()
-		if !room.Created() {
-			continue
-		}
-		s := h.summary(room)
-		creator, _ := room.Creator()
-		if m, ok := room.Member(who); ok {
-			s.Role, s.MemberStatus = m.Role, string(m.Status)
+	for _, ix := range all {
+		s := h.listed(ix)
+		creator := s.Creator
+		if len(ix.Members) > 0 {
+			s.Role, s.MemberStatus = ix.Members[0].Role, string(ix.Members[0].Status)
 		} else if creator != who {
-			reqs, err := h.store.JoinRequests(r.Context(), hr.id)
+			reqs, err := h.store.JoinRequests(r.Context(), s.ID)
 			if err != nil {
 				writeError(w, err)
 				return
@@ -218,7 +263,8 @@ func (h *Host) myRooms(w http.ResponseWriter, r *http.Request) {
 				continue
 			}
 		}
-		if room.Contract().Visibility == adp.VisibilityPrivate && !isMember(room, who, true) {
+		active := creator == who || len(ix.Members) > 0 && ix.Members[0].Status == adp.MemberActive
+		if s.Visibility == adp.VisibilityPrivate && !active {
 			s = withheld(s)
 		}
 		switch {

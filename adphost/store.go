@@ -1,6 +1,7 @@
 package adphost
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -16,24 +17,53 @@ import (
 // not the one the new record links to: another writer appended first.
 var ErrHeadMoved = errors.New("adphost: the room log moved; the record does not follow its last record")
 
-// Store is the host's durable state: room logs with append-if-head, join
-// requests, agent statuses and the per-actor nonce cache. The Host keeps
-// its rules in memory and the facts here, so a production host backs the
-// interface with its own database (examples/host uses bbolt) and a
-// restarted host replays the logs. Implementations must be safe for
-// concurrent use; the Host serializes writes per room.
+// ErrDuplicateEvent is returned by Store.Append when the record's envelope
+// already has a record (in any room): the same envelope was accepted
+// elsewhere first, and the write is an exact resubmission.
+var ErrDuplicateEvent = errors.New("adphost: the envelope already has a record")
+
+// Store is the host's durable state: room logs with append-if-head, the
+// exact-resubmission index, the per-actor nonce cache, quota windows, join
+// requests, agent statuses, room snapshots and the room index that the
+// discovery lists read.
+//
+// A Store may be shared by several Host processes (adphost/pgstore): every
+// check that must hold across them is made by the Store inside Append, in
+// one transaction with the record. Implementations must be safe for
+// concurrent use.
 type Store interface {
-	// Append adds rec to its room's log if rec.Seq is one past the last
-	// record and rec.PreHash is its hash (a seq 1 record creates the
-	// log); otherwise it returns ErrHeadMoved and changes nothing.
-	Append(ctx context.Context, rec *adp.Record) error
+	// Append adds c.Record to its room's log, atomically with the rest of
+	// c, if the record's seq is one past the last record and its pre_hash
+	// is that record's hash (a seq 1 record creates the log). It returns
+	// ErrHeadMoved when the log moved, ErrDuplicateEvent when the envelope
+	// already has a record, a nonce_not_greater error (with MaxSeenNonce)
+	// when c.Nonce does not advance, and rate_limited when c.Quota is used
+	// up; any error changes nothing. The room's index entry follows the
+	// record: its Summary.Seq and LastActivity become the record's seq and
+	// received_at whether or not c.Index replaces the rest.
+	Append(ctx context.Context, c *Commit) error
 	// Records returns up to limit records with seq > afterSeq, in order.
 	Records(ctx context.Context, roomID string, afterSeq int64, limit int) ([]*adp.Record, error)
+	// Head returns the seq of a room's last record; 0 when it has none.
+	Head(ctx context.Context, roomID string) (int64, error)
 	// RecordByEvent finds the accepted record of an envelope hash, for the
 	// exact-resubmission rule; nil when there is none.
 	RecordByEvent(ctx context.Context, event envelope.Hash) (*adp.Record, error)
-	// Rooms lists every room ID with a log.
-	Rooms(ctx context.Context) ([]string, error)
+
+	// PutSnapshot stores a room snapshot (adp.Room.Snapshot) taken at
+	// seq, unless a newer one is stored.
+	PutSnapshot(ctx context.Context, roomID string, seq int64, snap []byte) error
+	// Snapshot returns a room's newest snapshot and its seq; seq 0 and nil
+	// when there is none.
+	Snapshot(ctx context.Context, roomID string) (seq int64, snap []byte, err error)
+
+	// PublicRooms returns the index entries of every room that is not
+	// private, without members.
+	PublicRooms(ctx context.Context) ([]RoomIndex, error)
+	// AgentRooms returns the index entries of the rooms agent created, is
+	// or was a member of, or asked to join; Members holds only agent's
+	// own entry, if any.
+	AgentRooms(ctx context.Context, agent identity.AgentID) ([]RoomIndex, error)
 
 	// PutJoinRequest creates or replaces a join request.
 	PutJoinRequest(ctx context.Context, jr *adp.JoinRequestResource) error
@@ -46,47 +76,187 @@ type Store interface {
 	PutStatus(ctx context.Context, st *adp.AgentStatus) error
 	// DeleteStatus removes an agent's status; absent is not an error.
 	DeleteStatus(ctx context.Context, roomID string, agent identity.AgentID) error
-	// Statuses returns a room's stored statuses, expired ones included.
+	// Statuses returns a room's stored statuses, expired ones included,
+	// by Agent ID.
 	Statuses(ctx context.Context, roomID string) ([]*adp.AgentStatus, error)
 
 	// MaxNonce returns the greatest accepted nonce of actor and when that
 	// cache entry expires (Unix ms); zeros when none.
 	MaxNonce(ctx context.Context, actor identity.AgentID) (nonce, expiresAt int64, err error)
-	// PutMaxNonce records an actor's greatest accepted nonce.
-	PutMaxNonce(ctx context.Context, actor identity.AgentID, nonce, expiresAt int64) error
+
+	// QuotaUsed returns how many uses q.Key has in the window ending at
+	// q.Now.
+	QuotaUsed(ctx context.Context, q Quota) (int, error)
+	// TakeQuota counts one use of q.Key, or refuses with rate_limited when
+	// the window already holds q.Limit uses.
+	TakeQuota(ctx context.Context, q Quota) error
+}
+
+// Commit is one accepted write: the record and the state that changes
+// with it, applied by Store.Append all or nothing.
+type Commit struct {
+	// Record is the record to append.
+	Record *adp.Record
+	// Nonce is the actor's nonce to check and advance.
+	Nonce NonceAdvance
+	// Quota is the rate-limit window the write counts against; nil means
+	// none (an unlimited class).
+	Quota *Quota
+	// Index replaces the room's index entry; nil leaves it (a seq 1
+	// record must carry one). Index.Members nil leaves the members.
+	Index *RoomIndex
+}
+
+// NonceAdvance is the nonce rule of a write: refused when the actor's
+// cache entry is live (ExpiresAt > Now) and Nonce is not greater than its
+// nonce; otherwise the entry becomes max(nonce, Nonce) (just Nonce when
+// it had expired) until ExpiresAt.
+type NonceAdvance struct {
+	Actor     identity.AgentID
+	Nonce     int64
+	Now       int64 // Unix ms
+	ExpiresAt int64 // Unix ms
+}
+
+// Quota names one sliding rate-limit window: Key (agent and class), at
+// most Limit uses within Window ms before Now (Unix ms).
+type Quota struct {
+	Key    string
+	Limit  int
+	Now    int64
+	Window int64
+}
+
+// RoomIndex is what the discovery lists need of a room, kept by the Store
+// so that listing rooms loads none of them.
+type RoomIndex struct {
+	// Summary is the room's summary; Status is the stored status before
+	// the clock applies (scheduled stays scheduled past start_time), and
+	// Role, MemberStatus and RequestID are unset.
+	Summary adp.RoomSummary
+	// Agenda is searched by the keyword filter.
+	Agenda string
+	// Members are the room's members (every status).
+	Members []MemberIndex
+}
+
+// MemberIndex is one member in a RoomIndex.
+type MemberIndex struct {
+	Agent  identity.AgentID
+	Role   adp.Role
+	Status adp.MemberStatus
+}
+
+// NonceError is the nonce_not_greater refusal of a Commit.
+func NonceError(maxNonce int64) error {
+	return &identity.Error{Code: identity.CodeNonceNotGreater, Message: "nonce is not greater than the greatest accepted nonce", MaxSeenNonce: maxNonce}
+}
+
+// QuotaError is the rate_limited refusal of a used-up Quota.
+func QuotaError(q Quota) error {
+	return identity.Errorf(identity.CodeRateLimited, "the quota of %d per minute is used up", q.Limit)
+}
+
+// CheckNonce applies a NonceAdvance to the stored entry (nonce, exp):
+// the new entry, or NonceError. Stores call it inside their transaction.
+func CheckNonce(a NonceAdvance, nonce, exp int64) (int64, error) {
+	if exp > a.Now && a.Nonce <= nonce {
+		return 0, NonceError(nonce)
+	}
+	if a.Nonce > nonce || exp <= a.Now {
+		nonce = a.Nonce
+	}
+	return nonce, nil
+}
+
+// TrimQuota drops the uses of w (ascending Unix ms) outside q's window,
+// and reports whether one more use fits. Stores call it inside their
+// transaction.
+func TrimQuota(q Quota, w []int64) ([]int64, bool) {
+	i := 0
+	for i < len(w) && w[i] <= q.Now-q.Window {
+		i++
+	}
+	w = w[i:]
+	return w, len(w) < q.Limit
 }
 
 // MemoryStore is the in-memory Store. It is safe for concurrent use.
 type MemoryStore struct {
-	mu       sync.RWMutex
-	logs     map[string][]*adp.Record
-	events   map[envelope.Hash]*adp.Record
-	requests map[string][]*adp.JoinRequestResource // by room, creation order
-	statuses map[string]map[identity.AgentID]*adp.AgentStatus
-	nonces   map[identity.AgentID][2]int64
+	mu        sync.RWMutex
+	logs      map[string][]*adp.Record
+	events    map[envelope.Hash]*adp.Record
+	requests  map[string][]*adp.JoinRequestResource // by room, creation order
+	statuses  map[string]map[identity.AgentID]*adp.AgentStatus
+	nonces    map[identity.AgentID][2]int64
+	quotas    map[string][]int64
+	snapshots map[string]memSnapshot
+	index     map[string]*RoomIndex
+}
+
+type memSnapshot struct {
+	seq  int64
+	snap []byte
 }
 
 // NewMemoryStore returns an empty MemoryStore.
 func NewMemoryStore() *MemoryStore {
 	return &MemoryStore{
-		logs:     map[string][]*adp.Record{},
-		events:   map[envelope.Hash]*adp.Record{},
-		requests: map[string][]*adp.JoinRequestResource{},
-		statuses: map[string]map[identity.AgentID]*adp.AgentStatus{},
-		nonces:   map[identity.AgentID][2]int64{},
+		logs:      map[string][]*adp.Record{},
+		events:    map[envelope.Hash]*adp.Record{},
+		requests:  map[string][]*adp.JoinRequestResource{},
+		statuses:  map[string]map[identity.AgentID]*adp.AgentStatus{},
+		nonces:    map[identity.AgentID][2]int64{},
+		quotas:    map[string][]int64{},
+		snapshots: map[string]memSnapshot{},
+		index:     map[string]*RoomIndex{},
 	}
 }
 
 // Append implements Store.
-func (m *MemoryStore) Append(_ context.Context, rec *adp.Record) error {
+func (m *MemoryStore) Append(_ context.Context, c *Commit) error {
+	rec := c.Record
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	log := m.logs[rec.RoomID]
 	if int64(len(log)) != rec.Seq-1 || (rec.Seq > 1 && log[len(log)-1].Hash != rec.PreHash) {
 		return ErrHeadMoved
 	}
+	if _, dup := m.events[rec.Envelope.Hash()]; dup {
+		return ErrDuplicateEvent
+	}
+	nv := m.nonces[c.Nonce.Actor]
+	nonce, err := CheckNonce(c.Nonce, nv[0], nv[1])
+	if err != nil {
+		return err
+	}
+	var window []int64
+	if c.Quota != nil {
+		var ok bool
+		if window, ok = TrimQuota(*c.Quota, m.quotas[c.Quota.Key]); !ok {
+			return QuotaError(*c.Quota)
+		}
+	}
 	m.logs[rec.RoomID] = append(log, rec)
 	m.events[rec.Envelope.Hash()] = rec
+	m.nonces[c.Nonce.Actor] = [2]int64{nonce, c.Nonce.ExpiresAt}
+	if c.Quota != nil {
+		m.quotas[c.Quota.Key] = append(slices.Clip(window), c.Quota.Now)
+	}
+	old := m.index[rec.RoomID]
+	if c.Index != nil {
+		ix := *c.Index
+		if ix.Members == nil && old != nil {
+			ix.Members = old.Members
+		}
+		ix.Members = slices.Clone(ix.Members)
+		ix.Summary.Tags = slices.Clone(ix.Summary.Tags)
+		old = &ix
+		m.index[rec.RoomID] = old
+	}
+	if old != nil {
+		old.Summary.Seq, old.Summary.LastActivity = rec.Seq, rec.ReceivedAt
+	}
 	return nil
 }
 
@@ -105,6 +275,13 @@ func (m *MemoryStore) Records(_ context.Context, roomID string, afterSeq int64, 
 	return slices.Clone(log[afterSeq:end]), nil
 }
 
+// Head implements Store.
+func (m *MemoryStore) Head(_ context.Context, roomID string) (int64, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return int64(len(m.logs[roomID])), nil
+}
+
 // RecordByEvent implements Store.
 func (m *MemoryStore) RecordByEvent(_ context.Context, h envelope.Hash) (*adp.Record, error) {
 	m.mu.RLock()
@@ -112,16 +289,65 @@ func (m *MemoryStore) RecordByEvent(_ context.Context, h envelope.Hash) (*adp.Re
 	return m.events[h], nil
 }
 
-// Rooms implements Store.
-func (m *MemoryStore) Rooms(context.Context) ([]string, error) {
+// PutSnapshot implements Store.
+func (m *MemoryStore) PutSnapshot(_ context.Context, roomID string, seq int64, snap []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.snapshots[roomID].seq < seq {
+		m.snapshots[roomID] = memSnapshot{seq, slices.Clone(snap)}
+	}
+	return nil
+}
+
+// Snapshot implements Store.
+func (m *MemoryStore) Snapshot(_ context.Context, roomID string) (int64, []byte, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	out := make([]string, 0, len(m.logs))
-	for id := range m.logs {
-		out = append(out, id)
+	s := m.snapshots[roomID]
+	return s.seq, s.snap, nil
+}
+
+// PublicRooms implements Store.
+func (m *MemoryStore) PublicRooms(context.Context) ([]RoomIndex, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []RoomIndex
+	for _, ix := range m.index {
+		if ix.Summary.Visibility != adp.VisibilityPrivate {
+			c := *ix
+			c.Members = nil
+			out = append(out, c)
+		}
 	}
-	slices.Sort(out)
+	SortIndex(out)
 	return out, nil
+}
+
+// AgentRooms implements Store.
+func (m *MemoryStore) AgentRooms(_ context.Context, agent identity.AgentID) ([]RoomIndex, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []RoomIndex
+	for id, ix := range m.index {
+		c := *ix
+		c.Members = nil
+		for _, mi := range ix.Members {
+			if mi.Agent == agent {
+				c.Members = []MemberIndex{mi}
+			}
+		}
+		applied := slices.ContainsFunc(m.requests[id], func(jr *adp.JoinRequestResource) bool { return jr.Request.Applicant == agent })
+		if c.Members != nil || ix.Summary.Creator == agent || applied {
+			out = append(out, c)
+		}
+	}
+	SortIndex(out)
+	return out, nil
+}
+
+// SortIndex orders index entries by room ID, the order stores return.
+func SortIndex(list []RoomIndex) {
+	slices.SortFunc(list, func(a, b RoomIndex) int { return cmp.Compare(a.Summary.ID, b.Summary.ID) })
 }
 
 // PutJoinRequest implements Store.
@@ -208,10 +434,25 @@ func (m *MemoryStore) MaxNonce(_ context.Context, actor identity.AgentID) (int64
 	return v[0], v[1], nil
 }
 
-// PutMaxNonce implements Store.
-func (m *MemoryStore) PutMaxNonce(_ context.Context, actor identity.AgentID, nonce, expiresAt int64) error {
+// QuotaUsed implements Store.
+func (m *MemoryStore) QuotaUsed(_ context.Context, q Quota) (int, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	w, _ := TrimQuota(q, m.quotas[q.Key])
+	return len(w), nil
+}
+
+// TakeQuota implements Store.
+func (m *MemoryStore) TakeQuota(_ context.Context, q Quota) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.nonces[actor] = [2]int64{nonce, expiresAt}
+	w, ok := TrimQuota(q, m.quotas[q.Key])
+	if !ok {
+		return QuotaError(q)
+	}
+	if len(w) == 0 {
+		w = nil // let an idle key's old backing array go
+	}
+	m.quotas[q.Key] = append(slices.Clip(w), q.Now)
 	return nil
 }

@@ -2,7 +2,6 @@ package adphost_test
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -13,7 +12,7 @@ import (
 
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/adphost"
-	"github.com/agentprotocols/go-sdk/envelope"
+	"github.com/agentprotocols/go-sdk/adphost/storetest"
 )
 
 // TestExactResubmission: Identity §6.3 over HTTP — the same envelope sent
@@ -45,35 +44,9 @@ func TestExactResubmission(t *testing.T) {
 	}
 }
 
-// TestMemoryStoreAppendIfHead: the store refuses a record that does not
-// follow its log's last record.
-func TestMemoryStoreAppendIfHead(t *testing.T) {
-	ctx := context.Background()
-	s := adphost.NewMemoryStore()
-	env1 := mustv(adp.NewRoomCreate(ctx, newAuthor("s"), roomSpec(t, adp.VisibilityPublic, "s")))
-	r1 := adp.NewRecord("room", nil, 1, env1)
-	if err := s.Append(ctx, adp.NewRecord("room", r1, 2, env1)); !errors.Is(err, adphost.ErrHeadMoved) {
-		t.Fatalf("seq 2 into an empty log: %v", err)
-	}
-	if err := s.Append(ctx, r1); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Append(ctx, r1); !errors.Is(err, adphost.ErrHeadMoved) {
-		t.Fatalf("seq 1 twice: %v", err)
-	}
-	r2 := adp.NewRecord("room", r1, 2, env1)
-	forked := *r2
-	forked.PreHash = envelope.Sum([]byte("other"))
-	if err := s.Append(ctx, &forked); !errors.Is(err, adphost.ErrHeadMoved) {
-		t.Fatalf("a fork: %v", err)
-	}
-	if err := s.Append(ctx, r2); err != nil {
-		t.Fatal(err)
-	}
-	recs := mustv(s.Records(ctx, "room", 1, 10))
-	if len(recs) != 1 || recs[0] != r2 {
-		t.Fatalf("records after 1: %v", recs)
-	}
+// TestMemoryStoreConformance: the memory store passes the Store suite.
+func TestMemoryStoreConformance(t *testing.T) {
+	storetest.Run(t, func(*testing.T) adphost.Store { return adphost.NewMemoryStore() })
 }
 
 // TestEventsPaging: §16 — limit defaults to 100 and is capped at 1000;

@@ -2,6 +2,7 @@ package adphost
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
@@ -22,7 +23,8 @@ func (h *Host) createRoom(w http.ResponseWriter, r *http.Request) {
 		writeError(w, identity.Errorf(identity.CodeInvalidEvent, "POST /v1/rooms takes a room.create, not %s", clip(ev.Type)))
 		return
 	}
-	hr := &hostRoom{id: h.newID(), subs: map[*subscriber]struct{}{}}
+	hr := newHostRoom(h.newID())
+	close(hr.loaded)
 	opts := h.roomOpts
 	opts.URL = h.RoomURL(hr.id)
 	hr.room = adp.NewRoom(hr.id, &opts)
@@ -36,7 +38,10 @@ func (h *Host) createRoom(w http.ResponseWriter, r *http.Request) {
 	if fresh {
 		status = http.StatusCreated
 	}
-	hr, _ = h.lookup(rec.RoomID)
+	if hr, err = h.lookup(r.Context(), rec.RoomID); err != nil {
+		writeError(w, err)
+		return
+	}
 	writeJSON(w, status, adp.CreateResponse{
 		ID: rec.RoomID, Status: hr.current().Status(h.now()), URL: h.RoomURL(rec.RoomID),
 		Seq: rec.Seq, Hash: rec.Hash, ReceivedAt: rec.ReceivedAt,
@@ -61,7 +66,7 @@ func (h *Host) postEvent(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	hr, err := h.lookup(id)
+	hr, err := h.lookup(r.Context(), id)
 	if err != nil {
 		// A room that does not exist answers exactly as a private room
 		// does to an outsider: after the envelope checks, with the quota
@@ -70,7 +75,7 @@ func (h *Host) postEvent(w http.ResponseWriter, r *http.Request) {
 			if _, _, err := h.checkNonce(ctx, ev, h.now().UnixMilli()); err != nil {
 				return err
 			}
-			return h.outsider(ev, h.now(), roomNotFound(id))
+			return h.outsider(ctx, ev, h.now(), roomNotFound(id))
 		})
 		writeError(w, err)
 		return
@@ -112,6 +117,9 @@ func (h *Host) accept(ctx context.Context, hr *hostRoom, env *envelope.Envelope,
 		rec, err = h.commit(ctx, hr, env, ev)
 		return err
 	})
+	if errors.Is(err, ErrDuplicateEvent) {
+		out, err = envelope.Resubmission, nil // another process accepted it first
+	}
 	if err != nil {
 		return nil, false, err
 	}
@@ -128,55 +136,133 @@ func (h *Host) accept(ctx context.Context, hr *hostRoom, env *envelope.Envelope,
 	return rec, true, nil
 }
 
-// commit is the room-serialized part of accept.
+// commit is the room-serialized part of accept: judge the write against
+// the replica, append it to the Store with its nonce and quota, and when
+// the Store's log is ahead (another process appended), catch the replica
+// up and judge again, until h.deadline.
 func (h *Host) commit(ctx context.Context, hr *hostRoom, env *envelope.Envelope, ev *adp.Event) (*adp.Record, error) {
 	hr.mu.Lock()
 	defer hr.mu.Unlock()
+	start := time.Now() // the wall clock: h.now may be a test's frozen clock
+	for attempt := 1; ; attempt++ {
+		rec, err := h.tryCommit(ctx, hr, env, ev)
+		if !errors.Is(err, ErrHeadMoved) {
+			return rec, err
+		}
+		if err := h.catchUp(ctx, hr); err != nil {
+			return nil, err
+		}
+		if prior, err := h.store.RecordByEvent(ctx, env.Hash()); err != nil {
+			return nil, err
+		} else if prior != nil {
+			return nil, ErrDuplicateEvent
+		}
+		if time.Since(start) > h.deadline {
+			return nil, &busyError{identity.Errorf(identity.CodeRateLimited,
+				"room %s is busy: %d appends lost to other writers; retry", clip(hr.id), attempt)}
+		}
+	}
+}
+
+// busyError is a write that kept losing its room's append race: a
+// retryable rate_limited answered with Retry-After: 1.
+type busyError struct{ err *identity.Error }
+
+func (e *busyError) Error() string { return e.err.Error() }
+func (e *busyError) Unwrap() error { return e.err }
+
+// tryCommit is one attempt of commit (hr.mu held).
+func (h *Host) tryCommit(ctx context.Context, hr *hostRoom, env *envelope.Envelope, ev *adp.Event) (*adp.Record, error) {
 	now := h.now()
 	ms := now.UnixMilli()
-
-	maxNonce, exp, err := h.checkNonce(ctx, ev, ms)
-	if err != nil {
+	// Checked before the rules, so that the answer is the same as from a
+	// single process; Append checks the nonce again atomically.
+	if _, _, err := h.checkNonce(ctx, ev, ms); err != nil {
 		return nil, err
 	}
 	if refusal, err := h.privateGate(ctx, hr.room, ev); err != nil {
 		return nil, err
 	} else if refusal != nil {
-		return nil, h.outsider(ev, now, refusal)
+		return nil, h.outsider(ctx, ev, now, refusal)
 	}
-	key, limit := h.rateClass(hr, ev)
-	if err := h.limiter.check(key, limit, now); err != nil {
-		return nil, err
-	}
-	// received_at never decreases, even if the clock steps back.
-	at := now
-	if last := hr.room.Latest().ReceivedAt; ms < last {
-		at = time.UnixMilli(last)
-	}
-	rec, err := hr.room.Accept(ctx, env, at)
-	if err != nil {
-		return nil, err
-	}
-	if err := h.store.Append(ctx, rec); err != nil {
-		// The room committed a record the log refused: rebuild it from
-		// the log so that memory never runs ahead of the Store.
-		if rerr := h.reload(ctx, hr); rerr != nil {
-			return nil, rerr
+	q, limit := h.rateClass(hr, ev)
+	var quota *Quota
+	if limit >= 0 {
+		quota = &Quota{Key: q.String(), Limit: limit, Now: ms, Window: rateWindow}
+		// Checked before the rules, so that an agent over its quota is
+		// told so first; Append checks it again atomically.
+		if used, err := h.store.QuotaUsed(ctx, *quota); err != nil {
+			return nil, err
+		} else if used >= limit {
+			return nil, QuotaError(*quota)
 		}
-		return nil, err
 	}
+	c := &Commit{
+		// The durable nonce cache, checked and advanced atomically with
+		// the append: the Verifier's is per process and lost on restart.
+		Nonce: NonceAdvance{Actor: ev.Actor, Nonce: ev.Nonce, Now: ms, ExpiresAt: now.Add(2 * h.window).UnixMilli()},
+		Quota: quota,
+	}
+	if adp.IsBuiltin(ev.Type) && ev.Type != adp.TypeMessageCreate {
+		// A lifecycle or membership write changes the room's index entry,
+		// which goes into the Store with the record: accept it into the
+		// replica first, and put the replica back if the append fails.
+		// These writes are rare (and rate-limited), so the snapshot is
+		// affordable.
+		undo, err := hr.room.Snapshot()
+		if err != nil {
+			return nil, err
+		}
+		rec, err := hr.room.Accept(ctx, env, now)
+		if err != nil {
+			return nil, err
+		}
+		c.Record = rec
+		ix := h.index(hr.room, true)
+		c.Index = &ix
+		if err := h.store.Append(ctx, c); err != nil {
+			if rerr := h.restore(hr, undo); rerr != nil {
+				return nil, rerr
+			}
+			return nil, err
+		}
+		ix.Members = nil
+		hr.ix = &ix
+	} else {
+		if err := hr.room.Check(ctx, env, now); err != nil {
+			return nil, err
+		}
+		// received_at never decreases, even if the clock steps back.
+		latest := hr.room.Latest()
+		rec := &adp.Record{RoomID: hr.id, Seq: latest.Seq + 1, ReceivedAt: max(ms, latest.ReceivedAt), Envelope: env}
+		if rec.Seq > 1 {
+			rec.PreHash = latest.Hash
+		}
+		rec.Hash = rec.ComputeHash()
+		c.Record = rec
+		if err := h.store.Append(ctx, c); err != nil {
+			return nil, err
+		}
+		// The record is stored: the replica follows it. Apply judges it
+		// as Check did (same state, same time); should it fail, the
+		// replica is not to be trusted and is rebuilt from the Store.
+		if err := hr.room.Apply(ctx, rec); err != nil {
+			if lerr := h.load(ctx, hr); lerr != nil {
+				return nil, lerr
+			}
+		}
+	}
+	rec := c.Record
 	if rec.Seq == 1 {
-		h.mu.Lock()
-		h.rooms[hr.id] = hr
-		h.mu.Unlock()
+		h.addRoom(hr)
 	}
-	h.limiter.consume(key, limit, now)
-	if ev.Nonce > maxNonce || exp <= ms {
-		maxNonce = ev.Nonce
+	if h.snapEvery > 0 && rec.Seq%int64(h.snapEvery) == 0 {
+		// A snapshot is a shortcut for rebuilding the replica; a failure
+		// to store one costs a longer rebuild, not the write.
+		if snap, err := hr.room.Snapshot(); err == nil {
+			h.store.PutSnapshot(ctx, hr.id, rec.Seq, snap)
+		}
 	}
-	// The record is durable: a failure to note the nonce must not turn the
-	// accepted write into an error (the Verifier's cache still holds it).
-	h.store.PutMaxNonce(ctx, ev.Actor, maxNonce, now.Add(2*h.window).UnixMilli())
 	h.afterAccept(ctx, hr, ev, rec)
 	return rec, nil
 }
@@ -249,7 +335,7 @@ func (h *Host) privateGate(ctx context.Context, room *adp.Room, ev *adp.Event) (
 // victim's quota. The quota is the kind's of a built-in type and the
 // control quota for any other, whatever the room's registry says: the
 // answer must not depend on the room.
-func (h *Host) outsider(ev *adp.Event, now time.Time, refusal error) error {
+func (h *Host) outsider(ctx context.Context, ev *adp.Event, now time.Time, refusal error) error {
 	key, limit := rateKey{agent: ev.Actor, class: "control"}, h.limits.Control
 	switch adp.BuiltinCategory(ev.Type) {
 	case adp.CategoryMessage:
@@ -257,7 +343,7 @@ func (h *Host) outsider(ev *adp.Event, now time.Time, refusal error) error {
 	case adp.CategorySignal:
 		key.class, limit = "signal", h.limits.Signal
 	}
-	if err := h.limiter.take(key, limit, now); err != nil {
+	if err := h.take(ctx, key, limit, now); err != nil {
 		return err
 	}
 	return refusal

@@ -31,7 +31,10 @@ import (
 // Layout: bucket "rooms" holds one bucket per room (key: big-endian seq,
 // value: record JSON); "events" maps an envelope hash to room ID and seq;
 // "requests" and "statuses" hold one bucket per room of JSON values;
-// "nonces" maps an Agent ID to its greatest nonce and expiry.
+// "nonces" maps an Agent ID to its greatest nonce and expiry; "quotas"
+// maps a quota key to its window (big-endian uses); "snapshots" maps a
+// room to its seq and snapshot; "index" maps a room to its index entry
+// (JSON, members included).
 type Store struct{ db *bolt.DB }
 
 var (
@@ -40,6 +43,9 @@ var (
 	bRequests = []byte("requests")
 	bStatuses = []byte("statuses")
 	bNonces   = []byte("nonces")
+	bQuotas   = []byte("quotas")
+	bSnaps    = []byte("snapshots")
+	bIndex    = []byte("index")
 )
 
 // Open opens (or creates) the store's file at path. The file is locked
@@ -50,7 +56,7 @@ func Open(path string) (*Store, error) {
 		return nil, err
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bRooms, bEvents, bRequests, bStatuses, bNonces} {
+		for _, b := range [][]byte{bRooms, bEvents, bRequests, bStatuses, bNonces, bQuotas, bSnaps, bIndex} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -69,8 +75,10 @@ func (s *Store) Close() error { return s.db.Close() }
 
 func seqKey(n int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(n)) }
 
-// Append implements adphost.Store: append-if-head in one transaction.
-func (s *Store) Append(_ context.Context, rec *adp.Record) error {
+// Append implements adphost.Store: every check and change of the commit
+// in one transaction.
+func (s *Store) Append(_ context.Context, c *adphost.Commit) error {
+	rec := c.Record
 	return s.db.Update(func(tx *bolt.Tx) error {
 		room, err := tx.Bucket(bRooms).CreateBucketIfNotExists([]byte(rec.RoomID))
 		if err != nil {
@@ -89,11 +97,195 @@ func (s *Store) Append(_ context.Context, rec *adp.Record) error {
 				return adphost.ErrHeadMoved
 			}
 		}
+		h := rec.Envelope.Hash()
+		events := tx.Bucket(bEvents)
+		if events.Get(h[:]) != nil {
+			return adphost.ErrDuplicateEvent
+		}
+		nonces := tx.Bucket(bNonces)
+		var n, exp int64
+		if v := nonces.Get([]byte(c.Nonce.Actor.String())); len(v) == 16 {
+			n, exp = int64(binary.BigEndian.Uint64(v)), int64(binary.BigEndian.Uint64(v[8:]))
+		}
+		if n, err = adphost.CheckNonce(c.Nonce, n, exp); err != nil {
+			return err
+		}
+		if c.Quota != nil {
+			if err := takeQuota(tx, *c.Quota); err != nil {
+				return err
+			}
+		}
+		if err := nonces.Put([]byte(c.Nonce.Actor.String()), binary.BigEndian.AppendUint64(seqKey(n), uint64(c.Nonce.ExpiresAt))); err != nil {
+			return err
+		}
 		if err := room.Put(seqKey(rec.Seq), rec.AppendJSON(nil)); err != nil {
 			return err
 		}
-		h := rec.Envelope.Hash()
-		return tx.Bucket(bEvents).Put(h[:], append(seqKey(rec.Seq), rec.RoomID...))
+		if err := events.Put(h[:], append(seqKey(rec.Seq), rec.RoomID...)); err != nil {
+			return err
+		}
+		return putIndex(tx, rec, c.Index)
+	})
+}
+
+// putIndex replaces (or, with ix nil, updates the seq and activity of) a
+// room's index entry.
+func putIndex(tx *bolt.Tx, rec *adp.Record, ix *adphost.RoomIndex) error {
+	b := tx.Bucket(bIndex)
+	var cur indexEntry
+	if old := b.Get([]byte(rec.RoomID)); old != nil {
+		if err := strictjson.Unmarshal(old, &cur); err != nil {
+			return err
+		}
+	}
+	if ix != nil {
+		members := cur.Members
+		cur = indexEntry{Summary: ix.Summary, Agenda: ix.Agenda, Members: ix.Members}
+		if ix.Members == nil {
+			cur.Members = members
+		}
+	}
+	cur.Summary.Seq, cur.Summary.LastActivity = rec.Seq, rec.ReceivedAt
+	v, err := json.Marshal(cur, json.Deterministic(true))
+	if err != nil {
+		return err
+	}
+	return b.Put([]byte(rec.RoomID), v)
+}
+
+// indexEntry is the stored form of an adphost.RoomIndex.
+type indexEntry struct {
+	Summary adp.RoomSummary `json:"summary"`
+	Agenda  string          `json:"agenda,omitzero"`
+	Members []memberEntry   `json:"members,omitzero"`
+}
+
+type memberEntry = adphost.MemberIndex
+
+// takeQuota is the quota rule inside a transaction.
+func takeQuota(tx *bolt.Tx, q adphost.Quota) error {
+	b := tx.Bucket(bQuotas)
+	var w []int64
+	for v := b.Get([]byte(q.Key)); len(v) >= 8; v = v[8:] {
+		w = append(w, int64(binary.BigEndian.Uint64(v)))
+	}
+	w, ok := adphost.TrimQuota(q, w)
+	if !ok {
+		return adphost.QuotaError(q)
+	}
+	var out []byte
+	for _, u := range append(w, q.Now) {
+		out = binary.BigEndian.AppendUint64(out, uint64(u))
+	}
+	return b.Put([]byte(q.Key), out)
+}
+
+// TakeQuota implements adphost.Store.
+func (s *Store) TakeQuota(_ context.Context, q adphost.Quota) error {
+	return s.db.Update(func(tx *bolt.Tx) error { return takeQuota(tx, q) })
+}
+
+// QuotaUsed implements adphost.Store.
+func (s *Store) QuotaUsed(_ context.Context, q adphost.Quota) (int, error) {
+	var n int
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var w []int64
+		for v := tx.Bucket(bQuotas).Get([]byte(q.Key)); len(v) >= 8; v = v[8:] {
+			w = append(w, int64(binary.BigEndian.Uint64(v)))
+		}
+		w, _ = adphost.TrimQuota(q, w)
+		n = len(w)
+		return nil
+	})
+	return n, err
+}
+
+// Head implements adphost.Store.
+func (s *Store) Head(_ context.Context, roomID string) (int64, error) {
+	var seq int64
+	err := s.db.View(func(tx *bolt.Tx) error {
+		if room := tx.Bucket(bRooms).Bucket([]byte(roomID)); room != nil {
+			if k, _ := room.Cursor().Last(); len(k) == 8 {
+				seq = int64(binary.BigEndian.Uint64(k))
+			}
+		}
+		return nil
+	})
+	return seq, err
+}
+
+// PutSnapshot implements adphost.Store.
+func (s *Store) PutSnapshot(_ context.Context, roomID string, seq int64, snap []byte) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bSnaps)
+		if old := b.Get([]byte(roomID)); len(old) >= 8 && int64(binary.BigEndian.Uint64(old)) >= seq {
+			return nil
+		}
+		return b.Put([]byte(roomID), append(seqKey(seq), snap...))
+	})
+}
+
+// Snapshot implements adphost.Store.
+func (s *Store) Snapshot(_ context.Context, roomID string) (seq int64, snap []byte, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bSnaps).Get([]byte(roomID)); len(v) >= 8 {
+			seq, snap = int64(binary.BigEndian.Uint64(v)), bytes.Clone(v[8:])
+		}
+		return nil
+	})
+	return seq, snap, err
+}
+
+// indexes decodes every index entry that keep accepts.
+func (s *Store) indexes(keep func(tx *bolt.Tx, id string, e *indexEntry) bool) ([]adphost.RoomIndex, error) {
+	var out []adphost.RoomIndex
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bIndex).ForEach(func(k, v []byte) error {
+			var e indexEntry
+			if err := strictjson.Unmarshal(v, &e); err != nil {
+				return err
+			}
+			if keep(tx, string(k), &e) {
+				out = append(out, adphost.RoomIndex{Summary: e.Summary, Agenda: e.Agenda, Members: e.Members})
+			}
+			return nil
+		})
+	})
+	return out, err
+}
+
+// PublicRooms implements adphost.Store.
+func (s *Store) PublicRooms(context.Context) ([]adphost.RoomIndex, error) {
+	return s.indexes(func(_ *bolt.Tx, _ string, e *indexEntry) bool {
+		e.Members = nil
+		return e.Summary.Visibility != adp.VisibilityPrivate
+	})
+}
+
+// AgentRooms implements adphost.Store.
+func (s *Store) AgentRooms(_ context.Context, agent identity.AgentID) ([]adphost.RoomIndex, error) {
+	return s.indexes(func(tx *bolt.Tx, id string, e *indexEntry) bool {
+		var mine []memberEntry
+		for _, m := range e.Members {
+			if m.Agent == agent {
+				mine = []memberEntry{m}
+			}
+		}
+		e.Members = mine
+		if mine != nil || e.Summary.Creator == agent {
+			return true
+		}
+		found := false
+		if r := tx.Bucket(bRequests).Bucket([]byte(id)); r != nil {
+			r.ForEach(func(_, v []byte) error {
+				var jr adp.JoinRequestResource
+				if strictjson.Unmarshal(v, &jr) == nil && jr.Request.Applicant == agent {
+					found = true
+				}
+				return nil
+			})
+		}
+		return found
 	})
 }
 
@@ -134,18 +326,6 @@ func (s *Store) RecordByEvent(ctx context.Context, h envelope.Hash) (*adp.Record
 		return nil, err
 	}
 	return recs[0], nil
-}
-
-// Rooms implements adphost.Store.
-func (s *Store) Rooms(context.Context) ([]string, error) {
-	var out []string
-	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bRooms).ForEachBucket(func(k []byte) error {
-			out = append(out, string(k))
-			return nil
-		})
-	})
-	return out, err
 }
 
 // put stores a JSON value under top/room/key.
@@ -237,11 +417,4 @@ func (s *Store) MaxNonce(_ context.Context, actor identity.AgentID) (n, exp int6
 		return nil
 	})
 	return n, exp, err
-}
-
-// PutMaxNonce implements adphost.Store.
-func (s *Store) PutMaxNonce(_ context.Context, actor identity.AgentID, n, exp int64) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(bNonces).Put([]byte(actor.String()), binary.BigEndian.AppendUint64(seqKey(n), uint64(exp)))
-	})
 }

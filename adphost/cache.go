@@ -1,0 +1,303 @@
+package adphost
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"time"
+
+	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/identity"
+)
+
+// Notifier is implemented by a Store that several processes share
+// (adphost/pgstore): Listen reports every record appended by any of them
+// as (room, seq) until ctx ends, calling lost, when not nil, whenever
+// notifications may have been missed (a reconnect). The Host reads the
+// records themselves from the Store.
+type Notifier interface {
+	Listen(ctx context.Context, notify func(roomID string, seq int64), lost func()) error
+}
+
+// replayKey marks the context of a replica catching up on records that
+// were already accepted (joinRequests.Lookup): its value is the record's
+// event type.
+type replayKey struct{}
+
+// roomCache is the LRU of room replicas; h.mu guards it.
+type roomCache struct {
+	max   int
+	rooms map[string]*hostRoom
+	lru   *list.List // of *hostRoom, most recently used first
+}
+
+type cacheElem = list.Element
+
+func newRoomCache(max int) *roomCache {
+	return &roomCache{max: max, rooms: map[string]*hostRoom{}, lru: list.New()}
+}
+
+// touch returns the cached room id, marking it used; nil when absent.
+func (c *roomCache) touch(id string) *hostRoom {
+	hr := c.rooms[id]
+	if hr != nil {
+		c.lru.MoveToFront(hr.elem)
+	}
+	return hr
+}
+
+// add caches hr and evicts the least recently used rooms beyond max,
+// except rooms with live subscribers and rooms still loading.
+func (c *roomCache) add(hr *hostRoom) {
+	c.rooms[hr.id] = hr
+	hr.elem = c.lru.PushFront(hr)
+	for e := c.lru.Back(); e != nil && len(c.rooms) > c.max; {
+		prev := e.Prev()
+		old := e.Value.(*hostRoom)
+		if old != hr && old.evictable() {
+			c.remove(old)
+		}
+		e = prev
+	}
+}
+
+func (c *roomCache) remove(hr *hostRoom) {
+	if c.rooms[hr.id] == hr {
+		delete(c.rooms, hr.id)
+		c.lru.Remove(hr.elem)
+	}
+}
+
+// evictable reports whether hr may leave the cache: loaded, and no live
+// subscriber (their streams are fed from this replica).
+func (hr *hostRoom) evictable() bool {
+	select {
+	case <-hr.loaded:
+	default:
+		return false
+	}
+	hr.subMu.Lock()
+	defer hr.subMu.Unlock()
+	return len(hr.subs) == 0
+}
+
+func newHostRoom(id string) *hostRoom {
+	return &hostRoom{id: id, subs: map[*subscriber]struct{}{}, loaded: make(chan struct{})}
+}
+
+// lookup returns a room's replica, loading it from the Store when it is
+// not cached, or room_not_found.
+func (h *Host) lookup(ctx context.Context, id string) (*hostRoom, error) {
+	h.mu.Lock()
+	hr := h.cache.touch(id)
+	if hr == nil {
+		hr = newHostRoom(id)
+		h.cache.add(hr)
+		h.mu.Unlock()
+		hr.mu.Lock()
+		hr.loadErr = h.load(ctx, hr)
+		close(hr.loaded)
+		hr.mu.Unlock()
+		if hr.loadErr != nil {
+			h.mu.Lock()
+			h.cache.remove(hr)
+			h.mu.Unlock()
+		}
+	} else {
+		h.mu.Unlock()
+		select {
+		case <-hr.loaded:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if hr.loadErr != nil {
+		return nil, hr.loadErr
+	}
+	return hr, nil
+}
+
+// cached reports whether hr is the cached replica of its room.
+func (h *Host) cached(hr *hostRoom) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cache.rooms[hr.id] == hr
+}
+
+// cachedRooms returns the cached rooms.
+func (h *Host) cachedRooms() []*hostRoom {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]*hostRoom, 0, len(h.cache.rooms))
+	for _, hr := range h.cache.rooms {
+		out = append(out, hr)
+	}
+	return out
+}
+
+// CachedRooms returns how many room replicas the host holds in memory.
+func (h *Host) CachedRooms() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.cache.rooms)
+}
+
+// addRoom caches a room just created by this process (its first record is
+// stored). A replica loaded meanwhile by a reader loses to it.
+func (h *Host) addRoom(hr *hostRoom) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if old := h.cache.rooms[hr.id]; old != nil {
+		h.cache.remove(old)
+	}
+	h.cache.add(hr)
+}
+
+// load builds hr.room (hr.mu held): the newest snapshot, then the records
+// after it. A room without records does not exist.
+func (h *Host) load(ctx context.Context, hr *hostRoom) error {
+	opts := h.roomOpts
+	opts.URL = h.RoomURL(hr.id)
+	seq, snap, err := h.store.Snapshot(ctx, hr.id)
+	if err != nil {
+		return err
+	}
+	if snap != nil {
+		room, err := adp.RestoreRoom(snap, &opts)
+		if err != nil {
+			return err
+		}
+		if room.Latest().Seq != seq {
+			return errors.New("adphost: a stored snapshot does not match its seq")
+		}
+		hr.room = room
+	} else {
+		hr.room = adp.NewRoom(hr.id, &opts)
+	}
+	hr.reg = hr.room.Registry()
+	if err := h.catchUp(ctx, hr); err != nil {
+		return err
+	}
+	if hr.room.Latest().Seq == 0 {
+		return identity.Errorf(adp.CodeRoomNotFound, "room %q does not exist", clip(hr.id))
+	}
+	return nil
+}
+
+// catchUp applies the Store's records after the replica's latest (hr.mu
+// held) and announces each to the room's live subscribers, in seq order:
+// the replica's latest seq is the dedupe cursor of every stream.
+func (h *Host) catchUp(ctx context.Context, hr *hostRoom) error {
+	for {
+		after := hr.room.Latest().Seq
+		recs, err := h.store.Records(ctx, hr.id, after, 500)
+		if err != nil {
+			return err
+		}
+		for _, rec := range recs {
+			ev, err := adp.ParseEvent(rec.Envelope)
+			if err != nil {
+				return err
+			}
+			if err := hr.room.Apply(context.WithValue(ctx, replayKey{}, ev.Type), rec); err != nil {
+				return err
+			}
+			hr.ix = nil
+			if ev.Type == adp.TypeRoomCreate || ev.Type == adp.TypeTypeDefine {
+				hr.reg = hr.room.Registry()
+			}
+			h.publishRecord(hr, rec)
+		}
+		if len(recs) < 500 {
+			return nil
+		}
+	}
+}
+
+// startListening starts, for a Notifier store, the listener and the
+// periodic repair of subscribed rooms.
+func (h *Host) startListening() {
+	ctx, cancel := context.WithCancel(context.Background())
+	h.stop = cancel
+	n, ok := h.store.(Notifier)
+	if !ok {
+		return
+	}
+	h.bg.Add(2)
+	go func() {
+		defer h.bg.Done()
+		n.Listen(ctx, h.kick, func() { h.repairAll(ctx) })
+	}()
+	go func() {
+		defer h.bg.Done()
+		t := time.NewTicker(h.repair)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				h.repairAll(ctx)
+			}
+		}
+	}()
+}
+
+// kick is a notification: room id has a record seq. A cached replica that
+// is behind catches up in the background; an uncached room is loaded
+// fresh when next used.
+func (h *Host) kick(id string, seq int64) {
+	h.mu.Lock()
+	hr := h.cache.rooms[id]
+	h.mu.Unlock()
+	if hr == nil || hr.kicked.Swap(true) {
+		return
+	}
+	h.bg.Add(1)
+	go func() {
+		defer h.bg.Done()
+		// Cleared before the catch-up reads the Store, so that a
+		// notification arriving meanwhile schedules another.
+		hr.kicked.Store(false)
+		select {
+		case <-hr.loaded:
+		default:
+			return // its load reads the Store anyway
+		}
+		hr.mu.Lock()
+		defer hr.mu.Unlock()
+		if hr.loadErr == nil && hr.room.Latest().Seq < seq {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			h.catchUp(ctx, hr)
+		}
+	}()
+}
+
+// repairAll compares every cached room that has live subscribers with the
+// Store's head, and catches up those behind: the repair of a lost
+// notification.
+func (h *Host) repairAll(ctx context.Context) {
+	for _, hr := range h.cachedRooms() {
+		hr.subMu.Lock()
+		idle := len(hr.subs) == 0
+		hr.subMu.Unlock()
+		select {
+		case <-hr.loaded:
+		default:
+			continue
+		}
+		if idle || hr.loadErr != nil {
+			continue
+		}
+		head, err := h.store.Head(ctx, hr.id)
+		if err != nil {
+			continue
+		}
+		hr.mu.Lock()
+		if hr.room.Latest().Seq < head {
+			h.catchUp(ctx, hr)
+		}
+		hr.mu.Unlock()
+	}
+}

@@ -1,0 +1,673 @@
+// Package pgstore is an [adphost.Store] on PostgreSQL (through pgx's
+// pgxpool), so that several host processes on one database serve as one
+// host: same chains, same nonces, same quotas, same live streams.
+//
+// # Schema
+//
+// [Open] applies the embedded, versioned migrations (migrations/*.sql) in
+// order, under an advisory lock so that processes starting together apply
+// each once; a database whose schema is newer than this code knows is
+// refused with [ErrSchemaTooNew] rather than written to.
+//
+// # Appends
+//
+// [Store.Append] is one transaction sent as one pipeline: the room row's
+// head is advanced only if it still is the record's predecessor (else
+// [adphost.ErrHeadMoved]); the record goes in under the primary key
+// (room_id, seq) and a unique index on the envelope hash (else
+// [adphost.ErrDuplicateEvent]); the actor's nonce is checked and advanced
+// in one statement on its row (else nonce_not_greater); the quota window
+// is trimmed, checked and extended in one statement (else rate_limited);
+// the room's index entry and members are replaced; and pg_notify announces
+// "room seq" on the channel [Channel], delivered at commit. Commits are
+// as durable as the server's synchronous_commit makes them.
+//
+// # Quotas
+//
+// Quota windows live in the database, shared by every process: a host of
+// N processes behind one origin grants an agent the quota of §21 once, not
+// N times (a per-process reading would let a client multiply its quota by
+// spreading requests, which is what the quota exists to prevent).
+//
+// # Live streams
+//
+// [Store.Listen] keeps a dedicated connection on LISTEN [Channel] and
+// reports every "room R has seq N" notification; the records themselves
+// are read from the store by the host. Notifications carry no record, so
+// a lost one is repaired by the next, or by the host's periodic check.
+//
+// A Store is safe for concurrent use.
+package pgstore
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/adphost"
+	"github.com/agentprotocols/go-sdk/envelope"
+	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/internal/strictjson"
+)
+
+// Channel is the LISTEN/NOTIFY channel of appended records; a payload is
+// "<room_id> <seq>".
+const Channel = "adp_records"
+
+// ErrSchemaTooNew is returned by Open when the database's schema version
+// is newer than the migrations this package embeds: a newer host wrote
+// it, and this one must not.
+var ErrSchemaTooNew = errors.New("pgstore: the database schema is newer than this code knows")
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// migration is one embedded schema step.
+type migration struct {
+	version int
+	sql     string
+}
+
+// migrations returns the embedded steps in version order; their names are
+// NNNN_name.sql, numbered from 1 without gaps.
+func migrations() ([]migration, error) {
+	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(names)
+	var out []migration
+	for i, name := range names {
+		base := path.Base(name)
+		v, err := strconv.Atoi(strings.SplitN(base, "_", 2)[0])
+		if err != nil || v != i+1 {
+			return nil, fmt.Errorf("pgstore: migration %s is out of sequence", base)
+		}
+		b, err := migrationFiles.ReadFile(name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, migration{v, string(b)})
+	}
+	return out, nil
+}
+
+// SchemaVersion is the schema version this package migrates to.
+func SchemaVersion() int {
+	m, _ := migrations()
+	return len(m)
+}
+
+// Options configures Open. A nil *Options means defaults.
+type Options struct {
+	// MaxConns bounds the pool; 0 means pgxpool's default (or the URL's
+	// pool_max_conns).
+	MaxConns int32
+}
+
+// Store is the PostgreSQL adphost.Store.
+type Store struct {
+	pool *pgxpool.Pool
+	cfg  *pgx.ConnConfig
+}
+
+var _ adphost.Store = (*Store)(nil)
+
+// Open connects to the database at url (a PostgreSQL connection URL or
+// DSN), applies the schema migrations it lacks and returns the Store.
+func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	if opts != nil && opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	s := &Store{pool: pool, cfg: cfg.ConnConfig}
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close closes the pool.
+func (s *Store) Close() { s.pool.Close() }
+
+// migrateLock is the advisory lock key held while migrating.
+const migrateLock = 0x61647068 // "adph"
+
+// migrate applies the missing migrations, each in its own transaction.
+func (s *Store) migrate(ctx context.Context) error {
+	steps, err := migrations()
+	if err != nil {
+		return err
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("pgstore: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", migrateLock); err != nil {
+		return fmt.Errorf("pgstore: %w", err)
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", migrateLock)
+	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS adp_schema (
+		version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		return fmt.Errorf("pgstore: %w", err)
+	}
+	var have int
+	if err := conn.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM adp_schema").Scan(&have); err != nil {
+		return fmt.Errorf("pgstore: %w", err)
+	}
+	if have > len(steps) {
+		return fmt.Errorf("%w: the database is at version %d, this code knows %d", ErrSchemaTooNew, have, len(steps))
+	}
+	for _, m := range steps[have:] {
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, m.sql); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, "INSERT INTO adp_schema (version) VALUES ($1)", m.version)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("pgstore: migration %d: %w", m.version, err)
+		}
+	}
+	return nil
+}
+
+// indexRow is the stored form of a room's index entry (summary column).
+type indexRow struct {
+	Summary adp.RoomSummary `json:"summary"`
+	Agenda  string          `json:"agenda,omitzero"`
+}
+
+func encodeIndex(ix *adphost.RoomIndex) ([]byte, error) {
+	return json.Marshal(indexRow{ix.Summary, ix.Agenda}, json.Deterministic(true))
+}
+
+// decodeIndex reads a summary column, with the seq and activity of the
+// room's last record from their own columns (a message does not rewrite
+// the summary).
+func decodeIndex(b []byte, seq, activity int64) (adphost.RoomIndex, error) {
+	var r indexRow
+	if err := strictjson.Unmarshal(b, &r); err != nil {
+		return adphost.RoomIndex{}, fmt.Errorf("pgstore: stored room summary: %w", err)
+	}
+	r.Summary.Seq, r.Summary.LastActivity = seq, activity
+	return adphost.RoomIndex{Summary: r.Summary, Agenda: r.Agenda}, nil
+}
+
+// Append implements adphost.Store.
+func (s *Store) Append(ctx context.Context, c *adphost.Commit) error {
+	rec := c.Record
+	if rec.Seq == 1 && c.Index == nil {
+		return errors.New("pgstore: a room's first record needs its index entry")
+	}
+	var summary []byte
+	if c.Index != nil {
+		var err error
+		if summary, err = encodeIndex(c.Index); err != nil {
+			return err
+		}
+	}
+	evHash := rec.Envelope.Hash()
+	b := &pgx.Batch{}
+	if rec.Seq == 1 {
+		b.Queue(`INSERT INTO adp_rooms (room_id, last_seq, last_hash, last_activity, visibility, creator, summary)
+			VALUES ($1, 1, $2, $6, $3, $4, $5) ON CONFLICT DO NOTHING`,
+			rec.RoomID, rec.Hash[:], string(c.Index.Summary.Visibility), c.Index.Summary.Creator.String(), summary, rec.ReceivedAt)
+	} else if c.Index != nil {
+		b.Queue(`UPDATE adp_rooms SET last_seq = $2, last_hash = $3, last_activity = $8, visibility = $5, creator = $6, summary = $7
+			WHERE room_id = $1 AND last_seq = $2 - 1 AND last_hash = $4`,
+			rec.RoomID, rec.Seq, rec.Hash[:], rec.PreHash[:],
+			string(c.Index.Summary.Visibility), c.Index.Summary.Creator.String(), summary, rec.ReceivedAt)
+	} else {
+		b.Queue(`UPDATE adp_rooms SET last_seq = $2, last_hash = $3, last_activity = $5
+			WHERE room_id = $1 AND last_seq = $2 - 1 AND last_hash = $4`,
+			rec.RoomID, rec.Seq, rec.Hash[:], rec.PreHash[:], rec.ReceivedAt)
+	}
+	// The room row is locked (or the statement changed nothing and the
+	// transaction is rolled back): (room_id, seq) cannot collide, so a
+	// conflict here is the envelope hash.
+	b.Queue(`INSERT INTO adp_records (room_id, seq, event_hash, body) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+		rec.RoomID, rec.Seq, evHash[:], rec.AppendJSON(nil))
+	n := c.Nonce
+	b.Queue(`INSERT INTO adp_nonces AS n (actor, nonce, expires_at) VALUES ($1, $2, $4)
+		ON CONFLICT (actor) DO UPDATE SET nonce = excluded.nonce, expires_at = excluded.expires_at
+		WHERE n.expires_at <= $3 OR excluded.nonce > n.nonce`,
+		n.Actor.String(), n.Nonce, n.Now, n.ExpiresAt)
+	if q := c.Quota; q != nil {
+		queueQuota(b, *q)
+	}
+	if c.Index != nil && c.Index.Members != nil {
+		agents, roles, statuses := memberColumns(c.Index.Members)
+		b.Queue(`DELETE FROM adp_members WHERE room_id = $1`, rec.RoomID)
+		b.Queue(`INSERT INTO adp_members (room_id, agent, role, status)
+			SELECT $1, a, r, s FROM unnest($2::text[], $3::text[], $4::text[]) AS m(a, r, s)`,
+			rec.RoomID, agents, roles, statuses)
+	}
+	b.Queue(`SELECT pg_notify($1, $2)`, Channel, rec.RoomID+" "+strconv.FormatInt(rec.Seq, 10))
+
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("pgstore: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if err := checkAppend(ctx, tx, tx.SendBatch(ctx, b), c); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		if isUnique(err) {
+			return adphost.ErrDuplicateEvent
+		}
+		return fmt.Errorf("pgstore: %w", err)
+	}
+	return nil
+}
+
+// checkAppend reads the pipeline's results in order, mapping a statement
+// that changed nothing to its refusal.
+func checkAppend(ctx context.Context, tx pgx.Tx, br pgx.BatchResults, c *adphost.Commit) (err error) {
+	defer func() {
+		if cerr := br.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("pgstore: %w", cerr)
+		}
+	}()
+	affected := func() (int64, error) {
+		tag, err := br.Exec()
+		if err != nil {
+			if isUnique(err) {
+				return 0, adphost.ErrDuplicateEvent
+			}
+			return 0, fmt.Errorf("pgstore: %w", err)
+		}
+		return tag.RowsAffected(), nil
+	}
+	if n, err := affected(); err != nil {
+		return err
+	} else if n == 0 {
+		return adphost.ErrHeadMoved
+	}
+	if n, err := affected(); err != nil {
+		return err
+	} else if n == 0 {
+		return adphost.ErrDuplicateEvent
+	}
+	if n, err := affected(); err != nil {
+		return err
+	} else if n == 0 {
+		if err := br.Close(); err != nil {
+			return fmt.Errorf("pgstore: %w", err)
+		}
+		var max int64
+		// The upsert locked the row; the refusal needs its nonce. (On
+		// the transaction's own connection: another would wait for a
+		// pool slot while holding the lock.)
+		if err := tx.QueryRow(ctx, "SELECT nonce FROM adp_nonces WHERE actor = $1", c.Nonce.Actor.String()).Scan(&max); err != nil {
+			return fmt.Errorf("pgstore: %w", err)
+		}
+		return adphost.NonceError(max)
+	}
+	if c.Quota != nil {
+		if n, err := affected(); err != nil {
+			return err
+		} else if n == 0 {
+			return adphost.QuotaError(*c.Quota)
+		}
+	}
+	return nil
+}
+
+// queueQuota queues the check-and-extend statement of a quota window: it
+// changes no row when the window is full.
+func queueQuota(b *pgx.Batch, q adphost.Quota) {
+	b.Queue(`INSERT INTO adp_quotas AS q (key, uses) VALUES ($1, ARRAY[$2::bigint])
+		ON CONFLICT (key) DO UPDATE
+		SET uses = array(SELECT u FROM unnest(q.uses) AS u WHERE u > $2::bigint - $3::bigint ORDER BY u) || $2::bigint
+		WHERE (SELECT count(*) FROM unnest(q.uses) AS u WHERE u > $2::bigint - $3::bigint) < $4`,
+		q.Key, q.Now, q.Window, q.Limit)
+}
+
+func memberColumns(ms []adphost.MemberIndex) (agents, roles, statuses []string) {
+	for _, m := range ms {
+		agents = append(agents, m.Agent.String())
+		roles = append(roles, string(m.Role))
+		statuses = append(statuses, string(m.Status))
+	}
+	return
+}
+
+func isUnique(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505"
+}
+
+// Records implements adphost.Store. Records are parsed strictly on the way
+// out: the database is not trusted more than a network answer.
+func (s *Store) Records(ctx context.Context, roomID string, afterSeq int64, limit int) ([]*adp.Record, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT body FROM adp_records WHERE room_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+		roomID, afterSeq, limit)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	var out []*adp.Record
+	for rows.Next() {
+		var body []byte
+		if err := rows.Scan(&body); err != nil {
+			return nil, fmt.Errorf("pgstore: %w", err)
+		}
+		rec, err := adp.ParseRecord(body)
+		if err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("pgstore: stored record: %w", err)
+		}
+		out = append(out, rec)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	return out, nil
+}
+
+// Head implements adphost.Store.
+func (s *Store) Head(ctx context.Context, roomID string) (int64, error) {
+	var seq int64
+	err := s.pool.QueryRow(ctx, `SELECT last_seq FROM adp_rooms WHERE room_id = $1`, roomID).Scan(&seq)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("pgstore: %w", err)
+	}
+	return seq, nil
+}
+
+// RecordByEvent implements adphost.Store.
+func (s *Store) RecordByEvent(ctx context.Context, h envelope.Hash) (*adp.Record, error) {
+	var body []byte
+	err := s.pool.QueryRow(ctx, `SELECT body FROM adp_records WHERE event_hash = $1`, h[:]).Scan(&body)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	rec, err := adp.ParseRecord(body)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: stored record: %w", err)
+	}
+	return rec, nil
+}
+
+// PutSnapshot implements adphost.Store.
+func (s *Store) PutSnapshot(ctx context.Context, roomID string, seq int64, snap []byte) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO adp_snapshots AS s (room_id, seq, body) VALUES ($1, $2, $3)
+		ON CONFLICT (room_id) DO UPDATE SET seq = excluded.seq, body = excluded.body WHERE s.seq < excluded.seq`,
+		roomID, seq, snap)
+	if err != nil {
+		return fmt.Errorf("pgstore: %w", err)
+	}
+	return nil
+}
+
+// Snapshot implements adphost.Store.
+func (s *Store) Snapshot(ctx context.Context, roomID string) (int64, []byte, error) {
+	var seq int64
+	var body []byte
+	err := s.pool.QueryRow(ctx, `SELECT seq, body FROM adp_snapshots WHERE room_id = $1`, roomID).Scan(&seq, &body)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil, nil
+	}
+	if err != nil {
+		return 0, nil, fmt.Errorf("pgstore: %w", err)
+	}
+	return seq, body, nil
+}
+
+// PublicRooms implements adphost.Store.
+func (s *Store) PublicRooms(ctx context.Context) ([]adphost.RoomIndex, error) {
+	rows, err := s.pool.Query(ctx, `SELECT summary, last_seq, last_activity FROM adp_rooms WHERE visibility <> $1 ORDER BY room_id`,
+		string(adp.VisibilityPrivate))
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	return collect(rows, func(r pgx.CollectableRow) (adphost.RoomIndex, error) {
+		var b []byte
+		var seq, at int64
+		if err := r.Scan(&b, &seq, &at); err != nil {
+			return adphost.RoomIndex{}, err
+		}
+		return decodeIndex(b, seq, at)
+	})
+}
+
+// AgentRooms implements adphost.Store.
+func (s *Store) AgentRooms(ctx context.Context, agent identity.AgentID) ([]adphost.RoomIndex, error) {
+	a := agent.String()
+	rows, err := s.pool.Query(ctx, `SELECT r.summary, r.last_seq, r.last_activity, m.role, m.status FROM adp_rooms r
+		LEFT JOIN adp_members m ON m.room_id = r.room_id AND m.agent = $1
+		WHERE r.creator = $1 OR m.agent IS NOT NULL
+		   OR EXISTS (SELECT 1 FROM adp_join_requests j WHERE j.room_id = r.room_id AND j.applicant = $1)
+		ORDER BY r.room_id`, a)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	return collect(rows, func(r pgx.CollectableRow) (adphost.RoomIndex, error) {
+		var b []byte
+		var seq, at int64
+		var role, status *string
+		if err := r.Scan(&b, &seq, &at, &role, &status); err != nil {
+			return adphost.RoomIndex{}, err
+		}
+		ix, err := decodeIndex(b, seq, at)
+		if err == nil && role != nil && status != nil {
+			ix.Members = []adphost.MemberIndex{{Agent: agent, Role: adp.Role(*role), Status: adp.MemberStatus(*status)}}
+		}
+		return ix, err
+	})
+}
+
+func collect[T any](rows pgx.Rows, f pgx.RowToFunc[T]) ([]T, error) {
+	out, err := pgx.CollectRows(rows, f)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	return out, nil
+}
+
+// PutJoinRequest implements adphost.Store.
+func (s *Store) PutJoinRequest(ctx context.Context, jr *adp.JoinRequestResource) error {
+	b, err := json.Marshal(jr, json.Deterministic(true))
+	if err != nil {
+		return err
+	}
+	_, err = s.pool.Exec(ctx, `INSERT INTO adp_join_requests (room_id, id, applicant, body) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (room_id, id) DO UPDATE SET body = excluded.body`,
+		jr.Request.RoomID, jr.Request.ID, jr.Request.Applicant.String(), b)
+	if err != nil {
+		return fmt.Errorf("pgstore: %w", err)
+	}
+	return nil
+}
+
+// JoinRequest implements adphost.Store.
+func (s *Store) JoinRequest(ctx context.Context, roomID, id string) (*adp.JoinRequestResource, error) {
+	var b []byte
+	err := s.pool.QueryRow(ctx, `SELECT body FROM adp_join_requests WHERE room_id = $1 AND id = $2`, roomID, id).Scan(&b)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	return decode[adp.JoinRequestResource](b)
+}
+
+// JoinRequests implements adphost.Store.
+func (s *Store) JoinRequests(ctx context.Context, roomID string) ([]*adp.JoinRequestResource, error) {
+	rows, err := s.pool.Query(ctx, `SELECT body FROM adp_join_requests WHERE room_id = $1 ORDER BY created`, roomID)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	return collect(rows, bodyRow[adp.JoinRequestResource])
+}
+
+// PutStatus implements adphost.Store.
+func (s *Store) PutStatus(ctx context.Context, st *adp.AgentStatus) error {
+	b, err := json.Marshal(st, json.Deterministic(true))
+	if err != nil {
+		return err
+	}
+	_, err = s.pool.Exec(ctx, `INSERT INTO adp_statuses (room_id, agent, body) VALUES ($1, $2, $3)
+		ON CONFLICT (room_id, agent) DO UPDATE SET body = excluded.body`, st.RoomID, st.AgentID.String(), b)
+	if err != nil {
+		return fmt.Errorf("pgstore: %w", err)
+	}
+	return nil
+}
+
+// DeleteStatus implements adphost.Store.
+func (s *Store) DeleteStatus(ctx context.Context, roomID string, agent identity.AgentID) error {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM adp_statuses WHERE room_id = $1 AND agent = $2`, roomID, agent.String()); err != nil {
+		return fmt.Errorf("pgstore: %w", err)
+	}
+	return nil
+}
+
+// Statuses implements adphost.Store.
+func (s *Store) Statuses(ctx context.Context, roomID string) ([]*adp.AgentStatus, error) {
+	rows, err := s.pool.Query(ctx, `SELECT body FROM adp_statuses WHERE room_id = $1 ORDER BY agent`, roomID)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	return collect(rows, bodyRow[adp.AgentStatus])
+}
+
+func bodyRow[T any](r pgx.CollectableRow) (*T, error) {
+	var b []byte
+	if err := r.Scan(&b); err != nil {
+		return nil, err
+	}
+	return decode[T](b)
+}
+
+func decode[T any](b []byte) (*T, error) {
+	t := new(T)
+	if err := strictjson.Unmarshal(b, t); err != nil {
+		return nil, fmt.Errorf("pgstore: stored value: %w", err)
+	}
+	return t, nil
+}
+
+// MaxNonce implements adphost.Store.
+func (s *Store) MaxNonce(ctx context.Context, actor identity.AgentID) (int64, int64, error) {
+	var n, exp int64
+	err := s.pool.QueryRow(ctx, `SELECT nonce, expires_at FROM adp_nonces WHERE actor = $1`, actor.String()).Scan(&n, &exp)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("pgstore: %w", err)
+	}
+	return n, exp, nil
+}
+
+// QuotaUsed implements adphost.Store.
+func (s *Store) QuotaUsed(ctx context.Context, q adphost.Quota) (int, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM adp_quotas, unnest(uses) AS u WHERE key = $1 AND u > $2::bigint - $3::bigint`,
+		q.Key, q.Now, q.Window).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("pgstore: %w", err)
+	}
+	return n, nil
+}
+
+// TakeQuota implements adphost.Store.
+func (s *Store) TakeQuota(ctx context.Context, q adphost.Quota) error {
+	b := &pgx.Batch{}
+	queueQuota(b, q)
+	br := s.pool.SendBatch(ctx, b)
+	tag, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("pgstore: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return adphost.QuotaError(q)
+	}
+	return nil
+}
+
+// Listen reports every appended record's room and seq, from any process
+// on the database, until ctx ends. It holds its own connection, and
+// reconnects with backoff when it is lost (calling lost, if not nil, so
+// that the caller checks its rooms for what it missed meanwhile). It
+// returns ctx's error.
+func (s *Store) Listen(ctx context.Context, notify func(roomID string, seq int64), lost func()) error {
+	wait := 50 * time.Millisecond
+	for {
+		err := s.listenOnce(ctx, notify, func() { wait = 50 * time.Millisecond })
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		_ = err
+		if lost != nil {
+			lost()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}
+
+func (s *Store) listenOnce(ctx context.Context, notify func(string, int64), connected func()) error {
+	conn, err := pgx.ConnectConfig(ctx, s.cfg.Copy())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+Channel); err != nil {
+		return err
+	}
+	connected()
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		room, seqText, ok := strings.Cut(n.Payload, " ")
+		seq, err := strconv.ParseInt(seqText, 10, 64)
+		if ok && err == nil {
+			notify(room, seq)
+		}
+	}
+}

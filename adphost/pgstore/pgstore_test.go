@@ -1,0 +1,59 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentprotocols/go-sdk/adphost"
+	"github.com/agentprotocols/go-sdk/adphost/pgstore"
+	"github.com/agentprotocols/go-sdk/adphost/storetest"
+	"github.com/agentprotocols/go-sdk/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+func open(t *testing.T, url string) *pgstore.Store {
+	t.Helper()
+	s, err := pgstore.Open(t.Context(), url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// TestConformance: the PostgreSQL store passes the Store suite, on a real
+// server.
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) adphost.Store { return open(t, pgtest.Database(t)) })
+}
+
+// TestMigrations: opening twice applies the schema once; a database at a
+// newer version than the code knows is refused with ErrSchemaTooNew.
+func TestMigrations(t *testing.T) {
+	url := pgtest.Database(t)
+	open(t, url)
+	open(t, url) // idempotent
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var n, v int
+	if err := conn.QueryRow(t.Context(), "SELECT count(*), max(version) FROM adp_schema").Scan(&n, &v); err != nil {
+		t.Fatal(err)
+	}
+	if n != pgstore.SchemaVersion() || v != pgstore.SchemaVersion() {
+		t.Fatalf("%d migrations recorded up to %d, want %d", n, v, pgstore.SchemaVersion())
+	}
+	if _, err := conn.Exec(t.Context(), "INSERT INTO adp_schema (version) VALUES ($1)", pgstore.SchemaVersion()+1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pgstore.Open(t.Context(), url, nil); !errors.Is(err, pgstore.ErrSchemaTooNew) {
+		t.Fatalf("a newer schema: %v", err)
+	}
+}

@@ -1,0 +1,265 @@
+package adphost_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/adphost"
+	"github.com/agentprotocols/go-sdk/identity"
+)
+
+// shared is n Hosts on one Store behind one origin: a round-robin
+// handler sends each request to the next host, as a reverse proxy in
+// front of n processes would. pinned(i) is a client transport that always
+// reaches host i.
+type shared struct {
+	*world
+	hosts []*adphost.Host
+	addrs []string
+}
+
+func newShared(t *testing.T, n int, store adphost.Store, opts *adphost.Options) *shared {
+	t.Helper()
+	w := &world{t: t, clock: newClock()}
+	front := httptest.NewUnstartedServer(nil)
+	origin, err := identity.ParseOrigin("http://"+front.Listener.Addr().String(), &identity.OriginOptions{AllowLoopbackHTTP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &shared{world: w}
+	for range n {
+		var o adphost.Options
+		if opts != nil {
+			o = *opts
+		}
+		o.Origin, o.Store, o.Now, o.Heartbeat = origin, store, w.clock.Now, -1
+		h, err := adphost.New(context.Background(), &o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(h.Close)
+		srv := httptest.NewServer(h)
+		t.Cleanup(srv.Close)
+		s.hosts = append(s.hosts, h)
+		s.addrs = append(s.addrs, srv.Listener.Addr().String())
+	}
+	var next atomic.Int64
+	front.Config.Handler = http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		s.hosts[int(next.Add(1))%n].ServeHTTP(rw, r)
+	})
+	front.Start()
+	t.Cleanup(front.Close)
+	w.host, w.url, w.hc = s.hosts[0], front.URL, front.Client()
+	return s
+}
+
+// pinned returns an HTTP client that talks to the origin but always
+// reaches host i.
+func (s *shared) pinned(i int) *http.Client {
+	addr := s.addrs[i]
+	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", addr)
+	}}}
+}
+
+// TestSharedStoreAlternating: hosts sharing a Store serve one host. With
+// requests alternating between two hosts, every write is accepted: a host
+// whose replica is behind catches up from the Store and judges the write
+// again, instead of refusing it with room_head_mismatch.
+func TestSharedStoreAlternating(t *testing.T) {
+	ctx := ctxT(t)
+	s := newShared(t, 2, adphost.NewMemoryStore(), &adphost.Options{RateLimits: adphost.Unlimited()})
+	alice, bob := s.client("alice"), s.client("bob")
+	room := mustv(alice.CreateRoom(ctx, roomSpec(t, adp.VisibilityPublic, "shared"))).RoomID
+	mustv(bob.Join(ctx, room, adp.Join{Role: adp.RoleSpeaker}))
+	for i := range 20 {
+		c := alice
+		if i%3 == 0 {
+			c = bob
+		}
+		env := mustv(adp.NewMessage(ctx, c.Author(), headBase(t, c, room), text("m")))
+		if _, err := c.Submit(ctx, room, env); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+	}
+	l := mustv(alice.Sync(ctx, room))
+	if l.Seq != 22 {
+		t.Fatalf("log has %d records, want 22", l.Seq)
+	}
+}
+
+// TestSharedStoreRace: two head-checked writes on one head, sent at once
+// to two hosts: one record and one clean room_head_mismatch. The same
+// envelope sent to both at once: one record, and the other answer is the
+// exact-resubmission answer with it.
+func TestSharedStoreRace(t *testing.T) {
+	ctx := ctxT(t)
+	s := newShared(t, 2, adphost.NewMemoryStore(), &adphost.Options{RateLimits: adphost.Unlimited()})
+	alice := s.client("alice")
+	room := mustv(alice.CreateRoom(ctx, roomSpec(t, adp.VisibilityPublic, "race"))).RoomID
+	a := s.clientWith("alice", s.pinned(0))
+	b := s.clientWith("alice", s.pinned(1))
+	for round := range 5 {
+		base := headBase(t, alice, room)
+		e1 := mustv(adp.NewMessage(ctx, alice.Author(), base, text("one")))
+		e2 := mustv(adp.NewMessage(ctx, alice.Author(), base, text("two")))
+		var wg sync.WaitGroup
+		var err1, err2 error
+		wg.Go(func() { _, err1 = a.Submit(ctx, room, e1) })
+		wg.Go(func() { _, err2 = b.Submit(ctx, room, e2) })
+		wg.Wait()
+		if (err1 == nil) == (err2 == nil) {
+			t.Fatalf("round %d: errors %v and %v, want exactly one", round, err1, err2)
+		}
+		if err := cmpOr(err1, err2); !isCode(err, adp.CodeRoomHeadMismatch) {
+			t.Fatalf("round %d: the loser got %v", round, err)
+		}
+	}
+	env := mustv(adp.NewMessage(ctx, alice.Author(), headBase(t, alice, room), text("same")))
+	var wg sync.WaitGroup
+	var r1, r2 *adp.Record
+	var err1, err2 error
+	wg.Go(func() { r1, err1 = a.Submit(ctx, room, env) })
+	wg.Go(func() { r2, err2 = b.Submit(ctx, room, env) })
+	wg.Wait()
+	if err1 != nil || err2 != nil {
+		t.Fatalf("the same envelope twice: %v, %v", err1, err2)
+	}
+	if r1.Seq != r2.Seq || r1.Hash != r2.Hash {
+		t.Fatalf("two records for one envelope: %d and %d", r1.Seq, r2.Seq)
+	}
+	if l := mustv(alice.Sync(ctx, room)); l.Seq != 7 {
+		t.Fatalf("log has %d records, want 7", l.Seq)
+	}
+}
+
+func cmpOr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+func isCode(err error, code identity.Code) bool {
+	var e *identity.Error
+	return errors.As(err, &e) && e.Code == code
+}
+
+// countingStore records where the host starts reading each room's log.
+type countingStore struct {
+	adphost.Store
+	mu    sync.Mutex
+	first map[string]int64 // the afterSeq of a room's first Records call
+}
+
+func (c *countingStore) Records(ctx context.Context, room string, after int64, limit int) ([]*adp.Record, error) {
+	c.mu.Lock()
+	if _, ok := c.first[room]; !ok {
+		c.first[room] = after
+	}
+	c.mu.Unlock()
+	return c.Store.Records(ctx, room, after, limit)
+}
+
+// TestRoomCache: the host keeps at most RoomCache replicas; start-up loads
+// no room; an evicted room is rebuilt from its newest snapshot (taken
+// every SnapshotEvery records) and the records after it, not from seq 1;
+// the lists are served from the Store's index without loading rooms.
+func TestRoomCache(t *testing.T) {
+	ctx := ctxT(t)
+	store := adphost.NewMemoryStore()
+	opts := &adphost.Options{RateLimits: adphost.Unlimited(), RoomCache: 2, SnapshotEvery: 4}
+	s := newShared(t, 1, store, opts)
+	alice := s.client("alice")
+	var rooms []string
+	for i := range 5 {
+		room := mustv(alice.CreateRoom(ctx, roomSpec(t, adp.VisibilityPublic, "cache"))).RoomID
+		rooms = append(rooms, room)
+		for range 5 + i {
+			env := mustv(adp.NewMessage(ctx, alice.Author(), headBase(t, alice, room), text("m")))
+			mustv(alice.Submit(ctx, room, env))
+		}
+		if n := s.host.CachedRooms(); n > 2 {
+			t.Fatalf("%d rooms cached, bound 2", n)
+		}
+	}
+	if seq, _, _ := store.Snapshot(ctx, rooms[0]); seq != 4 {
+		t.Fatalf("room 0 (6 records) has its snapshot at %d, want 4", seq)
+	}
+
+	// A new host on the same store: nothing loaded until used.
+	cs := &countingStore{Store: store, first: map[string]int64{}}
+	s2 := newShared(t, 1, cs, opts)
+	if n := s2.host.CachedRooms(); n != 0 {
+		t.Fatalf("start-up loaded %d rooms", n)
+	}
+	bob := s2.client("bob")
+	n := 0
+	for r, err := range bob.PublicRooms(ctx, adp.RoomQuery{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Seq < 6 || r.Status != adp.StatusActive {
+			t.Fatalf("listed %+v", r)
+		}
+		n++
+	}
+	if n != 5 || s2.host.CachedRooms() != 0 {
+		t.Fatalf("public rooms: %d listed, %d rooms loaded", n, s2.host.CachedRooms())
+	}
+	l := mustv(bob.Sync(ctx, rooms[4])) // 10 records: snapshot at 8
+	if l.Seq != 10 {
+		t.Fatalf("room 4 synced to %d", l.Seq)
+	}
+	cs.mu.Lock()
+	after := cs.first[rooms[4]]
+	cs.mu.Unlock()
+	if after != 8 {
+		t.Fatalf("room 4 was rebuilt from seq %d, want from its snapshot at 8", after+1)
+	}
+	env := mustv(adp.NewMessage(ctx, alice.Author(), headBase(t, bob, rooms[4]), text("after a rebuild")))
+	if _, err := s2.clientWith("alice", nil).Submit(ctx, rooms[4], env); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// headMovedStore always loses the append race.
+type headMovedStore struct{ adphost.Store }
+
+func (headMovedStore) Append(context.Context, *adphost.Commit) error { return adphost.ErrHeadMoved }
+
+// TestAppendDeadline: a write that keeps losing its room's append race is
+// refused, after AppendDeadline, with a retryable rate_limited and
+// Retry-After: 1.
+func TestAppendDeadline(t *testing.T) {
+	ctx := ctxT(t)
+	store := adphost.NewMemoryStore()
+	s := newShared(t, 1, store, &adphost.Options{RateLimits: adphost.Unlimited()})
+	alice := s.client("alice")
+	room := mustv(alice.CreateRoom(ctx, roomSpec(t, adp.VisibilityPublic, "busy"))).RoomID
+	base := headBase(t, alice, room)
+	busy := newShared(t, 1, headMovedStore{store}, &adphost.Options{RateLimits: adphost.Unlimited(), AppendDeadline: 20 * time.Millisecond})
+	env := mustv(adp.NewMessage(ctx, alice.Author(), base, text("never")))
+	start := time.Now()
+	resp, err := busy.hc.Post(busy.url+"/v1/rooms/"+room, "application/json", bytes.NewReader(env.AppendJSON(nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "1" {
+		t.Fatalf("HTTP %d, Retry-After %q; want 429 and 1", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("the refusal took %v", d)
+	}
+}

@@ -1,0 +1,589 @@
+// Package storetest is the conformance suite of [adphost.Store]: one set
+// of tests that the memory, bbolt and PostgreSQL stores all pass (append
+// races, resubmission, nonce races, snapshots, the room index, join
+// requests, statuses, quota windows, paging). A store of one's own is
+// checked by calling [Run] from a test:
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T) adphost.Store { return open(t) })
+//	}
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/adphost"
+	"github.com/agentprotocols/go-sdk/envelope"
+	"github.com/agentprotocols/go-sdk/identity"
+)
+
+// Open returns an empty store for one test; the test's cleanup closes it.
+type Open func(t *testing.T) adphost.Store
+
+// Run runs every conformance test on stores from open.
+func Run(t *testing.T, open Open) {
+	for _, c := range []struct {
+		name string
+		f    func(*testing.T, adphost.Store)
+	}{
+		{"AppendIfHead", appendIfHead},
+		{"AppendRace", appendRace},
+		{"Resubmission", resubmission},
+		{"NonceCheckAndAdvance", nonceAdvance},
+		{"NonceRace", nonceRace},
+		{"Quota", quota},
+		{"Snapshot", snapshot},
+		{"Index", index},
+		{"JoinRequests", joinRequests},
+		{"Statuses", statuses},
+		{"Paging", paging},
+	} {
+		t.Run(c.name, func(t *testing.T) { c.f(t, open(t)) })
+	}
+}
+
+// T0 is the suite's clock.
+var T0 = time.UnixMilli(1779753600000)
+
+var (
+	keysMu sync.Mutex
+	keys   = map[string]*envelope.Author{}
+)
+
+// Author returns a fixed author for name.
+func Author(name string) *envelope.Author {
+	keysMu.Lock()
+	defer keysMu.Unlock()
+	if a := keys[name]; a != nil {
+		return a
+	}
+	seed := make([]byte, 32)
+	copy(seed, "storetest:"+name)
+	k, err := identity.NewKeyFromSeed(seed)
+	if err != nil {
+		panic(err)
+	}
+	a := envelope.NewAuthor(k)
+	keys[name] = a
+	return a
+}
+
+// chain builds records of a room: a room.create by "creator" and then
+// messages, each linked to the one before.
+type chain struct {
+	t    *testing.T
+	room string
+	recs []*adp.Record
+	n    int
+}
+
+func newChain(t *testing.T, room string) *chain {
+	t.Helper()
+	c := &chain{t: t, room: room}
+	env, err := adp.NewRoomCreate(context.Background(), Author("creator"), adp.RoomCreate{
+		Topic: "storetest " + room, Visibility: adp.VisibilityPublic, StartTime: T0.UnixMilli(), EndTime: T0.Add(time.Hour).UnixMilli(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.recs = []*adp.Record{adp.NewRecord(room, nil, T0.UnixMilli(), env)}
+	return c
+}
+
+// next returns a new message record following the chain's last, signed
+// by name, without adding it to the chain.
+func (c *chain) next(name string) *adp.Record {
+	c.t.Helper()
+	c.n++
+	last := c.recs[len(c.recs)-1]
+	env, err := adp.NewMessage(context.Background(), Author(name), adp.Base{RoomID: c.room, Seq: last.Seq, Hash: last.Hash},
+		adp.Message{ContentType: "text/plain", Content: adp.TextContent(fmt.Sprintf("m%d", c.n))})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return adp.NewRecord(c.room, last, last.ReceivedAt+1, env)
+}
+
+func (c *chain) add(rec *adp.Record) { c.recs = append(c.recs, rec) }
+
+// Commit wraps rec with its actor's nonce (live for ten minutes after
+// its received_at) and, for a seq 1 record, a public room's index entry.
+func Commit(rec *adp.Record) *adphost.Commit {
+	ev, err := adp.ParseEvent(rec.Envelope)
+	if err != nil {
+		panic(err)
+	}
+	c := &adphost.Commit{Record: rec, Nonce: adphost.NonceAdvance{Actor: ev.Actor, Nonce: ev.Nonce, Now: rec.ReceivedAt, ExpiresAt: rec.ReceivedAt + 600_000}}
+	if rec.Seq == 1 {
+		c.Index = &adphost.RoomIndex{
+			Summary: adp.RoomSummary{ID: rec.RoomID, Status: adp.StatusScheduled, Creator: ev.Actor, Topic: "storetest " + rec.RoomID,
+				Visibility: adp.VisibilityPublic, StartTime: T0.UnixMilli(), EndTime: T0.Add(time.Hour).UnixMilli(), Seq: 1, LastActivity: rec.ReceivedAt, Members: 1},
+			Members: []adphost.MemberIndex{{Agent: ev.Actor, Role: adp.RoleModerator, Status: adp.MemberActive}},
+		}
+	}
+	return c
+}
+
+// res carries a result and its error to get, which fails the test on
+// the error.
+type res[T any] struct {
+	v   T
+	err error
+}
+
+func try[T any](v T, err error) res[T] { return res[T]{v, err} }
+
+func (r res[T]) get(t *testing.T) T {
+	t.Helper()
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	return r.v
+}
+
+func ok(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func sameRecord(t *testing.T, got, want *adp.Record) {
+	t.Helper()
+	if got == nil || got.RoomID != want.RoomID || got.Seq != want.Seq || got.Hash != want.Hash ||
+		got.PreHash != want.PreHash || got.ReceivedAt != want.ReceivedAt || string(got.AppendJSON(nil)) != string(want.AppendJSON(nil)) {
+		t.Fatalf("record %+v, want %+v", got, want)
+	}
+}
+
+// appendIfHead: the log takes only the record that follows its last one.
+func appendIfHead(t *testing.T, s adphost.Store) {
+	ctx := t.Context()
+	c := newChain(t, "r1")
+	r2 := c.next("alice")
+	if err := s.Append(ctx, Commit(r2)); !errors.Is(err, adphost.ErrHeadMoved) {
+		t.Fatalf("seq 2 into an empty log: %v", err)
+	}
+	ok(t, s.Append(ctx, Commit(c.recs[0])))
+	if err := s.Append(ctx, Commit(c.recs[0])); !errors.Is(err, adphost.ErrHeadMoved) && !errors.Is(err, adphost.ErrDuplicateEvent) {
+		t.Fatalf("seq 1 twice: %v", err)
+	}
+	forked := *r2
+	forked.PreHash = envelope.Sum([]byte("other"))
+	if err := s.Append(ctx, Commit(&forked)); !errors.Is(err, adphost.ErrHeadMoved) {
+		t.Fatalf("a fork: %v", err)
+	}
+	ok(t, s.Append(ctx, Commit(r2)))
+	c.add(r2)
+	if h := try(s.Head(ctx, "r1")).get(t); h != 2 {
+		t.Fatalf("head %d, want 2", h)
+	}
+	if h := try(s.Head(ctx, "none")).get(t); h != 0 {
+		t.Fatalf("head of a missing room %d", h)
+	}
+	recs := try(s.Records(ctx, "r1", 0, 10)).get(t)
+	if len(recs) != 2 {
+		t.Fatalf("%d records", len(recs))
+	}
+	sameRecord(t, recs[0], c.recs[0])
+	sameRecord(t, recs[1], r2)
+}
+
+// appendRace: writers racing on one head get one record in; every other
+// gets ErrHeadMoved and nothing of it is kept (its nonce included).
+func appendRace(t *testing.T, s adphost.Store) {
+	ctx := t.Context()
+	c := newChain(t, "race")
+	ok(t, s.Append(ctx, Commit(c.recs[0])))
+	const n = 8
+	cands := make([]*adp.Record, n)
+	for i := range cands {
+		cands[i] = c.next(fmt.Sprintf("racer%d", i))
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range cands {
+		wg.Go(func() { errs[i] = s.Append(ctx, Commit(cands[i])) })
+	}
+	wg.Wait()
+	won := -1
+	for i, err := range errs {
+		switch {
+		case err == nil && won >= 0:
+			t.Fatalf("two racers appended seq 2")
+		case err == nil:
+			won = i
+		case !errors.Is(err, adphost.ErrHeadMoved):
+			t.Fatalf("racer %d: %v", i, err)
+		}
+	}
+	if won < 0 {
+		t.Fatal("no racer appended")
+	}
+	recs := try(s.Records(ctx, "race", 0, 100)).get(t)
+	if len(recs) != 2 {
+		t.Fatalf("%d records after the race", len(recs))
+	}
+	sameRecord(t, recs[1], cands[won])
+	for i, r := range cands {
+		if i == won {
+			continue
+		}
+		if got := try(s.RecordByEvent(ctx, r.Envelope.Hash())).get(t); got != nil {
+			t.Fatalf("a loser's envelope is indexed")
+		}
+		ev, _ := adp.ParseEvent(r.Envelope)
+		if n, _ := must2(t)(s.MaxNonce(ctx, ev.Actor)); n != 0 {
+			t.Fatalf("a loser's nonce was advanced to %d", n)
+		}
+	}
+}
+
+func must2(t *testing.T) func(a, b int64, err error) (int64, int64) {
+	return func(a, b int64, err error) (int64, int64) {
+		t.Helper()
+		ok(t, err)
+		return a, b
+	}
+}
+
+// resubmission: an envelope with a record is found by its hash, and the
+// same envelope is refused in another record (ErrDuplicateEvent), even in
+// another room.
+func resubmission(t *testing.T, s adphost.Store) {
+	ctx := t.Context()
+	c := newChain(t, "rs")
+	ok(t, s.Append(ctx, Commit(c.recs[0])))
+	r2 := c.next("alice")
+	ok(t, s.Append(ctx, Commit(r2)))
+	c.add(r2)
+	sameRecord(t, try(s.RecordByEvent(ctx, r2.Envelope.Hash())).get(t), r2)
+	if got := try(s.RecordByEvent(ctx, envelope.Sum([]byte("nothing")))).get(t); got != nil {
+		t.Fatalf("unknown hash found %v", got)
+	}
+	again := adp.NewRecord("rs", r2, r2.ReceivedAt+1, r2.Envelope)
+	cm := Commit(again)
+	cm.Nonce.Now = again.ReceivedAt + 10_000_000 // past the nonce entry: only the index refuses it
+	if err := s.Append(ctx, cm); !errors.Is(err, adphost.ErrDuplicateEvent) {
+		t.Fatalf("the same envelope again: %v", err)
+	}
+	// The same room.create as another room's first record.
+	other := adp.NewRecord("rs-other", nil, T0.UnixMilli(), c.recs[0].Envelope)
+	if err := s.Append(ctx, Commit(other)); !errors.Is(err, adphost.ErrDuplicateEvent) {
+		t.Fatalf("the same room.create for another room: %v", err)
+	}
+	if h := try(s.Head(ctx, "rs-other")).get(t); h != 0 {
+		t.Fatalf("the refused room exists with head %d", h)
+	}
+}
+
+// nonceAdvance: a live entry refuses a nonce not greater than its own,
+// with MaxSeenNonce; an expired entry takes any nonce.
+func nonceAdvance(t *testing.T, s adphost.Store) {
+	ctx := t.Context()
+	c := newChain(t, "nonce")
+	ok(t, s.Append(ctx, Commit(c.recs[0])))
+	actor := Author("alice").AgentID()
+	step := func(nonce, now, exp int64) error {
+		r := c.next("alice")
+		cm := Commit(r)
+		cm.Nonce = adphost.NonceAdvance{Actor: actor, Nonce: nonce, Now: now, ExpiresAt: exp}
+		err := s.Append(ctx, cm)
+		if err == nil {
+			c.add(r)
+		}
+		return err
+	}
+	ok(t, step(100, 1000, 5000))
+	if n, exp := must2(t)(s.MaxNonce(ctx, actor)); n != 100 || exp != 5000 {
+		t.Fatalf("nonce entry %d/%d", n, exp)
+	}
+	for _, n := range []int64{100, 99} {
+		err := step(n, 2000, 6000)
+		var e *identity.Error
+		if !errors.As(err, &e) || e.Code != identity.CodeNonceNotGreater || e.MaxSeenNonce != 100 {
+			t.Fatalf("nonce %d: %v", n, err)
+		}
+	}
+	ok(t, step(101, 2000, 6000))
+	ok(t, step(50, 6000, 9000)) // the entry expired at 6000
+	if n, exp := must2(t)(s.MaxNonce(ctx, actor)); n != 50 || exp != 9000 {
+		t.Fatalf("nonce entry after expiry %d/%d", n, exp)
+	}
+	if h := try(s.Head(ctx, "nonce")).get(t); h != 4 {
+		t.Fatalf("head %d, want 4 (refusals append nothing)", h)
+	}
+}
+
+// nonceRace: one actor's envelopes with the same nonce, racing into
+// different rooms, are accepted once.
+func nonceRace(t *testing.T, s adphost.Store) {
+	ctx := t.Context()
+	const n = 6
+	actor := Author("alice").AgentID()
+	cms := make([]*adphost.Commit, n)
+	for i := range cms {
+		c := newChain(t, fmt.Sprintf("nr%d", i))
+		ok(t, s.Append(ctx, Commit(c.recs[0])))
+		cms[i] = Commit(c.next("alice"))
+		cms[i].Nonce = adphost.NonceAdvance{Actor: actor, Nonce: 7, Now: 1000, ExpiresAt: 100_000}
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range cms {
+		wg.Go(func() { errs[i] = s.Append(ctx, cms[i]) })
+	}
+	wg.Wait()
+	accepted := 0
+	for _, err := range errs {
+		var e *identity.Error
+		switch {
+		case err == nil:
+			accepted++
+		case errors.As(err, &e) && e.Code == identity.CodeNonceNotGreater && e.MaxSeenNonce == 7:
+		default:
+			t.Fatalf("racer: %v", err)
+		}
+	}
+	if accepted != 1 {
+		t.Fatalf("%d envelopes with one nonce accepted", accepted)
+	}
+}
+
+// quota: a window holds at most Limit uses within Window; an append whose
+// quota is full appends nothing.
+func quota(t *testing.T, s adphost.Store) {
+	ctx := t.Context()
+	q := adphost.Quota{Key: "alice/message", Limit: 3, Window: 60_000, Now: 1000}
+	for i := range 3 {
+		q.Now = int64(1000 + i)
+		ok(t, s.TakeQuota(ctx, q))
+	}
+	if n := try(s.QuotaUsed(ctx, q)).get(t); n != 3 {
+		t.Fatalf("used %d", n)
+	}
+	if err := s.TakeQuota(ctx, q); !errors.Is(err, identity.ErrRateLimited) {
+		t.Fatalf("a fourth use: %v", err)
+	}
+	c := newChain(t, "quota")
+	ok(t, s.Append(ctx, Commit(c.recs[0])))
+	cm := Commit(c.next("alice"))
+	cm.Quota = &q
+	if err := s.Append(ctx, cm); !errors.Is(err, identity.ErrRateLimited) {
+		t.Fatalf("an append over quota: %v", err)
+	}
+	if h := try(s.Head(ctx, "quota")).get(t); h != 1 {
+		t.Fatalf("a refused append moved the head to %d", h)
+	}
+	q.Now = 61_000 // the first use left the window
+	if n := try(s.QuotaUsed(ctx, q)).get(t); n != 2 {
+		t.Fatalf("used %d after a minute", n)
+	}
+	ok(t, s.Append(ctx, cm))
+	if n := try(s.QuotaUsed(ctx, q)).get(t); n != 3 {
+		t.Fatalf("used %d after the append", n)
+	}
+	// Racing takers of one window get exactly the room left in it.
+	r := adphost.Quota{Key: "bob/signal", Limit: 5, Window: 60_000, Now: 5000}
+	errs := make([]error, 12)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Go(func() { errs[i] = s.TakeQuota(ctx, r) })
+	}
+	wg.Wait()
+	took := 0
+	for _, err := range errs {
+		if err == nil {
+			took++
+		} else if !errors.Is(err, identity.ErrRateLimited) {
+			t.Fatal(err)
+		}
+	}
+	if took != 5 {
+		t.Fatalf("%d racing takers got a use of 5", took)
+	}
+}
+
+// snapshot: the newest snapshot is kept, an older one does not replace it.
+func snapshot(t *testing.T, s adphost.Store) {
+	ctx := t.Context()
+	if seq, b := must2b(t)(s.Snapshot(ctx, "snap")); seq != 0 || b != nil {
+		t.Fatalf("a missing snapshot: %d %q", seq, b)
+	}
+	c := newChain(t, "snap")
+	ok(t, s.Append(ctx, Commit(c.recs[0])))
+	ok(t, s.PutSnapshot(ctx, "snap", 5, []byte(`{"at":5}`)))
+	ok(t, s.PutSnapshot(ctx, "snap", 3, []byte(`{"at":3}`)))
+	if seq, b := must2b(t)(s.Snapshot(ctx, "snap")); seq != 5 || string(b) != `{"at":5}` {
+		t.Fatalf("snapshot %d %q", seq, b)
+	}
+	ok(t, s.PutSnapshot(ctx, "snap", 9, []byte(`{"at":9}`)))
+	if seq, b := must2b(t)(s.Snapshot(ctx, "snap")); seq != 9 || string(b) != `{"at":9}` {
+		t.Fatalf("snapshot %d %q", seq, b)
+	}
+}
+
+func must2b(t *testing.T) func(int64, []byte, error) (int64, []byte) {
+	return func(a int64, b []byte, err error) (int64, []byte) {
+		t.Helper()
+		ok(t, err)
+		return a, b
+	}
+}
+
+// index: the room index lists non-private rooms for discovery and an
+// agent's rooms (creator, member, applicant) with its own membership.
+func index(t *testing.T, s adphost.Store) {
+	ctx := t.Context()
+	creator, alice, bob := Author("creator").AgentID(), Author("alice").AgentID(), Author("bob").AgentID()
+	pub := newChain(t, "ix-pub")
+	ok(t, s.Append(ctx, Commit(pub.recs[0])))
+	priv := newChain(t, "ix-priv")
+	cm := Commit(priv.recs[0])
+	cm.Index.Summary.Visibility = adp.VisibilityPrivate
+	ok(t, s.Append(ctx, cm))
+	// alice joins the public room: the commit replaces the members.
+	r := pub.next("alice")
+	cm = Commit(r)
+	ix := *Commit(pub.recs[0]).Index
+	ix.Summary.Seq, ix.Summary.Members = 2, 2
+	ix.Members = append(ix.Members, adphost.MemberIndex{Agent: alice, Role: adp.RoleSpeaker, Status: adp.MemberActive})
+	cm.Index = &ix
+	ok(t, s.Append(ctx, cm))
+	pub.add(r)
+	// A message: index unchanged.
+	ok(t, s.Append(ctx, Commit(pub.next("alice"))))
+
+	list := try(s.PublicRooms(ctx)).get(t)
+	if len(list) != 1 || list[0].Summary.ID != "ix-pub" || list[0].Summary.Seq != 3 || list[0].Summary.LastActivity != pub.recs[1].ReceivedAt+1 || list[0].Summary.Members != 2 || len(list[0].Members) != 0 {
+		t.Fatalf("public rooms %+v", list)
+	}
+	mine := try(s.AgentRooms(ctx, alice)).get(t)
+	if len(mine) != 1 || mine[0].Summary.ID != "ix-pub" || len(mine[0].Members) != 1 || mine[0].Members[0].Role != adp.RoleSpeaker {
+		t.Fatalf("alice's rooms %+v", mine)
+	}
+	if got := try(s.AgentRooms(ctx, creator)).get(t); len(got) != 2 || got[0].Summary.ID != "ix-priv" || got[1].Summary.ID != "ix-pub" {
+		t.Fatalf("the creator's rooms %+v", got)
+	}
+	if got := try(s.AgentRooms(ctx, bob)).get(t); len(got) != 0 {
+		t.Fatalf("bob's rooms %+v", got)
+	}
+	ok(t, s.PutJoinRequest(ctx, joinRequest("ix-priv", "jr_1", bob, 10)))
+	if got := try(s.AgentRooms(ctx, bob)).get(t); len(got) != 1 || got[0].Summary.ID != "ix-priv" || got[0].Members != nil {
+		t.Fatalf("an applicant's rooms %+v", got)
+	}
+}
+
+func joinRequest(room, id string, who identity.AgentID, at int64) *adp.JoinRequestResource {
+	return &adp.JoinRequestResource{
+		Request: adp.JoinRequest{ID: id, RoomID: room, Applicant: who, Role: adp.RoleSpeaker, CreatedAt: at, ExpiresAt: at + 3_600_000, Extra: jsontext.Value("{}")},
+		Status:  adp.JoinPending,
+	}
+}
+
+// joinRequests: creation order, replacement in place, lookups by ID.
+func joinRequests(t *testing.T, s adphost.Store) {
+	ctx := t.Context()
+	alice, bob := Author("alice").AgentID(), Author("bob").AgentID()
+	ok(t, s.PutJoinRequest(ctx, joinRequest("jr", "jr_B", alice, 20)))
+	ok(t, s.PutJoinRequest(ctx, joinRequest("jr", "jr_A", bob, 30)))
+	ok(t, s.PutJoinRequest(ctx, joinRequest("other", "jr_C", bob, 10)))
+	up := joinRequest("jr", "jr_B", alice, 20)
+	up.Status, up.ApprovedRole, up.ReviewedAt = adp.JoinApproved, adp.RoleSpeaker, 40
+	ok(t, s.PutJoinRequest(ctx, up))
+	list := try(s.JoinRequests(ctx, "jr")).get(t)
+	if len(list) != 2 || list[0].Request.ID != "jr_B" || list[0].Status != adp.JoinApproved || list[1].Request.ID != "jr_A" {
+		t.Fatalf("join requests %+v", list)
+	}
+	got := try(s.JoinRequest(ctx, "jr", "jr_A")).get(t)
+	if got == nil || got.Request.Applicant != bob || got.Status != adp.JoinPending || string(got.Request.Extra) != "{}" {
+		t.Fatalf("jr_A %+v", got)
+	}
+	if got := try(s.JoinRequest(ctx, "jr", "jr_C")).get(t); got != nil {
+		t.Fatalf("another room's request found: %+v", got)
+	}
+	if got := try(s.JoinRequests(ctx, "none")).get(t); len(got) != 0 {
+		t.Fatalf("requests of a room without any: %+v", got)
+	}
+}
+
+// statuses: replace, delete, list by agent, expired ones kept (the host
+// filters them by expires_at).
+func statuses(t *testing.T, s adphost.Store) {
+	ctx := t.Context()
+	alice, bob := Author("alice").AgentID(), Author("bob").AgentID()
+	st := func(who identity.AgentID, state string, exp int64) *adp.AgentStatus {
+		return &adp.AgentStatus{RoomID: "st", AgentID: who, State: state, UpdatedAt: exp - 1000, ExpiresAt: exp}
+	}
+	ok(t, s.PutStatus(ctx, st(bob, "idle", 5000)))
+	ok(t, s.PutStatus(ctx, st(alice, "thinking", 1000)))
+	ok(t, s.PutStatus(ctx, st(alice, "typing", 2000)))
+	list := try(s.Statuses(ctx, "st")).get(t)
+	if len(list) != 2 {
+		t.Fatalf("statuses %+v", list)
+	}
+	want := []identity.AgentID{alice, bob}
+	slices.SortFunc(want, func(a, b identity.AgentID) int {
+		if a.String() < b.String() {
+			return -1
+		}
+		return 1
+	})
+	if list[0].AgentID != want[0] || list[1].AgentID != want[1] {
+		t.Fatalf("statuses not by agent: %+v", list)
+	}
+	for _, x := range list {
+		if x.AgentID == alice && (x.State != "typing" || x.ExpiresAt != 2000) {
+			t.Fatalf("alice's status %+v", x)
+		}
+	}
+	ok(t, s.DeleteStatus(ctx, "st", alice))
+	ok(t, s.DeleteStatus(ctx, "st", alice))
+	if list := try(s.Statuses(ctx, "st")).get(t); len(list) != 1 || list[0].AgentID != bob {
+		t.Fatalf("statuses after delete %+v", list)
+	}
+}
+
+// paging: Records pages a long log without gaps or repeats.
+func paging(t *testing.T, s adphost.Store) {
+	ctx := t.Context()
+	c := newChain(t, "pg")
+	ok(t, s.Append(ctx, Commit(c.recs[0])))
+	for range 24 {
+		r := c.next("alice")
+		cm := Commit(r)
+		cm.Nonce.Nonce = int64(len(c.recs)) // one author: nonces must grow
+		ok(t, s.Append(ctx, cm))
+		c.add(r)
+	}
+	var got []*adp.Record
+	for after := int64(0); ; {
+		page := try(s.Records(ctx, "pg", after, 7)).get(t)
+		if len(page) == 0 {
+			break
+		}
+		got = append(got, page...)
+		after = page[len(page)-1].Seq
+	}
+	if len(got) != len(c.recs) {
+		t.Fatalf("%d records paged, want %d", len(got), len(c.recs))
+	}
+	for i := range got {
+		sameRecord(t, got[i], c.recs[i])
+	}
+	if page := try(s.Records(ctx, "pg", 20, 100)).get(t); len(page) != 5 || page[0].Seq != 21 {
+		t.Fatalf("records after 20: %d", len(page))
+	}
+	if page := try(s.Records(ctx, "pg", 25, 100)).get(t); len(page) != 0 {
+		t.Fatalf("records after the end: %d", len(page))
+	}
+}
