@@ -204,7 +204,7 @@ func (k *kit) open(ctx context.Context, t *T, path, token string) *answer {
 	ans := &answer{status: resp.StatusCode, header: resp.Header}
 	if resp.StatusCode != http.StatusOK {
 		var buf bytes.Buffer
-		buf.ReadFrom(http.MaxBytesReader(nil, resp.Body, maxBody))
+		buf.ReadFrom(io.LimitReader(resp.Body, maxBody))
 		ans.body = buf.Bytes()
 	}
 	return ans
