@@ -224,8 +224,9 @@ func serve(ctx context.Context, path, httpAddr string, acp bool, stdin io.Reader
 		return serveACP(ctx, srv, stdin, stdout, stderr)
 	}
 	if httpAddr == "" {
-		// One frame is bounded like an HTTP request body (4 MiB).
-		t := &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}, MaxLineLength: mcp.DefaultMaxRequestBodyBytes}
+		// One frame is bounded like an HTTP request body (4 MiB); a bad
+		// frame is answered and skipped (stdioTransport).
+		t := &stdioTransport{r: stdin, w: stdout, maxLine: mcp.DefaultMaxRequestBodyBytes}
 		if err := srv.MCP().Run(ctx, t); err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
 			fmt.Fprintln(stderr, "connector:", untrusted.Terminal(err.Error()))
 			return exitError

@@ -52,7 +52,7 @@ func TestTranscripts(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- c.srv.MCP().Run(ctx, &mcp.IOTransport{Reader: inR, Writer: outW})
+		done <- c.srv.MCP().Run(ctx, &stdioTransport{r: inR, w: outW, maxLine: mcp.DefaultMaxRequestBodyBytes})
 	}()
 	lines := make(chan string, 16)
 	go func() {
