@@ -49,6 +49,10 @@ func TestHTTPGuard(t *testing.T) {
 			r.Host = "localhost" + port
 			r.Header.Set("Origin", "http://localhost"+port)
 		}, http.StatusOK},
+		{"upper-case localhost Host (R11)", func(r *http.Request) {
+			r.Host = "LOCALHOST" + port
+			r.Header.Set("Origin", "http://LocalHost"+port)
+		}, http.StatusOK},
 		{"lower-case scheme", func(r *http.Request) { r.Header.Set("Authorization", "bearer "+testToken) }, http.StatusOK},
 		{"missing bearer", func(r *http.Request) { r.Header.Del("Authorization") }, http.StatusUnauthorized},
 		{"wrong bearer", func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+testToken+"x") }, http.StatusUnauthorized},
@@ -180,7 +184,7 @@ func TestHTTPStreamableClient(t *testing.T) {
 
 func TestCheckLoopbackAddr(t *testing.T) {
 	for addr, ok := range map[string]bool{
-		"127.0.0.1:8080": true, "[::1]:8080": true, "127.0.0.2:1": true,
+		"127.0.0.1:8080": true, "[::1]:8080": true, "127.0.0.2:1": false, "[::ffff:127.0.0.1]:1": false,
 		"0.0.0.0:8080": false, "localhost:8080": false, "192.168.1.2:80": false, ":8080": false, "127.0.0.1": false,
 	} {
 		if err := checkLoopbackAddr(addr); (err == nil) != ok {

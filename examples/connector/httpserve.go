@@ -31,9 +31,11 @@ func checkLoopbackAddr(addr string) error {
 	if err != nil {
 		return fmt.Errorf("--http %q: want 127.0.0.1:PORT or [::1]:PORT: %v", addr, err)
 	}
+	// Exactly the two addresses §3 names: other 127/8 addresses are
+	// loopback too, but the documentation promises these two.
 	ip, err := netip.ParseAddr(host)
-	if err != nil || !ip.IsLoopback() {
-		return fmt.Errorf("--http %q: the connector listens on a loopback address only (127.0.0.1 or ::1)", addr)
+	if err != nil || (ip != netip.AddrFrom4([4]byte{127, 0, 0, 1}) && ip != netip.IPv6Loopback()) {
+		return fmt.Errorf("--http %q: the connector listens on a loopback address only, 127.0.0.1 or ::1", addr)
 	}
 	if port == "" {
 		return fmt.Errorf("--http %q: missing port", addr)
@@ -93,8 +95,17 @@ func httpHandler(srv *Server, token string) http.Handler {
 		// An abandoned session is closed after an idle hour, so sessions
 		// (and their presented heads) cannot pile up.
 		SessionTimeout: time.Hour,
+		// No EventStore (R9): with go-sdk v1.8.0's MemoryEventStore a
+		// resources/updated notification blocked (observed in a test with
+		// a GET stream open), and the Notifier delivers to every session
+		// from one goroutine. Clients re-read after reconnecting
+		// (notify-then-read) and the inbox is durable, so a missed
+		// notification loses no data.
+		// guard does the DNS-rebinding check, comparing Host names
+		// case-insensitively (R11); the SDK's own check is case-sensitive.
+		DisableLocalhostProtection: true,
 	})
-	return guard(token, h)
+	return guard(token, newJSONRPCFront(h))
 }
 
 // loadOrCreateToken reads the bearer token from path, creating it (mode

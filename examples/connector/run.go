@@ -263,10 +263,6 @@ func serve(ctx context.Context, path, httpAddr string, acp bool, stdin io.Reader
 	return exitOK
 }
 
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
-
 // marshalIndent renders a config for humans (trusted, local data).
 func marshalIndent(c *Config) ([]byte, error) {
 	b, err := json.MarshalIndent(c, "", "  ")

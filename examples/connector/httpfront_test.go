@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentprotocols/go-sdk/connector"
+)
+
+// rawHTTP is a raw JSON-RPC client of the Streamable HTTP endpoint, for
+// what the go-sdk client cannot send or does not show (status codes, a
+// cancel for a call still in flight, SSE ids).
+type rawHTTP struct {
+	t       *testing.T
+	url     string
+	session string
+}
+
+func newRawHTTP(t *testing.T, ts *httptest.Server) *rawHTTP {
+	t.Helper()
+	r := &rawHTTP{t: t, url: ts.URL}
+	resp := r.post(initBody, nil)
+	r.session = resp.Header.Get("Mcp-Session-Id")
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || r.session == "" {
+		t.Fatalf("initialize: %d, session %q", resp.StatusCode, r.session)
+	}
+	resp = r.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil)
+	resp.Body.Close()
+	return r
+}
+
+// post sends one message on the session (mut may change the request).
+func (r *rawHTTP) post(body string, mut func(*http.Request)) *http.Response {
+	r.t.Helper()
+	req, _ := http.NewRequest("POST", r.url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	if r.session != "" {
+		req.Header.Set("Mcp-Session-Id", r.session)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	}
+	if mut != nil {
+		mut(req)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return resp
+}
+
+// sseEvents reads SSE events (id and data) from body until it ends.
+func sseEvents(body io.Reader, out chan<- [2]string) {
+	defer close(out)
+	sc := bufio.NewScanner(body)
+	sc.Buffer(nil, 1<<20)
+	var id, data string
+	for sc.Scan() {
+		l := sc.Text()
+		switch {
+		case strings.HasPrefix(l, "id:"):
+			id = strings.TrimSpace(l[3:])
+		case strings.HasPrefix(l, "data:"):
+			data += strings.TrimSpace(l[5:])
+		case l == "":
+			if data != "" {
+				out <- [2]string{id, data}
+			}
+			id, data = "", ""
+		}
+	}
+}
+
+// TestHTTPJSONRPCErrors (R7): over HTTP an unknown method gets a JSON-RPC
+// -32601 body, as over stdio; a session-era POST without Mcp-Session-Id
+// is HTTP 400; unadvertised capabilities (prompts, logging) are -32601
+// too (R10).
+func TestHTTPJSONRPCErrors(t *testing.T) {
+	h := newTestHost(t, nil)
+	c := newConnector(t, "http-rpc", h)
+	r := newRawHTTP(t, serveHTTP(t, c))
+	for _, method := range []string{"tasks/list", "nonexistent/method", "prompts/list", "logging/setLevel"} {
+		resp := r.post(`{"jsonrpc":"2.0","id":7,"method":"`+method+`","params":{}}`, nil)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"code":-32601`) || !strings.Contains(string(b), `"id":7`) {
+			t.Errorf("%s: HTTP %d %s, want a -32601 JSON-RPC error", method, resp.StatusCode, b)
+		}
+	}
+	resp := r.post(`{"jsonrpc":"2.0","id":8,"method":"tools/list"}`, func(req *http.Request) {
+		req.Header.Del("Mcp-Session-Id")
+	})
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("POST without session id: HTTP %d %s, want 400", resp.StatusCode, b)
+	}
+}
+
+// TestHTTPCancelledGetsNoResponse (R8): after notifications/cancelled the
+// long-poll's response stream ends without a response for it.
+func TestHTTPCancelledGetsNoResponse(t *testing.T) {
+	h := newTestHost(t, nil)
+	c := newConnector(t, "http-cancel", h)
+	r := newRawHTTP(t, serveHTTP(t, c))
+	events := make(chan [2]string, 8)
+	go func() {
+		resp := r.post(`{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"`+connector.ToolPrefix+`inbox_next","arguments":{"wait_ms":20000}}}`, nil)
+		defer resp.Body.Close()
+		sseEvents(resp.Body, events)
+	}()
+	// The cancel may overtake the call; repeating it is harmless (a
+	// cancel for no request in flight is ignored).
+	start := time.Now()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				if time.Since(start) > 10*time.Second {
+					t.Fatal("the cancelled poll did not end promptly")
+				}
+				return
+			}
+			if strings.Contains(ev[1], `"id":42`) {
+				t.Fatalf("a cancelled request got a response: %s", ev[1])
+			}
+		case <-tick.C:
+			r.post(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":42}}`, nil).Body.Close()
+		case <-time.After(15 * time.Second):
+			t.Fatal("the cancelled request's stream did not end")
+		}
+	}
+}
