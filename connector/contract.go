@@ -179,7 +179,19 @@ type Options struct {
 	// releases it at once); 0 means DefaultClaimLease. Claims never
 	// survive a restart.
 	ClaimLease time.Duration
+	// BackfillWindow bounds which of a room's past records become inbox
+	// items when the room is first synced (room_open, room_join, a fresh
+	// state directory): mentions of this agent, and turns assigned to it
+	// that have not expired, received within this window before the sync
+	// do (§4.3 asks for mention items whatever their age; a bound keeps a
+	// long history from flooding the inbox). Everything else in the past
+	// — messages, state changes, older mentions — is history, not news.
+	// 0 means DefaultBackfillWindow; negative means none.
+	BackfillWindow time.Duration
 }
+
+// DefaultBackfillWindow is the default Options.BackfillWindow.
+const DefaultBackfillWindow = 24 * time.Hour
 
 // DefaultClaimLease is the default Options.ClaimLease: an inbox item
 // claimed by a client that went away without ending its session (no
@@ -351,6 +363,15 @@ type RoomStateView struct {
 	Seq               int64           `json:"seq"`
 	Hash              string          `json:"hash"`
 	Head              RecordRefView   `json:"head"`
+	// URL is the room URL the host's room resource last named ("" until
+	// read; host text).
+	URL string `json:"url"`
+	// Extra is the room's application data from the verified contract.
+	Extra jsontext.Value `json:"extra"`
+	// PreHash and ReceivedAt are the latest record's (pre_hash null at
+	// seq 1), as in the ADP room resource.
+	PreHash    *string `json:"pre_hash"`
+	ReceivedAt int64   `json:"received_at"`
 }
 
 // RecordRefView names a record (seq, hash).

@@ -108,6 +108,8 @@ type storedRoom struct {
 	JoinRequestStatus string      `json:"join_request_status,omitempty"`
 	JoinApprovedRole  string      `json:"join_approved_role,omitempty"`
 	ActiveTurn        *ActiveTurn `json:"active_turn,omitempty"`
+	// URL is the room URL of the host's room resource (host text, bounded).
+	URL string `json:"url,omitempty"`
 }
 
 // MaxRoomIDLen bounds a room id; see checkRoomID.
@@ -160,6 +162,9 @@ func Open(ctx context.Context, opts *Options) (*Engine, error) {
 	}
 	if e.opts.ClaimLease <= 0 {
 		e.opts.ClaimLease = DefaultClaimLease
+	}
+	if e.opts.BackfillWindow == 0 {
+		e.opts.BackfillWindow = DefaultBackfillWindow
 	}
 	e.limiter = newLimiter(e.opts.WritesPerMinute, e.opts.WriteBurst, e.now)
 	st, err := openStateStore(opts.Dir, opts.LockTimeout)

@@ -76,8 +76,10 @@ func addInbox(tx stateTx, it InboxItem) (bool, error) {
 // inboxFromRecord creates the inbox items of one verified record (§4.2
 // table) and updates the room's local projections (active turn, join
 // request status); the second result says the room state changed. With
-// backfill set — the first sync of a room, which reads its past — only the
-// projections are updated: history is not news.
+// backfill set — the first sync of a room, which reads its past — history
+// is not news: only mentions of this agent and live turn assignments to it
+// received within Options.BackfillWindow become items (an agent invited
+// by mention before its connector opened the room is still woken).
 func (e *Engine) inboxFromRecord(tx stateTx, k roomKey, room *adp.Room, sr *storedRoom, rec *adp.Record, backfill bool) (bool, bool, error) {
 	ev := rec.Envelope.Event()
 	base := InboxItem{Host: k.host, RoomID: k.room, Seq: rec.Seq, EventID: rec.Envelope.Hash().String(),
@@ -209,7 +211,19 @@ func (e *Engine) inboxFromRecord(tx stateTx, k roomKey, room *adp.Room, sr *stor
 		}
 	}
 	if backfill {
-		return false, stateChanged, nil
+		// History is not news, except what asks this agent to respond: a
+		// mention, or a turn assigned to it that has not expired, received
+		// within Options.BackfillWindow before this first sync.
+		now := e.now()
+		recent := e.opts.BackfillWindow > 0 && rec.ReceivedAt >= now.Add(-e.opts.BackfillWindow).UnixMilli()
+		kept := items[:0]
+		for _, it := range items {
+			live := it.Kind == KindMention || it.Kind == KindTurnAssigned && (it.Deadline == nil || *it.Deadline > now.UnixMilli())
+			if recent && live {
+				kept = append(kept, it)
+			}
+		}
+		items = kept
 	}
 	added := false
 	for _, it := range items {

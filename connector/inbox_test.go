@@ -209,8 +209,9 @@ func TestJoinAfterRejection(t *testing.T) {
 	}
 }
 
-// TestHistoryIsNotNews: opening a room reads its past without turning it
-// into inbox items (an old mention included); what follows does.
+// TestHistoryIsNotNews (MUST D8, decided): opening a room reads its past
+// without turning it into inbox items, except mentions of this agent
+// received within Options.BackfillWindow; what follows is news.
 func TestHistoryIsNotNews(t *testing.T) {
 	_, srv := testHost(t)
 	ctx := ctxT(t)
@@ -218,21 +219,38 @@ func TestHistoryIsNotNews(t *testing.T) {
 	defer alice.Close()
 	room := createRoom(t, alice, srv.URL)
 	carol := testKey(t, "carol").AgentID().String()
+	say(t, alice, room, "old, no mention")
 	for range 3 {
 		must[*WriteResult](t)(alice.SendMessage(ctx, "a", SendMessageInput{RoomID: room, Content: "old", Mentions: []string{carol}, OnHeadMismatch: OnMismatchSendAnyway}))
 	}
+	// Outside the backfill window (here: none), no past record is news.
+	c0 := openTest(t, t.TempDir(), testKey(t, "carol"), srv.URL, func(o *Options) { o.BackfillWindow = -1 })
+	must[*RoomOpenResult](t)(c0.RoomOpen(ctx, "c", RoomOpenInput{Host: srv.URL, RoomID: room}))
+	if p := must[[]InboxItem](t)(c0.InboxPending(ctx)); len(p) != 0 {
+		t.Fatalf("history outside the window became inbox items: %+v", p)
+	}
+	c0.Close()
+	// Within it (the default), the recent mentions are news; the plain
+	// message is history.
 	c := openTest(t, t.TempDir(), testKey(t, "carol"), srv.URL)
 	defer c.Close()
 	must[*RoomOpenResult](t)(c.RoomOpen(ctx, "c", RoomOpenInput{Host: srv.URL, RoomID: room}))
-	if p := must[[]InboxItem](t)(c.InboxPending(ctx)); len(p) != 0 {
-		t.Fatalf("history became inbox items: %+v", p)
+	p := must[[]InboxItem](t)(c.InboxPending(ctx))
+	if len(p) != 3 {
+		t.Fatalf("recent mentions before the first open: %+v", p)
 	}
+	for _, it := range p {
+		if it.Kind != KindMention {
+			t.Fatalf("history became a %s item", it.Kind)
+		}
+	}
+	mustAck(t, c, "c", p[0].ID, p[1].ID, p[2].ID)
 	must[*RoomJoinResult](t)(c.Join(ctx, "c", RoomJoinInput{RoomID: room, Role: "observer"}))
 	if p := must[[]InboxItem](t)(c.InboxPending(ctx)); len(p) != 0 {
 		t.Fatalf("joining made inbox items: %+v", p)
 	}
 	must[*WriteResult](t)(alice.SendMessage(ctx, "a", SendMessageInput{RoomID: room, Content: "new", Mentions: []string{carol}, OnHeadMismatch: OnMismatchSendAnyway}))
-	if it := waitInbox(t, c, "c", KindMention); it.Seq != 6 {
+	if it := waitInbox(t, c, "c", KindMention); it.Seq != 7 {
 		t.Fatalf("new mention: %+v", it)
 	}
 }

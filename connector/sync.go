@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -65,15 +66,44 @@ func (e *Engine) openRoom(ctx context.Context, h *hostState, roomID string, subs
 	return k, nil
 }
 
-// refresh brings the room's replica up to the host's latest record
-// (verifying every record) and persists what is new.
+// refresh brings the room's replica up to the host's latest record and
+// persists what is new, page by page as each page is verified (the
+// history is read once and never held whole). The room resource's seq is
+// read first (§4.1 reconciliation): it is the host-advertised latest
+// record, shown as remote_seq while the history is not fully synced. A
+// reader that may not read the resource (a private room before approval)
+// skips that hint.
 func (e *Engine) refresh(ctx context.Context, k roomKey, h *hostState) error {
-	latest, err := h.client.Sync(ctx, k.room)
-	if err != nil {
-		return h.err(err)
+	res, err := h.client.GetRoom(ctx, k.room)
+	if err == nil {
+		e.noteRemote(k, res.Seq)
 	}
-	e.noteRemote(k, latest.Seq)
-	return e.ingest(ctx, k, h, nil)
+	if err := e.ingestDrop(ctx, k, h, nil, "", true); err != nil {
+		return err
+	}
+	if res != nil {
+		e.noteURL(k, res.URL)
+	}
+	if room := h.client.Verified(k.room); room != nil {
+		e.noteRemote(k, room.Latest().Seq)
+	}
+	return nil
+}
+
+// noteURL stores the room URL the host's resource names, when it changed
+// (bounded: it is host text shown to the agent).
+func (e *Engine) noteURL(k roomKey, u string) {
+	if len(u) > 2048 || !utf8.ValidString(u) {
+		return
+	}
+	_ = e.store.Update(func(tx stateTx) error {
+		sr, err := loadRoom(tx, k)
+		if err != nil || sr.URL == u || sr.SyncedSeq == 0 {
+			return err
+		}
+		sr.URL = u
+		return tx.Put(bRooms, rkey(k.host, k.room), sr)
+	})
 }
 
 func (e *Engine) rt(k roomKey) *roomRT {
@@ -215,19 +245,20 @@ func (e *Engine) follow(ctx context.Context, k roomKey, h *hostState) error {
 // create, the new synced_seq and the replica snapshot. recs are records the
 // caller already verified (admitted); gaps are read from history.
 func (e *Engine) ingest(ctx context.Context, k roomKey, h *hostState, recs []*adp.Record) error {
-	return e.ingestDrop(ctx, k, h, recs, "")
+	return e.ingestDrop(ctx, k, h, recs, "", false)
 }
 
 // ingestDrop is ingest that also removes an outbox entry (the write whose
-// record is being ingested) in the same transaction.
-func (e *Engine) ingestDrop(ctx context.Context, k roomKey, h *hostState, recs []*adp.Record, outboxID string) error {
+// record is being ingested) in its last transaction; toHost reads the
+// host's history to its end (see ingestLocked).
+func (e *Engine) ingestDrop(ctx context.Context, k roomKey, h *hostState, recs []*adp.Record, outboxID string, toHost bool) error {
 	var uris []string
 	err := func() error {
 		r := e.rt(k)
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		var err error
-		uris, err = e.ingestLocked(ctx, k, h, recs, outboxID)
+		uris, err = e.ingestLocked(ctx, k, h, recs, outboxID, toHost)
 		return err
 	}()
 	// Notify and wake outside the room lock: Notify may call back in.
@@ -240,9 +271,16 @@ func (e *Engine) ingestDrop(ctx context.Context, k roomKey, h *hostState, recs [
 	return err
 }
 
+// ingestBatch is how many records one ingest transaction persists: a long
+// history is stored page by page as it is verified, never held whole
+// (F5).
+const ingestBatch = 256
+
 // ingestLocked is ingestDrop under the room's ingest lock; it returns the
-// resource URIs whose state changed.
-func (e *Engine) ingestLocked(ctx context.Context, k roomKey, h *hostState, recs []*adp.Record, outboxID string) ([]string, error) {
+// resource URIs whose state changed. toHost reads the host's history to
+// its end even when the replica holds nothing newer (refresh); otherwise
+// history is read only to fill the gap up to the replica's latest record.
+func (e *Engine) ingestLocked(ctx context.Context, k roomKey, h *hostState, recs []*adp.Record, outboxID string, toHost bool) ([]string, error) {
 	var synced int64
 	if err := e.store.View(func(tx stateTx) error {
 		sr, err := loadRoom(tx, k)
@@ -251,20 +289,36 @@ func (e *Engine) ingestLocked(ctx context.Context, k roomKey, h *hostState, recs
 	}); err != nil {
 		return nil, err
 	}
-	room := h.client.Verified(k.room)
-	if room == nil {
+	if !toHost && h.client.Verified(k.room) == nil {
 		return nil, nil
 	}
-	var add []*adp.Record
+	// The first sync reads the room's past: only recent mentions and turn
+	// assignments in it are news (Options.BackfillWindow).
+	backfill := synced == 0
+	var batch []*adp.Record
+	var added, newInbox, changedState, wrote bool
 	next := synced + 1
+	flush := func(final bool) error {
+		if len(batch) == 0 && !(final && (outboxID != "" || !wrote && backfill)) {
+			return nil
+		}
+		n, sc, err := e.persist(k, h, batch, final, outboxID, backfill)
+		if err != nil {
+			return err
+		}
+		added = added || len(batch) > 0
+		newInbox, changedState, wrote = newInbox || n, changedState || sc, true
+		batch = batch[:0]
+		return nil
+	}
 	for _, rec := range recs {
 		if rec.Seq == next {
-			add = append(add, rec)
+			batch = append(batch, rec)
 			next++
 		}
 	}
-	for range 4 {
-		if next > room.Latest().Seq {
+	for i := range 4 {
+		if room := h.client.Verified(k.room); !(toHost && i == 0) && (room == nil || next > room.Latest().Seq) {
 			break
 		}
 		for rec, err := range h.client.Events(ctx, k.room, next-1) {
@@ -272,39 +326,64 @@ func (e *Engine) ingestLocked(ctx context.Context, k roomKey, h *hostState, recs
 				return nil, h.err(err)
 			}
 			if rec.Seq == next {
-				add = append(add, rec)
+				batch = append(batch, rec)
 				next++
+			}
+			if len(batch) >= ingestBatch {
+				if err := flush(false); err != nil {
+					return nil, err
+				}
 			}
 		}
 	}
-	if len(add) == 0 && synced != 0 {
-		if outboxID != "" {
-			return nil, e.dropOutbox(outboxID)
+	if err := flush(true); err != nil {
+		return nil, err
+	}
+	var uris []string
+	if added {
+		uris = append(uris, RoomURI(k.room, "timeline"), RoomURI(k.room))
+		if changedState {
+			uris = append(uris, RoomURI(k.room, "members"), RoomURI(k.room, "types"))
 		}
-		return nil, nil
+	}
+	if newInbox {
+		uris = append(uris, URIInboxPending)
+	}
+	return uris, nil
+}
+
+// persist stores verified records in one transaction with the inbox items
+// they create, the new synced_seq and head, and a replica snapshot when one
+// is due (or final and none is stored yet); final also removes outboxID.
+func (e *Engine) persist(k roomKey, h *hostState, add []*adp.Record, final bool, outboxID string, backfill bool) (bool, bool, error) {
+	room := h.client.Verified(k.room)
+	if room == nil {
+		return false, false, nil
 	}
 	head := room.Head()
 	every := int64(e.opts.SnapshotEvery)
 	if every <= 0 {
 		every = 256
 	}
-	var newInbox bool
-	var changedState bool
+	var newInbox, changedState bool
 	err := e.store.Update(func(tx stateTx) error {
 		sr, err := loadRoom(tx, k)
 		if err != nil {
 			return err
 		}
-		if outboxID != "" {
+		if final && outboxID != "" {
 			if err := tx.Delete(bOutbox, outboxID); err != nil {
 				return err
 			}
+		}
+		if len(add) == 0 && sr.SyncedSeq != 0 {
+			return nil
 		}
 		for _, rec := range add {
 			if err := tx.Put(bRecords, reckey(k.host, k.room, rec.Seq), jsontext.Value(rec.AppendJSON(nil))); err != nil {
 				return err
 			}
-			n, sc, err := e.inboxFromRecord(tx, k, room, sr, rec, synced == 0)
+			n, sc, err := e.inboxFromRecord(tx, k, room, sr, rec, backfill)
 			if err != nil {
 				return err
 			}
@@ -330,20 +409,7 @@ func (e *Engine) ingestLocked(ctx context.Context, k roomKey, h *hostState, recs
 		}
 		return tx.Put(bRooms, rkey(k.host, k.room), sr)
 	})
-	if err != nil {
-		return nil, err
-	}
-	var uris []string
-	if len(add) > 0 {
-		uris = append(uris, RoomURI(k.room, "timeline"), RoomURI(k.room))
-		if changedState {
-			uris = append(uris, RoomURI(k.room, "members"), RoomURI(k.room, "types"))
-		}
-	}
-	if newInbox {
-		uris = append(uris, URIInboxPending)
-	}
-	return uris, nil
+	return newInbox, changedState, err
 }
 
 // syncState computes SyncState from the durable state and the replica.

@@ -180,7 +180,15 @@ func (e *Engine) roomView(k roomKey, h *hostState, types bool) (*RoomStateView, 
 		StartTime: c.StartTime, EndTime: c.EndTime, Tags: nonNil(c.Tags), Language: c.Language, Policy: pol,
 		UnreadCount: s.UnreadCount, PendingInboxCount: s.PendingInboxCount, ActiveTurn: sr.ActiveTurn}
 	l := room.Latest()
-	v.Seq, v.Hash = l.Seq, l.Hash.String()
+	v.Seq, v.Hash, v.ReceivedAt, v.URL = l.Seq, l.Hash.String(), l.ReceivedAt, sr.URL
+	if l.Seq > 1 {
+		ph := l.PreHash.String()
+		v.PreHash = &ph
+	}
+	v.Extra = c.Extra
+	if len(v.Extra) == 0 {
+		v.Extra = jsontext.Value("{}")
+	}
 	hd := room.Head()
 	v.Head = RecordRefView{Seq: hd.Seq, Hash: hd.Hash.String()}
 	for _, m := range room.Members() {

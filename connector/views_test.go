@@ -89,7 +89,7 @@ func TestViewShapes(t *testing.T) {
 		t.Errorf("creator view: %+v", ml.Members[0])
 	}
 	rs := must[*RoomStateResult](t)(bob.RoomState(ctx, "b", RoomStateInput{RoomID: room, IncludeTypes: true}))
-	wantKeys(t, "RoomStateView", rs.Room, "host room_id status visibility topic agenda guidance creator created_at start_time end_time tags language policy types self_member members_count active_turn unread_count pending_inbox_count seq hash head")
+	wantKeys(t, "RoomStateView", rs.Room, "host room_id status visibility topic agenda guidance creator created_at start_time end_time tags language policy types self_member members_count active_turn unread_count pending_inbox_count seq hash head url extra pre_hash received_at")
 	rl := must[*RoomsResult](t)(bob.RoomsList(ctx, RoomsListInput{Membership: "member"}))
 	if len(rl.Rooms) != 1 {
 		t.Fatalf("rooms list: %+v", rl)

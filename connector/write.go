@@ -260,7 +260,7 @@ func (e *Engine) write(ctx context.Context, session string, k roomKey, h *hostSt
 // record is persisted, and the session's presented head follows the
 // result's sync (§4.2: every result that carries sync presents it).
 func (e *Engine) accepted(ctx context.Context, session string, k roomKey, h *hostState, outboxID string, rec *adp.Record) (*WriteResult, error) {
-	if err := e.ingestDrop(ctx, k, h, []*adp.Record{rec}, outboxID); err != nil {
+	if err := e.ingestDrop(ctx, k, h, []*adp.Record{rec}, outboxID, false); err != nil {
 		return nil, err
 	}
 	room := h.client.Verified(k.room)
