@@ -99,6 +99,16 @@
 // [github.com/agentprotocols/go-sdk/adphost] is the host the client is
 // tested against.
 //
+// The host's unsigned answers are read strictly as JSON but openly as
+// schemas (§6): a member the SDK does not know is kept in the type's
+// Unknown field, never fatal. Every call is bounded ([ClientOptions]): one
+// attempt by AttemptTimeout (default 30 s), one body by MaxResponseSize (a
+// history page over it is asked for again with fewer records, down to
+// one), the records of one call by MaxRecords, and every listing by
+// MaxPages and MaxListItems; a repeated cursor or a page that does not
+// advance ends a loop with an error. The live stream is package sse's
+// Follow, given the Client in its Options.
+//
 // # Adding a built-in event type
 //
 // The seed text fixes eleven built-in types (§13.2). A revision adding one

@@ -59,6 +59,11 @@ type ClientOptions struct {
 	// VerifyConcurrency is how many history requests Batch runs at once to
 	// verify its documents; 0 means 8.
 	VerifyConcurrency int
+	// MaxHistoryPages and MaxHistoryEvents bound one AllEvents iteration:
+	// the pages it follows and the updates it reads (it ends with an
+	// invalid_response error after the page that passes either); 0 means
+	// 1000 pages and 10,000 updates. A repeated cursor ends it too.
+	MaxHistoryPages, MaxHistoryEvents int
 	// StrictDocuments makes a served document that differs from the
 	// materialization of its verified update an invalid_response error
 	// (wrapping ErrDiscrepancy) instead of a Verified.Discrepancy.
@@ -77,10 +82,12 @@ type Client struct {
 	service    identity.Origin
 	originOpts *identity.OriginOptions
 	http       *httpc.Client
-	timeout    time.Duration
-	limits     *Limits
-	conc       int
-	strict     bool
+	// maxPages and maxEvents bound one AllEvents (0: httpc's defaults).
+	maxPages, maxEvents int
+	timeout             time.Duration
+	limits              *Limits
+	conc                int
+	strict              bool
 
 	mu  sync.Mutex
 	eps *endpoints // nil until resolved
@@ -155,6 +162,8 @@ func NewClient(service string, opts *ClientOptions) (*Client, error) {
 		limits:     o.Limits,
 		conc:       o.VerifyConcurrency,
 		strict:     o.StrictDocuments,
+		maxPages:   o.MaxHistoryPages,
+		maxEvents:  o.MaxHistoryEvents,
 		locks:      map[identity.AgentID]chan struct{}{},
 	}
 	origin, err := identity.ParseOrigin(service, c.originOpts)
@@ -687,6 +696,7 @@ func (c *Client) AllEvents(ctx context.Context, id identity.AgentID, pageSize in
 	return func(yield func(*envelope.Envelope, error) bool) {
 		cursor := ""
 		last := int64(math.MaxInt64)
+		guard := &httpc.Cursor{MaxPages: c.maxPages, MaxItems: c.maxEvents}
 		for {
 			page, err := c.Events(ctx, id, pageSize, cursor)
 			if err != nil {
@@ -709,6 +719,10 @@ func (c *Client) AllEvents(ctx context.Context, id identity.AgentID, pageSize in
 			}
 			if len(page.Updates) == 0 {
 				yield(nil, invalidResponse("event history page is empty but has a next_cursor", nil))
+				return
+			}
+			if _, err := guard.Next(len(page.Updates), page.NextCursor); err != nil {
+				yield(nil, invalidResponse("event history", err))
 				return
 			}
 			cursor = page.NextCursor

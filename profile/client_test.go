@@ -350,3 +350,38 @@ func TestVectorsOverHTTP(t *testing.T) {
 		t.Fatalf("served document %s", body)
 	}
 }
+
+// TestAllEventsBounded is the adversarial review's F4 for profile
+// history: one AllEvents ends with invalid_response once it passes
+// MaxHistoryPages pages or MaxHistoryEvents updates.
+func TestAllEventsBounded(t *testing.T) {
+	ctx := context.Background()
+	v := loadVectors(t)
+	clk := newClock(t0.Add(2 * time.Second))
+	srv, _ := startServer(t, clk, nil)
+	for _, raw := range v.History.Envelopes {
+		env, err := envelope.Verify(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.Import(env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	actor := identity.MustParseAgentID(v.Payloads.Valid[0].Actor)
+	for _, o := range []*profile.ClientOptions{{MaxHistoryPages: 2}, {MaxHistoryEvents: 1}} {
+		c := srv.NewClient(o)
+		var n int
+		var last error
+		for _, err := range c.AllEvents(ctx, actor, 1) {
+			if err != nil {
+				last = err
+				break
+			}
+			n++
+		}
+		if !errors.Is(last, profile.ErrInvalidResponse) || n != 2 {
+			t.Fatalf("%+v: %d updates, then %v", o, n, last)
+		}
+	}
+}
