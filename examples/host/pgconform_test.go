@@ -74,21 +74,24 @@ func TestConformancePostgres(t *testing.T) {
 //
 // KNOWN FAILURE (issue 21): a second instance judges writes and answers
 // reads from its own replica without catching up from the Store first, so
-// about ten MUST checks fail (a join anchored on a record the stale
-// replica lacks is base_record_mismatch, a closed room reads as active,
-// a fresh member is refused as a non-member). The test records the
-// failure and fails once the instances conform, so that it then becomes
-// a plain requirement.
+// MUST checks fail — which ones depends on when the LISTEN/NOTIFY catch-up
+// lands (a join anchored on a record the stale replica lacks is
+// base_record_mismatch, a closed room reads as active, a fresh member is
+// refused as a non-member; between 1 and 10 per run here). Since a run may
+// pass by the luck of timing, the test records the verdict instead of
+// requiring either; once the instances catch up before judging, it should
+// call adpconformtest.Run like TestConformancePostgres.
 func TestConformancePostgresTwoInstances(t *testing.T) {
 	srv := pgHosts(t, 2)
 	rep, err := adpconform.Run(context.Background(), srv.URL, &adpconform.Options{AllowLoopbackHTTP: true, HTTPClient: srv.Client()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.OK {
-		t.Fatalf("two adphost instances on one pgstore database conform now: make TestConformancePostgresTwoInstances require it (adpconformtest.Run)")
-	}
 	var b strings.Builder
 	rep.WriteTable(&b, false)
+	if rep.OK {
+		t.Logf("two instances conformed this run (the known failure is timing-dependent)\n%s", b.String())
+		return
+	}
 	t.Logf("KNOWN FAILURE (issue 21: a second instance answers from a stale replica); failed %v\n%s", rep.Failed(), b.String())
 }
