@@ -1,7 +1,10 @@
 package connector
 
 import (
+	"bytes"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -66,5 +69,41 @@ func TestRoomOpenBigRoom(t *testing.T) {
 				t.Fatalf("room_open synced %d of %d", res.Sync.SyncedSeq, res.Sync.HeadSeq)
 			}
 		})
+	}
+}
+
+// TestHostExtraMembers is Spec B D3 through the engine: a host that adds a
+// member to its create response and room resource no longer makes
+// room_create report a failure for a room it created, nor room_join fail.
+func TestHostExtraMembers(t *testing.T) {
+	h, srv, err := adphosttest.NewUnstarted(&adphost.Options{RateLimits: adphost.Unlimited(), Heartbeat: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		b := rec.Body.Bytes()
+		if rec.Code/100 == 2 && bytes.HasPrefix(b, []byte(`{"id":`)) { // the create response, the room resource
+			b = append([]byte(`{"x_vendor":true,`), b[1:]...)
+		}
+		for k, v := range rec.Header() {
+			if k != "Content-Length" {
+				w.Header()[k] = v
+			}
+		}
+		w.WriteHeader(rec.Code)
+		w.Write(b)
+	})
+	srv.Start()
+	defer h.Close()
+	defer srv.Close()
+	alice := openTest(t, t.TempDir(), testKey(t, "alice"), srv.URL)
+	defer alice.Close()
+	room := createRoom(t, alice, srv.URL)
+	bob := openTest(t, t.TempDir(), testKey(t, "bob"), srv.URL)
+	defer bob.Close()
+	if _, err := bob.Join(ctxT(t), "b", RoomJoinInput{Host: srv.URL, RoomID: room, Role: "speaker"}); err != nil {
+		t.Fatalf("room_join: %v", err)
 	}
 }
