@@ -3,13 +3,16 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentprotocols/go-sdk/connector"
+	"github.com/agentprotocols/go-sdk/internal/untrusted"
 )
 
 // §4.4 resources. Each read is the local-cache answer of the matching
@@ -84,7 +87,7 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	uri := req.Params.URI
 	static, roomID, sub, ok := parseResourceURI(uri)
 	if !ok {
-		return nil, mcp.ResourceNotFoundError(uri)
+		return nil, resourceNotFound(uri)
 	}
 	var (
 		v   any
@@ -98,7 +101,7 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 		case connector.URIHosts:
 			v, err = e.HostsList(ctx)
 		case connector.URIRooms:
-			v, err = e.RoomsList(ctx, connector.RoomsListInput{Membership: "all", Limit: 200})
+			v, err = allRooms(ctx, e)
 		case connector.URIInboxPending:
 			var items []connector.InboxItem
 			items, err = e.InboxPending(ctx)
@@ -116,7 +119,7 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 		case "members":
 			v, err = e.MembersList(ctx, resourceSession, connector.MembersListInput{RoomID: roomID, Status: "all", Limit: 200})
 		case "timeline":
-			v, err = e.Timeline(ctx, resourceSession, connector.TimelineInput{RoomID: roomID, Limit: 100})
+			v, err = latestTimeline(ctx, e, roomID)
 		case "types":
 			var st *connector.RoomStateResult
 			st, err = e.RoomState(ctx, resourceSession, connector.RoomStateInput{RoomID: roomID, IncludeTypes: true})
@@ -128,7 +131,7 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", uri, err)
+		return nil, resourceError(uri, err)
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -137,10 +140,79 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: jsonMIME, Text: string(b)}}}, nil
 }
 
+// codeResourceNotFound is MCP 2025-11-25's resources/read error for a
+// resource that does not exist (R4); go-sdk v1.8.0 defaults to -32602
+// (a later draft's choice), which agentd and 2025-11-25 clients do not
+// expect.
+const codeResourceNotFound = -32002
+
+// resourceNotFound is the -32002 error with data.uri.
+func resourceNotFound(uri string) error {
+	data, _ := json.Marshal(map[string]string{"uri": uri})
+	return &jsonrpc.Error{Code: codeResourceNotFound, Message: "Resource not found: " + untrusted.Clip(uri, 256), Data: data}
+}
+
+// resourceError maps an engine error for uri: a room that is not open
+// (or an unknown item) is -32002 with data.uri; a room_id known on two
+// hosts is invalid params (data.uri too: the URI cannot name a host);
+// anything else an internal error, never the SDK's code 0.
+func resourceError(uri string, err error) error {
+	data, _ := json.Marshal(map[string]string{"uri": uri})
+	switch {
+	case errors.Is(err, connector.ErrUnknownRoom), errors.Is(err, connector.ErrNotFound):
+		return resourceNotFound(uri)
+	case errors.Is(err, connector.ErrAmbiguousRoom):
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: untrusted.Clip(err.Error(), 1024), Data: data}
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: untrusted.Clip(fmt.Sprintf("%s: %v", uri, err), 1024), Data: data}
+}
+
+// timelineWindow is how many of the newest records the timeline resource
+// shows.
+const timelineWindow = 100
+
+// latestTimeline is the timeline resource: the newest records, so a
+// notify-then-read client sees what the notification was about (D6).
+func latestTimeline(ctx context.Context, e *connector.Engine, roomID string) (*connector.TimelineResult, error) {
+	st, err := e.RoomState(ctx, resourceSession, connector.RoomStateInput{RoomID: roomID})
+	if err != nil {
+		return nil, err
+	}
+	in := connector.TimelineInput{Host: st.Sync.Host, RoomID: roomID, Limit: timelineWindow}
+	if after := st.Sync.SyncedSeq - timelineWindow; after > 0 {
+		in.AfterSeq = &after
+	}
+	return e.Timeline(ctx, resourceSession, in)
+}
+
+// maxRoomPages bounds the rooms resource's paging (200 rooms a page).
+const maxRoomPages = 100
+
+// allRooms is the rooms resource: every locally known room, page by page.
+func allRooms(ctx context.Context, e *connector.Engine) (*connector.RoomsResult, error) {
+	var out connector.RoomsResult
+	in := connector.RoomsListInput{Membership: "all", Limit: 200}
+	for range maxRoomPages {
+		page, err := e.RoomsList(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		out.Rooms = append(out.Rooms, page.Rooms...)
+		if page.NextCursor == "" {
+			break
+		}
+		in.Cursor = page.NextCursor
+	}
+	if out.Rooms == nil {
+		out.Rooms = []connector.RoomSummary{}
+	}
+	return &out, nil
+}
+
 // subscribe admits subscriptions to the connector's own URIs only.
 func (s *Server) subscribe(_ context.Context, req *mcp.SubscribeRequest) error {
 	if _, _, _, ok := parseResourceURI(req.Params.URI); !ok {
-		return mcp.ResourceNotFoundError(req.Params.URI)
+		return resourceNotFound(req.Params.URI)
 	}
 	return nil
 }

@@ -80,6 +80,13 @@ func NewServer(eng *connector.Engine, opts *ServerOptions) (*Server, error) {
 			if unadvertised[method] {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method not found: %q is not supported", method)}
 			}
+			// A URI that is none of the connector's resources: -32002
+			// (R4), before the SDK's own -32602 for unmatched URIs.
+			if rr, ok := req.(*mcp.ReadResourceRequest); ok && method == "resources/read" && rr.Params != nil {
+				if _, _, _, ok := parseResourceURI(rr.Params.URI); !ok {
+					return nil, resourceNotFound(rr.Params.URI)
+				}
+			}
 			return next(ctx, method, req)
 		}
 	})
