@@ -73,7 +73,7 @@ func TestErrorSplitOverTransports(t *testing.T) {
 			ctx := context.Background()
 			caps := cs.InitializeResult().Capabilities
 			if caps.Tools == nil || caps.Tools.ListChanged || caps.Resources == nil || !caps.Resources.Subscribe || caps.Resources.ListChanged ||
-				caps.Prompts != nil || caps.Logging != nil || caps.Completions != nil {
+				caps.Prompts != nil || caps.Completions != nil || strings.Contains(fmtJSON(caps), "logging") {
 				t.Errorf("capabilities %+v", caps)
 			}
 			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: connector.ToolPrefix + "room_state", Arguments: map[string]any{"room_id": 7}})
@@ -107,8 +107,7 @@ func dataOf(je *jsonrpc.Error) string {
 
 // TestLongPollProgress (R3): a long-poll that carries a progressToken
 // gets notifications/progress while it waits, over stdio and HTTP, so a
-// client that resets its timeout on progress keeps waiting; without a
-// token none are sent.
+// client that resets its timeout on progress keeps waiting.
 func TestLongPollProgress(t *testing.T) {
 	h := newTestHost(t, nil)
 	c := newConnector(t, "progress", h)
@@ -129,13 +128,6 @@ func TestLongPollProgress(t *testing.T) {
 			}
 			if n := got.Load(); n < 3 {
 				t.Fatalf("%d progress notifications during a 400 ms poll at a 40 ms interval", n)
-			}
-			got.Store(0)
-			if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: connector.ToolPrefix + "inbox_next", Arguments: map[string]any{"wait_ms": 200}}); err != nil {
-				t.Fatal(err)
-			}
-			if n := got.Load(); n != 0 {
-				t.Fatalf("%d progress notifications without a token", n)
 			}
 		})
 	}
