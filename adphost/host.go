@@ -69,6 +69,13 @@ type Options struct {
 	// NewRequestID returns a fresh join-request ID; nil means "jr_" and 26
 	// random base32 characters.
 	NewRequestID func() string
+	// MaxPageBytes budgets every list page (events, join requests, room
+	// lists) by the bytes of its items, besides the count: a page stops
+	// before the item that would pass the budget and names next_cursor
+	// (it always holds one item). 0 means DefaultMaxPageBytes. A client's
+	// response bound (32 MiB by default) must not be the only thing
+	// between a room of large legal records and its readers.
+	MaxPageBytes int
 	// SSEBuffer is how many items a live subscriber may fall behind before
 	// the host drops it (the client resumes from history); 0 means 256.
 	SSEBuffer int
@@ -91,6 +98,10 @@ type Options struct {
 	// lost notification did not announce; 0 means 1 s.
 	RepairInterval time.Duration
 }
+
+// DefaultMaxPageBytes is the default Options.MaxPageBytes: 8 MiB, a
+// quarter of the SDK client's default response bound.
+const DefaultMaxPageBytes = 8 << 20
 
 // MaxStatusTTL is the recommended maximum agent-status TTL (§17.4).
 const MaxStatusTTL = 300 * time.Second
@@ -121,6 +132,7 @@ type Host struct {
 	sseBuffer  int
 	maxStreams int
 	maxPending int
+	pageBytes  int
 	roomOpts   adp.RoomOptions
 	newID      func() string
 	newReqID   func() string
@@ -199,6 +211,7 @@ func New(ctx context.Context, opts *Options) (*Host, error) {
 	if h.sseBuffer <= 0 {
 		h.sseBuffer = 256
 	}
+	h.pageBytes = cmp.Or(max(o.MaxPageBytes, 0), DefaultMaxPageBytes)
 	h.maxStreams, h.maxPending = cmp.Or(max(o.MaxStreams, 0), 4), cmp.Or(max(o.MaxPendingJoinRequests, 0), 1000)
 	if h.newID == nil {
 		h.newID = randomRoomID

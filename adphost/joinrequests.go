@@ -160,8 +160,8 @@ func canReview(room *adp.Room, who identity.AgentID) bool {
 
 // listJoinRequests is GET /v1/rooms/{room_id}/join-requests: the
 // authoritative list, for the creator and moderators only, as an Identity
-// list in creation order, paged by limit (default 100, at most 1000) and
-// an opaque cursor.
+// list in creation order, paged by limit (default 100, at most 1000),
+// Options.MaxPageBytes and an opaque cursor.
 func (h *Host) listJoinRequests(w http.ResponseWriter, r *http.Request) {
 	who, hr, err := h.callerRoom(r)
 	if err == nil {
@@ -187,7 +187,7 @@ func (h *Host) listJoinRequests(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := identity.List[*adp.JoinRequestResource]{Result: []*adp.JoinRequestResource{}}
-	part, next := cut(list, off, limit)
+	part, next := cut(list, off, limit, h.pageBytes)
 	for _, jr := range part {
 		out.Result = append(out.Result, h.effective(jr))
 	}

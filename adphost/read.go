@@ -198,6 +198,9 @@ const (
 // listEvents is GET /v1/rooms/{room_id}/events: records in seq order, as
 // {"result":[…],"next_cursor":…} (the Identity list shape; the seed text
 // defines none). The cursor is opaque and takes precedence over after_seq.
+// A page holds at most limit records and at most Options.MaxPageBytes of
+// them (but always one); next_cursor is present whenever later records
+// exist, so a page cut short by its bytes says that more follow.
 func (h *Host) listEvents(w http.ResponseWriter, r *http.Request) {
 	hr, room, err := h.authorizedRoom(r, readContents)
 	if err != nil {
@@ -223,14 +226,19 @@ func (h *Host) listEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b := []byte(`{"result":[`)
+	budget := len(b) + h.pageBytes
 	for i, rec := range recs {
+		n := len(b)
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = rec.AppendJSON(b)
+		if b = rec.AppendJSON(b); i > 0 && len(b) > budget {
+			b, recs = b[:n], recs[:i] // the rest follows on the next page
+			break
+		}
 	}
 	b = append(b, ']')
-	if n := len(recs); n == limit && recs[n-1].Seq < room.Latest().Seq {
+	if n := len(recs); n > 0 && recs[n-1].Seq < room.Latest().Seq {
 		b = append(b, `,"next_cursor":"`...)
 		b = append(b, makeCursor(recs[n-1].Seq)...)
 		b = append(b, '"')

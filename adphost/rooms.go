@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-json-experiment/json"
+
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/identity"
 )
@@ -103,7 +105,7 @@ func sortSummaries(list []adp.RoomSummary) {
 }
 
 // page cuts one page out of a sorted list at an opaque offset cursor.
-func page(r *http.Request, list []adp.RoomSummary) (identity.List[adp.RoomSummary], error) {
+func (h *Host) page(r *http.Request, list []adp.RoomSummary) (identity.List[adp.RoomSummary], error) {
 	q := r.URL.Query()
 	limit, err := limitParam(q.Get("limit"), DefaultRoomsLimit, MaxRoomsLimit)
 	if err != nil {
@@ -116,20 +118,29 @@ func page(r *http.Request, list []adp.RoomSummary) (identity.List[adp.RoomSummar
 		}
 	}
 	out := identity.List[adp.RoomSummary]{Result: []adp.RoomSummary{}}
-	if part, next := cut(list, off, limit); part != nil {
+	if part, next := cut(list, off, limit, h.pageBytes); part != nil {
 		out.Result, out.NextCursor = part, next
 	}
 	return out, nil
 }
 
-// cut returns the items of list from offset off, at most limit of them,
-// and the cursor of the page after them ("" when none follows); nil when
-// off is past the end.
-func cut[T any](list []T, off int64, limit int) ([]T, string) {
+// cut returns the items of list from offset off, at most limit of them
+// and at most budget bytes of their JSON (but at least one), and the
+// cursor of the page after them ("" when none follows); nil when off is
+// past the end.
+func cut[T any](list []T, off int64, limit, budget int) ([]T, string) {
 	if off >= int64(len(list)) {
 		return nil, ""
 	}
 	end := min(int64(len(list)), off+int64(limit))
+	size := 0
+	for i := off; i < end; i++ {
+		b, err := json.Marshal(list[i], json.Deterministic(true))
+		if size += len(b) + 1; err == nil && i > off && size > budget {
+			end = i
+			break
+		}
+	}
 	next := ""
 	if end < int64(len(list)) {
 		next = makeCursor(end)
@@ -186,13 +197,13 @@ func (h *Host) publicRooms(w http.ResponseWriter, r *http.Request) {
 		}
 		list = append(list, s)
 	}
-	writeSummaries(w, r, list)
+	h.writeSummaries(w, r, list)
 }
 
 // writeSummaries writes the page of list, sorted, that r asks for.
-func writeSummaries(w http.ResponseWriter, r *http.Request, list []adp.RoomSummary) {
+func (h *Host) writeSummaries(w http.ResponseWriter, r *http.Request, list []adp.RoomSummary) {
 	sortSummaries(list)
-	out, err := page(r, list)
+	out, err := h.page(r, list)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -275,5 +286,5 @@ func (h *Host) myRooms(w http.ResponseWriter, r *http.Request) {
 		}
 		list = append(list, s)
 	}
-	writeSummaries(w, r, list)
+	h.writeSummaries(w, r, list)
 }

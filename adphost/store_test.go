@@ -2,9 +2,11 @@ package adphost_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/go-json-experiment/json"
@@ -106,5 +108,69 @@ func TestJoinRequestPaging(t *testing.T) {
 	}
 	if list := mustv(alice.JoinRequests(ctx, room)); len(list) != 120 {
 		t.Fatalf("%d requests listed", len(list))
+	}
+}
+
+// TestPageByteBudget is F1 on the host side: a page of large legal
+// records stops at Options.MaxPageBytes (8 MiB by default) with
+// next_cursor, however many records the client asks for, so no page
+// reaches a client's response bound; the join-request and room lists are
+// budgeted the same way. Every list still reads to the end.
+func TestPageByteBudget(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t, &adphost.Options{RateLimits: adphost.Unlimited()})
+	alice := w.client("alice")
+	room := mustv(alice.CreateRoom(ctx, roomSpec(t, adp.VisibilityPublic, "big records"))).RoomID
+	big := strings.Repeat("q", 60000)
+	for i := range 145 { // 145 × ~61 KB > 8 MiB
+		mustv(alice.SendMessage(ctx, room, text(strconv.Itoa(i)+big)))
+	}
+	resp := mustv(w.hc.Get(w.url + "/v1/rooms/" + room + "/events?limit=1000"))
+	body := mustv(io.ReadAll(resp.Body))
+	resp.Body.Close()
+	var page struct {
+		Result     []jsontext.Value `json:"result"`
+		NextCursor string           `json:"next_cursor"`
+	}
+	if err := json.Unmarshal(body, &page); err != nil {
+		t.Fatal(err)
+	}
+	if len(body) > adphost.DefaultMaxPageBytes+100 || page.NextCursor == "" || len(page.Result) >= 146 {
+		t.Fatalf("page of %d bytes, %d records, next_cursor %q", len(body), len(page.Result), page.NextCursor)
+	}
+	n := 0
+	for _, err := range w.client("bob").Events(ctx, room, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if n != 146 {
+		t.Fatalf("read %d of 146 records", n)
+	}
+
+	// A small budget cuts the other lists, and the client follows them.
+	w = newWorld(t, &adphost.Options{RateLimits: adphost.Unlimited(), MaxPageBytes: 2048})
+	alice = w.client("alice")
+	room = mustv(alice.CreateRoom(ctx, roomSpec(t, adp.VisibilityRestricted, "many applicants"))).RoomID
+	reason := strings.Repeat("r", 600)
+	for i := range 10 {
+		mustv(w.client("applicant"+strconv.Itoa(i)).RequestJoin(ctx, room, adp.JoinRequestInput{Role: adp.RoleSpeaker, Reason: &reason}))
+	}
+	if list := mustv(alice.JoinRequests(ctx, room)); len(list) != 10 {
+		t.Fatalf("%d requests listed", len(list))
+	}
+	for i := range 4 {
+		spec := roomSpec(t, adp.VisibilityPublic, strings.Repeat("t", 700)+strconv.Itoa(i))
+		mustv(alice.CreateRoom(ctx, spec))
+	}
+	if got := collect(t, alice.PublicRooms(ctx, adp.RoomQuery{})); len(got) != 5 {
+		t.Fatalf("%d public rooms listed", len(got))
+	}
+	for _, path := range []string{"/v1/rooms/" + room + "/join-requests?limit=100", "/v1/rooms/public?limit=100"} {
+		a := w.probe("GET", path, "alice", nil, room)
+		if a.status != 200 || len(a.body) > 2048+1024 || !strings.Contains(a.body, `"next_cursor"`) {
+			t.Fatalf("%s: a page of %d bytes: %.200s", path, len(a.body), a.body)
+		}
 	}
 }
