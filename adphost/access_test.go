@@ -317,6 +317,33 @@ func TestRateHint(t *testing.T) {
 	mustv(bob.SendCustom(ctx, room, "team.nudge", raw(`{}`)))
 }
 
+// TestHintedTypesShareOneCeiling is F12: §21 lets a rate_hint adjust a
+// default only within the host's limits, so one agent's hinted types, in
+// all rooms, share the MaxHinted ceiling instead of each having its own.
+func TestHintedTypesShareOneCeiling(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t, &adphost.Options{RateLimits: &adphost.RateLimits{MaxHinted: 10}})
+	alice, bob, room := setup(t, w, adp.VisibilityPublic)
+	for _, typ := range []string{"a", "b", "c"} {
+		mustv(alice.DefineType(ctx, room, decl(t, `{"type":"team.`+typ+`","kind":"message","title":"T","rate_hint":100000,"schema":{"type":"object"}}`)))
+	}
+	sent := 0
+	for range 6 {
+		for _, typ := range []string{"a", "b", "c"} {
+			if _, err := bob.SendCustom(ctx, room, "team."+typ, raw(`{}`)); err == nil {
+				sent++
+			} else if !errors.Is(err, adp.ErrRateLimited) {
+				t.Fatal(err)
+			}
+		}
+	}
+	if sent != 10 {
+		t.Fatalf("%d hinted events accepted in one minute, want the ceiling of 10", sent)
+	}
+	w.clock.Advance(time.Minute)
+	mustv(bob.SendCustom(ctx, room, "team.a", raw(`{}`)))
+}
+
 // TestStatusClearedOnRemoval: §17.4 — removing a member clears its status.
 func TestStatusClearedOnRemoval(t *testing.T) {
 	ctx := context.Background()

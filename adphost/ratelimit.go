@@ -9,7 +9,8 @@ import (
 )
 
 // RateLimits are per-agent quotas in events per minute (§21). A type's
-// rate_hint replaces its kind's quota for that type, capped at MaxHinted.
+// rate_hint replaces its kind's quota for that type, capped at MaxHinted,
+// and all of an agent's hinted events together stay within MaxHinted.
 // Zero fields take the defaults; a negative field means unlimited.
 type RateLimits struct {
 	// Message, Signal and Control are the §21 defaults per kind: 5, 60
@@ -19,7 +20,9 @@ type RateLimits struct {
 	// JoinRequests and StatusWrites limit the two JWT-authenticated
 	// writes; the defaults are 10 and 60 (the text says only SHOULD).
 	JoinRequests, StatusWrites int
-	// MaxHinted caps a rate_hint; 0 means 600.
+	// MaxHinted caps a rate_hint, and is the one ceiling all of an
+	// agent's hinted events share, whatever their types and rooms; 0
+	// means 600.
 	MaxHinted int
 }
 
@@ -85,6 +88,18 @@ func (h *Host) rateClass(hr *hostRoom, ev *adp.Event) (rateKey, int) {
 		return key, h.limits.Signal
 	}
 	return key, h.limits.Control
+}
+
+// hintedCeiling is the quota all of an agent's hinted events share
+// (host-wide, MaxHinted), besides each type's own: a hint adjusts a
+// default "within host limits" (§21), so declaring many hinted types does
+// not multiply what one agent may send. ok is false for an event that is
+// not hinted, or when MaxHinted is unlimited.
+func (h *Host) hintedCeiling(key rateKey, ev *adp.Event) (rateKey, int, bool) {
+	if key.room == "" || h.limits.MaxHinted < 0 { // only hinted keys name a room
+		return rateKey{}, 0, false
+	}
+	return rateKey{agent: ev.Actor, class: "hinted"}, h.limits.MaxHinted, true
 }
 
 // String is the key's name in the Store's quota windows.

@@ -197,6 +197,19 @@ func (h *Host) tryCommit(ctx context.Context, hr *hostRoom, env *envelope.Envelo
 			return nil, QuotaError(*quota)
 		}
 	}
+	// A hinted type's events also share the agent's one hinted ceiling.
+	// The append takes the type's own window atomically; the ceiling is
+	// checked here and counted after the append, so concurrent writers in
+	// other rooms (or processes) may pass it by at most one each.
+	ceiling, climit, hinted := h.hintedCeiling(q, ev)
+	if hinted {
+		cq := Quota{Key: ceiling.String(), Limit: climit, Now: ms, Window: rateWindow}
+		if used, err := h.store.QuotaUsed(ctx, cq); err != nil {
+			return nil, err
+		} else if used >= climit {
+			return nil, QuotaError(cq)
+		}
+	}
 	c := &Commit{
 		// The durable nonce cache, checked and advanced atomically with
 		// the append: the Verifier's is per process and lost on restart.
@@ -253,6 +266,11 @@ func (h *Host) tryCommit(ctx context.Context, hr *hostRoom, env *envelope.Envelo
 		}
 	}
 	rec := c.Record
+	if hinted {
+		// The record is stored: a refusal here (a racing writer took the
+		// last use first) is the overshoot allowed above, not an error.
+		h.take(ctx, ceiling, climit, now)
+	}
 	if rec.Seq == 1 {
 		h.addRoom(hr)
 	}
