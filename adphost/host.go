@@ -76,6 +76,19 @@ type Options struct {
 	// response bound (32 MiB by default) must not be the only thing
 	// between a room of large legal records and its readers.
 	MaxPageBytes int
+	// MinRoomDuration and MaxRoomDuration bound a room's schedule
+	// (end_time − start_time) at room.create and room.update; 0 means the
+	// §21 recommendation, DefaultMinRoomDuration (10 minutes) and
+	// DefaultMaxRoomDuration (7 days), and a negative value means no
+	// bound. A room outside the range is refused with invalid_event.
+	MinRoomDuration, MaxRoomDuration time.Duration
+	// MaxSpeakers and MaxObservers cap a room's active speaking members
+	// (moderators and speakers, as policy.max_speakers counts them) and
+	// observers, whatever the room's policy says; 0 means the §21
+	// recommendation, DefaultMaxSpeakers (100) and DefaultMaxObservers
+	// (1000), and a negative value means no cap. One more is refused with
+	// max_speakers_exceeded or role_not_allowed.
+	MaxSpeakers, MaxObservers int
 	// SSEBuffer is how many items a live subscriber may fall behind before
 	// the host drops it (the client resumes from history); 0 means 256.
 	SSEBuffer int
@@ -133,6 +146,7 @@ type Host struct {
 	maxStreams int
 	maxPending int
 	pageBytes  int
+	roomLimits roomLimits
 	roomOpts   adp.RoomOptions
 	newID      func() string
 	newReqID   func() string
@@ -211,6 +225,7 @@ func New(ctx context.Context, opts *Options) (*Host, error) {
 	if h.sseBuffer <= 0 {
 		h.sseBuffer = 256
 	}
+	h.roomLimits = newRoomLimits(&o)
 	h.pageBytes = cmp.Or(max(o.MaxPageBytes, 0), DefaultMaxPageBytes)
 	h.maxStreams, h.maxPending = cmp.Or(max(o.MaxStreams, 0), 4), cmp.Or(max(o.MaxPendingJoinRequests, 0), 1000)
 	if h.newID == nil {

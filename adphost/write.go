@@ -185,6 +185,9 @@ func (h *Host) tryCommit(ctx context.Context, hr *hostRoom, env *envelope.Envelo
 	} else if refusal != nil {
 		return nil, h.outsider(ctx, ev, now, refusal)
 	}
+	if err := h.checkRoomLimits(hr.room, ev); err != nil {
+		return nil, err
+	}
 	q, limit := h.rateClass(hr, ev)
 	var quota *Quota
 	if limit >= 0 {
