@@ -51,6 +51,19 @@ func (r *Room) Member(id identity.AgentID) (Member, bool) {
 	return Member{}, false
 }
 
+// ReviewSeq returns the seq of the room.join.review that decided join
+// request id, with ok false when the log holds none (the request is still
+// pending, unknown, or was approved automatically in a public room). A
+// host uses it to bring its stored requests in line with the log.
+func (r *Room) ReviewSeq(id string) (seq int64, ok bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if rv := r.st.Reviews[id]; rv != nil && !rv.Auto {
+		return rv.Seq, true
+	}
+	return 0, false
+}
+
 // Members returns every membership, in the order the members joined.
 func (r *Room) Members() []Member {
 	r.mu.RLock()

@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/agentprotocols/go-sdk/adp"
@@ -180,6 +181,42 @@ func (h *Host) load(ctx context.Context, hr *hostRoom) error {
 	}
 	if hr.room.Latest().Seq == 0 {
 		return identity.Errorf(adp.CodeRoomNotFound, "room %q does not exist", clip(hr.id))
+	}
+	return h.reconcile(ctx, hr)
+}
+
+// reconcile brings the room's stored join requests in line with its log
+// whenever the room is loaded (F14): the review record and the request's
+// new status are two Store writes, and a crash (or a Store error) between
+// them must not leave a reviewed request pending forever. The log wins,
+// as it does for the room's own rules. hr.mu is held.
+func (h *Host) reconcile(ctx context.Context, hr *hostRoom) error {
+	list, err := h.store.JoinRequests(ctx, hr.id)
+	if err != nil {
+		return err
+	}
+	for _, jr := range list {
+		if jr.Status != adp.JoinPending {
+			continue
+		}
+		seq, ok := hr.room.ReviewSeq(jr.Request.ID)
+		if !ok {
+			continue
+		}
+		recs, err := h.store.Records(ctx, hr.id, seq-1, 1)
+		if err != nil {
+			return err
+		}
+		if len(recs) != 1 || recs[0].Seq != seq {
+			return fmt.Errorf("adphost: the review of join request %q (seq %d) is not in the log", clip(jr.Request.ID), seq)
+		}
+		ev, err := adp.ParseEvent(recs[0].Envelope)
+		if err != nil {
+			return err
+		}
+		if err := h.applyReview(ctx, hr.id, ev, recs[0]); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -2,11 +2,13 @@ package adphost_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/go-json-experiment/json"
@@ -172,5 +174,50 @@ func TestPageByteBudget(t *testing.T) {
 		if a.status != 200 || len(a.body) > 2048+1024 || !strings.Contains(a.body, `"next_cursor"`) {
 			t.Fatalf("%s: a page of %d bytes: %.200s", path, len(a.body), a.body)
 		}
+	}
+}
+
+// reviewCrashStore loses the status update of a reviewed join request,
+// as a crash between the review record and the request update would.
+type reviewCrashStore struct {
+	*adphost.MemoryStore
+	crash atomic.Bool
+}
+
+func (s *reviewCrashStore) PutJoinRequest(ctx context.Context, jr *adp.JoinRequestResource) error {
+	if s.crash.Load() && jr.Status != adp.JoinPending {
+		return errors.New("crashed")
+	}
+	return s.MemoryStore.PutJoinRequest(ctx, jr)
+}
+
+// TestReviewReconciledOnLoad is F14: the log is the truth for join
+// requests. A crash between storing a room.join.review and updating the
+// request leaves it pending in the Store; the next host to load the room
+// brings it in line with the log when it loads the room.
+func TestReviewReconciledOnLoad(t *testing.T) {
+	ctx := context.Background()
+	store := &reviewCrashStore{MemoryStore: adphost.NewMemoryStore()}
+	w := newWorld(t, &adphost.Options{Store: store})
+	alice, bob := w.client("alice"), w.client("bob")
+	room := mustv(alice.CreateRoom(ctx, roomSpec(t, adp.VisibilityRestricted, "crash"))).RoomID
+	jr := mustv(bob.RequestJoin(ctx, room, adp.JoinRequestInput{Role: adp.RoleSpeaker}))
+	store.crash.Store(true)
+	rec := mustv(alice.ReviewJoin(ctx, room, adp.JoinReview{Request: jr.Request, Decision: adp.DecisionApprove, Role: adp.RoleSpeaker}))
+	if got := mustv(store.JoinRequest(ctx, room, jr.Request.ID)); got.Status != adp.JoinPending {
+		t.Fatalf("the crash was not simulated: %s", got.Status)
+	}
+	store.crash.Store(false)
+	h := mustv(adphost.New(ctx, &adphost.Options{Origin: w.host.Origin(), Store: store, Now: w.clock.Now}))
+	defer h.Close()
+	resp := httptest.NewRecorder() // loading the room is what reconciles it
+	h.ServeHTTP(resp, httptest.NewRequest(http.MethodGet, "/v1/rooms/"+room, nil))
+	if resp.Code != 200 {
+		t.Fatalf("GET room: %d", resp.Code)
+	}
+	got := mustv(store.JoinRequest(ctx, room, jr.Request.ID))
+	if got.Status != adp.JoinApproved || got.ApprovedRole != adp.RoleSpeaker || got.ReviewedBy == nil ||
+		*got.ReviewedBy != alice.AgentID() || got.ReviewedAt != rec.ReceivedAt {
+		t.Fatalf("after reload: %+v", got)
 	}
 }

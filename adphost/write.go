@@ -370,6 +370,33 @@ func (h *Host) outsider(ctx context.Context, ev *adp.Event, now time.Time, refus
 	return refusal
 }
 
+// applyReview records a room.join.review's decision on the stored join
+// request. The record is already in the log, which is the truth: a
+// failure here (a crash, a Store error) is repaired when the room is
+// next loaded (see reconcile), so it is not the write's error. A request
+// that already agrees is not written again.
+func (h *Host) applyReview(ctx context.Context, roomID string, ev *adp.Event, rec *adp.Record) error {
+	var p adp.JoinReview
+	if strictjson.UnmarshalOpen(ev.Payload, &p) != nil {
+		return nil
+	}
+	jr, err := h.store.JoinRequest(ctx, roomID, p.Request.ID)
+	if err != nil || jr == nil {
+		return err
+	}
+	status, role := adp.JoinRejected, adp.Role("")
+	if p.Decision == adp.DecisionApprove {
+		status, role = adp.JoinApproved, p.Role
+	}
+	if jr.Status == status && jr.ReviewedAt == rec.ReceivedAt && jr.ReviewedBy != nil && *jr.ReviewedBy == ev.Actor {
+		return nil
+	}
+	actor := ev.Actor
+	jr.Status, jr.ApprovedRole = status, role
+	jr.ReviewReason, jr.ReviewedBy, jr.ReviewedAt = p.Reason, &actor, rec.ReceivedAt
+	return h.store.PutJoinRequest(ctx, jr)
+}
+
 // afterAccept applies a record's side effects on host resources: join
 // request reviews, agent statuses cleared on leave, removal and demotion
 // (§17.4), and the live stream.
@@ -378,18 +405,7 @@ func (h *Host) afterAccept(ctx context.Context, hr *hostRoom, ev *adp.Event, rec
 	case adp.TypeRoomCreate, adp.TypeTypeDefine:
 		hr.reg = hr.room.Registry()
 	case adp.TypeRoomJoinReview:
-		var p adp.JoinReview
-		if strictjson.UnmarshalOpen(ev.Payload, &p) == nil {
-			if jr, _ := h.store.JoinRequest(ctx, hr.id, p.Request.ID); jr != nil {
-				jr.Status = adp.JoinRejected
-				if p.Decision == adp.DecisionApprove {
-					jr.Status, jr.ApprovedRole = adp.JoinApproved, p.Role
-				}
-				actor := ev.Actor
-				jr.ReviewReason, jr.ReviewedBy, jr.ReviewedAt = p.Reason, &actor, rec.ReceivedAt
-				h.store.PutJoinRequest(ctx, jr)
-			}
-		}
+		h.applyReview(ctx, hr.id, ev, rec)
 	case adp.TypeRoomLeave:
 		h.store.DeleteStatus(ctx, hr.id, ev.Actor)
 	case adp.TypeMemberRemove:

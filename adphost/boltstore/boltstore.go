@@ -10,10 +10,9 @@ package boltstore
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/binary"
-	"slices"
+	"errors"
 
 	"github.com/go-json-experiment/json"
 	bolt "go.etcd.io/bbolt"
@@ -30,7 +29,12 @@ import (
 //
 // Layout: bucket "rooms" holds one bucket per room (key: big-endian seq,
 // value: record JSON); "events" maps an envelope hash to room ID and seq;
-// "requests" and "statuses" hold one bucket per room of JSON values;
+// "requests" and "statuses" hold one bucket per room of JSON values,
+// keyed by request ID and Agent ID; "request-order" indexes each room's
+// requests by creation (key: big-endian created_at and the ID) and
+// "request-applicants" by applicant (key: Agent ID, NUL, request ID), so
+// that one request is one key lookup, the list needs no sort and an
+// agent's requests need no scan;
 // "nonces" maps an Agent ID to its greatest nonce and expiry; "quotas"
 // maps a quota key to its window (big-endian uses); "snapshots" maps a
 // room to its seq and snapshot; "index" maps a room to its index entry
@@ -46,6 +50,8 @@ var (
 	bQuotas   = []byte("quotas")
 	bSnaps    = []byte("snapshots")
 	bIndex    = []byte("index")
+	bOrder    = []byte("request-order")
+	bAppl     = []byte("request-applicants")
 )
 
 // Open opens (or creates) the store's file at path. The file is locked
@@ -61,7 +67,7 @@ func Open(path string) (*Store, error) {
 				return err
 			}
 		}
-		return nil
+		return indexRequests(tx)
 	})
 	if err != nil {
 		db.Close()
@@ -275,17 +281,7 @@ func (s *Store) AgentRooms(_ context.Context, agent identity.AgentID) ([]adphost
 		if mine != nil || e.Summary.Creator == agent {
 			return true
 		}
-		found := false
-		if r := tx.Bucket(bRequests).Bucket([]byte(id)); r != nil {
-			r.ForEach(func(_, v []byte) error {
-				var jr adp.JoinRequestResource
-				if strictjson.Unmarshal(v, &jr) == nil && jr.Request.Applicant == agent {
-					found = true
-				}
-				return nil
-			})
-		}
-		return found
+		return hasApplied(tx, []byte(id), agent)
 	})
 }
 
@@ -363,29 +359,145 @@ func each[T any](s *Store, top []byte, room string) ([]*T, error) {
 	return out, err
 }
 
-// PutJoinRequest implements adphost.Store.
-func (s *Store) PutJoinRequest(_ context.Context, jr *adp.JoinRequestResource) error {
-	return s.put(bRequests, jr.Request.RoomID, jr.Request.ID, jr)
-}
-
-// JoinRequest implements adphost.Store.
-func (s *Store) JoinRequest(ctx context.Context, roomID, id string) (*adp.JoinRequestResource, error) {
-	list, err := s.JoinRequests(ctx, roomID)
-	for _, jr := range list {
-		if jr.Request.ID == id {
-			return jr, nil
+// indexRequests builds the join-request indexes of a file from before
+// them, once.
+func indexRequests(tx *bolt.Tx) error {
+	if tx.Bucket(bOrder) != nil && tx.Bucket(bAppl) != nil {
+		return nil
+	}
+	for _, b := range [][]byte{bOrder, bAppl} {
+		if tx.Bucket(b) != nil {
+			if err := tx.DeleteBucket(b); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.CreateBucket(b); err != nil {
+			return err
 		}
 	}
-	return nil, err
+	return tx.Bucket(bRequests).ForEachBucket(func(room []byte) error {
+		return tx.Bucket(bRequests).Bucket(room).ForEach(func(_, v []byte) error {
+			var jr adp.JoinRequestResource
+			if err := strictjson.Unmarshal(v, &jr); err != nil {
+				return err
+			}
+			return indexRequest(tx, &jr.Request)
+		})
+	})
 }
 
-// JoinRequests implements adphost.Store, in creation order.
-func (s *Store) JoinRequests(_ context.Context, roomID string) ([]*adp.JoinRequestResource, error) {
-	list, err := each[adp.JoinRequestResource](s, bRequests, roomID)
-	slices.SortStableFunc(list, func(a, b *adp.JoinRequestResource) int {
-		return cmp.Or(cmp.Compare(a.Request.CreatedAt, b.Request.CreatedAt), cmp.Compare(a.Request.ID, b.Request.ID))
+// orderKey is a request's key in the creation-order index, applKey in the
+// applicant index.
+func orderKey(r *adp.JoinRequest) []byte   { return append(seqKey(r.CreatedAt), r.ID...) }
+func applKey(r *adp.JoinRequest) []byte    { return append(applPrefix(r.Applicant), r.ID...) }
+func applPrefix(a identity.AgentID) []byte { return append([]byte(a.String()), 0) }
+
+// indexRequest adds a new request to both indexes.
+func indexRequest(tx *bolt.Tx, r *adp.JoinRequest) error {
+	room := []byte(r.RoomID)
+	order, err := tx.Bucket(bOrder).CreateBucketIfNotExists(room)
+	if err != nil {
+		return err
+	}
+	appl, err := tx.Bucket(bAppl).CreateBucketIfNotExists(room)
+	if err != nil {
+		return err
+	}
+	if err := order.Put(orderKey(r), nil); err != nil {
+		return err
+	}
+	return appl.Put(applKey(r), nil)
+}
+
+// PutJoinRequest implements adphost.Store: the request and, for a new
+// one, its index entries, in one transaction. The immutable request
+// (applicant, created_at) must not change.
+func (s *Store) PutJoinRequest(_ context.Context, jr *adp.JoinRequestResource) error {
+	b, err := json.Marshal(jr, json.Deterministic(true))
+	if err != nil {
+		return err
+	}
+	room, id := []byte(jr.Request.RoomID), []byte(jr.Request.ID)
+	return s.db.Update(func(tx *bolt.Tx) error {
+		r, err := tx.Bucket(bRequests).CreateBucketIfNotExists(room)
+		if err != nil {
+			return err
+		}
+		if old := r.Get(id); old != nil {
+			var prev adp.JoinRequestResource
+			if err := strictjson.Unmarshal(old, &prev); err != nil {
+				return err
+			}
+			if prev.Request.CreatedAt != jr.Request.CreatedAt || prev.Request.Applicant != jr.Request.Applicant {
+				return errors.New("boltstore: a join request's applicant and created_at are immutable")
+			}
+		} else if err := indexRequest(tx, &jr.Request); err != nil {
+			return err
+		}
+		return r.Put(id, b)
 	})
-	return list, err
+}
+
+// JoinRequest implements adphost.Store: one key lookup.
+func (s *Store) JoinRequest(_ context.Context, roomID, id string) (*adp.JoinRequestResource, error) {
+	var jr *adp.JoinRequestResource
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		jr, err = getRequest(tx.Bucket(bRequests).Bucket([]byte(roomID)), []byte(id))
+		return err
+	})
+	return jr, err
+}
+
+// getRequest decodes request id of a room's bucket r; nil when absent.
+func getRequest(r *bolt.Bucket, id []byte) (*adp.JoinRequestResource, error) {
+	if r == nil {
+		return nil, nil
+	}
+	v := r.Get(id)
+	if v == nil {
+		return nil, nil
+	}
+	jr := new(adp.JoinRequestResource)
+	if err := strictjson.Unmarshal(v, jr); err != nil {
+		return nil, err
+	}
+	return jr, nil
+}
+
+// JoinRequests implements adphost.Store, in creation order (the index's).
+func (s *Store) JoinRequests(_ context.Context, roomID string) ([]*adp.JoinRequestResource, error) {
+	var out []*adp.JoinRequestResource
+	err := s.db.View(func(tx *bolt.Tx) error {
+		r, order := tx.Bucket(bRequests).Bucket([]byte(roomID)), tx.Bucket(bOrder).Bucket([]byte(roomID))
+		if r == nil || order == nil {
+			return nil
+		}
+		return order.ForEach(func(k, _ []byte) error {
+			jr, err := getRequest(r, k[8:])
+			if err == nil && jr == nil {
+				err = errors.New("boltstore: the join-request index names a missing request")
+			}
+			if err != nil {
+				return err
+			}
+			out = append(out, jr)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// hasApplied reports whether agent has a join request for room, from the
+// applicant index.
+func hasApplied(tx *bolt.Tx, room []byte, agent identity.AgentID) bool {
+	appl := tx.Bucket(bAppl).Bucket(room)
+	if appl == nil {
+		return false
+	}
+	p := applPrefix(agent)
+	k, _ := appl.Cursor().Seek(p)
+	return k != nil && bytes.HasPrefix(k, p)
 }
 
 // PutStatus implements adphost.Store.

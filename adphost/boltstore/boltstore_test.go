@@ -2,13 +2,19 @@ package boltstore
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/go-json-experiment/json"
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/adphost"
 	"github.com/agentprotocols/go-sdk/adphost/storetest"
+	"github.com/agentprotocols/go-sdk/identity"
 )
 
 // TestConformance: the bbolt store passes the Store suite.
@@ -76,4 +82,107 @@ func TestReopen(t *testing.T) {
 	if list, err := s.PublicRooms(ctx); err != nil || len(list) != 1 || list[0].Summary.ID != "room" {
 		t.Fatalf("public rooms %+v %v", list, err)
 	}
+}
+
+// TestJoinRequestIndex is F15: one join request is one key lookup (it
+// never decodes the room's other requests, here a corrupt one), the list
+// comes in creation order from the index, and a file from before the
+// index gets one when it is opened.
+func TestJoinRequestIndex(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "host.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, _ := identity.NewKeyFromSeed(make([]byte, 32))
+	for _, r := range []struct {
+		id string
+		at int64
+	}{{"jr_c", 1}, {"jr_a", 3}, {"jr_b", 2}} {
+		jr := &adp.JoinRequestResource{Request: adp.JoinRequest{ID: r.id, RoomID: "room", Applicant: k.AgentID(), Role: adp.RoleSpeaker, CreatedAt: r.at, ExpiresAt: 9}, Status: adp.JoinPending}
+		if err := s.PutJoinRequest(ctx, jr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	order := func() []string {
+		list, err := s.JoinRequests(ctx, "room")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, jr := range list {
+			ids = append(ids, jr.Request.ID)
+		}
+		return ids
+	}
+	if got := order(); !slices.Equal(got, []string{"jr_c", "jr_b", "jr_a"}) {
+		t.Fatalf("creation order: %v", got)
+	}
+	// An update keeps the request's place.
+	jr, _ := s.JoinRequest(ctx, "room", "jr_c")
+	jr.Status = adp.JoinRejected
+	if err := s.PutJoinRequest(ctx, jr); err != nil {
+		t.Fatal(err)
+	}
+	if got := order(); !slices.Equal(got, []string{"jr_c", "jr_b", "jr_a"}) {
+		t.Fatalf("after an update: %v", got)
+	}
+	s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bRequests).Bucket([]byte("room")).Put([]byte("jr_0"), []byte("{corrupt"))
+	})
+	if got, err := s.JoinRequest(ctx, "room", "jr_b"); err != nil || got == nil || got.Request.CreatedAt != 2 {
+		t.Fatalf("lookup next to a corrupt request: %v, %v", got, err)
+	}
+	// A file without the index.
+	s.db.Update(func(tx *bolt.Tx) error {
+		tx.Bucket(bRequests).Bucket([]byte("room")).Delete([]byte("jr_0"))
+		tx.DeleteBucket(bAppl)
+		return tx.DeleteBucket(bOrder)
+	})
+	s.Close()
+	if s, err = Open(path); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := order(); !slices.Equal(got, []string{"jr_c", "jr_b", "jr_a"}) {
+		t.Fatalf("rebuilt index: %v", got)
+	}
+}
+
+// BenchmarkJoinRequestLookup: one request among 20,000 of a room (the
+// review's F15 setting), against the full list, which is what a lookup
+// cost before the index (a scan, decode and sort of every request).
+func BenchmarkJoinRequestLookup(b *testing.B) {
+	ctx := context.Background()
+	s, err := Open(filepath.Join(b.TempDir(), "host.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	k, _ := identity.NewKeyFromSeed(make([]byte, 32))
+	s.db.Update(func(tx *bolt.Tx) error {
+		r, _ := tx.Bucket(bRequests).CreateBucketIfNotExists([]byte("room"))
+		for i := range 20000 {
+			jr := adp.JoinRequestResource{Request: adp.JoinRequest{ID: fmt.Sprintf("jr_%05d", i), RoomID: "room", Applicant: k.AgentID(), Role: adp.RoleSpeaker, CreatedAt: int64(i), ExpiresAt: 1}, Status: adp.JoinPending}
+			v, _ := json.Marshal(&jr)
+			r.Put([]byte(jr.Request.ID), v)
+			indexRequest(tx, &jr.Request)
+		}
+		return nil
+	})
+	b.Run("lookup", func(b *testing.B) {
+		for b.Loop() {
+			if jr, err := s.JoinRequest(ctx, "room", "jr_12345"); err != nil || jr == nil {
+				b.Fatal(jr, err)
+			}
+		}
+	})
+	b.Run("scan", func(b *testing.B) {
+		for b.Loop() {
+			if list, err := s.JoinRequests(ctx, "room"); err != nil || len(list) != 20000 {
+				b.Fatal(len(list), err)
+			}
+		}
+	})
 }
