@@ -61,6 +61,19 @@ type Check struct {
 	run func(context.Context, *T)
 }
 
+// Label names the check's place in §24: "§24.N" for checklist item N,
+// "rec." for one of the recommendations, "—" for a MUST of its section
+// that the list does not name (privacy, a MUST of an optional feature).
+func (c Check) Label() string {
+	switch {
+	case c.Item > 0:
+		return fmt.Sprintf("§24.%d", c.Item)
+	case c.Level == MUST:
+		return "—"
+	}
+	return "rec."
+}
+
 // Result is the verdict of one check.
 type Result struct {
 	Check   `json:",inline"`
@@ -122,14 +135,7 @@ func (r *Report) WriteTable(w io.Writer, info bool) error {
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
 	fmt.Fprintf(tw, "ITEM\tSECTION\tLEVEL\tCHECK\tVERDICT\tEVIDENCE\n")
 	for _, res := range r.Results {
-		item := "rec." // one of §24's recommendations
-		switch {
-		case res.Item > 0:
-			item = fmt.Sprintf("§24.%d", res.Item)
-		case res.Level == MUST:
-			item = "—" // a MUST of its section outside the §24 list
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", item, res.Section, res.Level, res.ID, res.Verdict, safe(res.Evidence))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", res.Label(), res.Section, res.Level, res.ID, res.Verdict, safe(res.Evidence))
 		for _, in := range res.Info {
 			if !info {
 				break

@@ -511,7 +511,11 @@ func checkPrivate(ctx context.Context, t *T) {
 			}
 			ans, err := t.k.do(ctx, http.MethodGet, path, nil, token, nil)
 			t.ok(err, "GET "+path)
-			unseen(t, ans, who+" reads "+strings.TrimPrefix(path, p), secret)
+			what := strings.TrimPrefix(path, p)
+			if what == "" {
+				what = "the room resource"
+			}
+			unseen(t, ans, who+" reads "+what, secret)
 		}
 	}
 	unseen(t, t.k.open(ctx, t, p+"/events/live", tok()), "an outsider subscribes", secret)
@@ -585,6 +589,10 @@ func checkQuota(ctx context.Context, t *T) {
 		if err != nil {
 			t.refused(err, identity.CodeRateLimited, "a message past the quota")
 			t.Infof("the host refused message %d of one agent within a minute", i+1)
+			var e *identity.Error
+			if errors.As(err, &e) && e.RetryAfter > 0 {
+				t.Infof("Retry-After: %s", e.RetryAfter)
+			}
 			return
 		}
 	}

@@ -36,7 +36,8 @@ import (
 	"github.com/agentprotocols/go-sdk/internal/b64url"
 )
 
-const usage = `usage: adpconform [--json] [--info] [--only IDS] [--moderator-key FILE] [--parallel N] [--timeout D] [--activation-slack D] ORIGIN
+const usage = `usage: adpconform --list
+       adpconform [--json] [--info] [--only IDS] [--moderator-key FILE] [--parallel N] [--timeout D] [--activation-slack D] ORIGIN
 exit status: 0 every MUST check passed, 1 a MUST check failed, 2 usage or setup error
 `
 
@@ -51,6 +52,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("adpconform", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	list := fs.Bool("list", false, "list the checks (item, section, level, ID, title) and exit")
 	info := fs.Bool("info", false, "print the readings under each check")
 	only := fs.String("only", "", "comma-separated check IDs or prefixes to run (default all)")
 	modKey := fs.String("moderator-key", "", "file holding the 32-byte key seed (64 hex or 43 base64url characters) of an agent the host lets create rooms")
@@ -59,6 +61,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	slack := fs.Duration("activation-slack", 0, "how long past start_time the host's scheduler may take to activate a room (default 5s)")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *list {
+		for _, c := range adpconform.Checks() {
+			fmt.Fprintf(stdout, "%s\t%s\t%s\t%s\t%s\n", c.Label(), c.Section, c.Level, c.ID, c.Title)
+		}
+		return 0
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprint(stderr, usage)

@@ -75,6 +75,10 @@ func TestExitStatus(t *testing.T) {
 	if r := rep.Result("envelope.hash"); r == nil || r.Verdict != adpconform.Pass {
 		t.Fatalf("envelope.hash in the JSON report: %+v", r)
 	}
+	out.Reset()
+	if code := run(ctx, []string{"--list"}, &out, &errb); code != 0 || strings.Count(out.String(), "\n") != len(adpconform.Checks()) || !strings.Contains(out.String(), "§24.11\t") {
+		t.Fatalf("--list: exit %d\n%s", code, out.String())
+	}
 	for _, args := range [][]string{{}, {"a", "b"}, {"--bogus", good}, {"ftp://x"}} {
 		if code := run(ctx, args, &out, &errb); code != 2 {
 			t.Errorf("%q: exit %d, want 2", args, code)
