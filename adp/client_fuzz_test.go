@@ -11,6 +11,8 @@ func FuzzParseRecordList(f *testing.F) {
 	f.Add([]byte(`{"result":[],"next_cursor":"Yzox"}`))
 	f.Add([]byte(`{"result":[{"room_id":"r","seq":1,"pre_hash":null,"hash":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA","received_at":1,"envelope":{}}]}`))
 	f.Add([]byte(`{"result":[1],"x":2}`))
+	f.Add([]byte(`{"result":[],"next_cursor":null,"count":{"n":[1,2]}}`))
+	f.Add([]byte(`{"x":9007199254740993,"result":[]}`))
 	f.Add([]byte(`[]`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		recs, _, err := parseRecordList(b)

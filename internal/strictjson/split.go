@@ -16,6 +16,35 @@ type Member struct {
 // ErrStructure reports malformed JSON structure found by SplitObject.
 var ErrStructure = errors.New("malformed JSON object")
 
+// linearNames is how many members are checked for duplicates by a linear
+// scan; past it a set takes over, so an object with millions of members
+// (a hostile answer) costs linear time, not quadratic.
+const linearNames = 16
+
+// seenName reports whether name is already a member of out, keeping *seen
+// as the set of out's names once out has linearNames members.
+func seenName(out []Member, seen *map[string]struct{}, name string) bool {
+	if len(out) < linearNames {
+		for _, m := range out {
+			if m.Name == name {
+				return true
+			}
+		}
+		return false
+	}
+	if *seen == nil {
+		*seen = make(map[string]struct{}, 2*len(out))
+		for _, m := range out {
+			(*seen)[m.Name] = struct{}{}
+		}
+	}
+	if _, dup := (*seen)[name]; dup {
+		return true
+	}
+	(*seen)[name] = struct{}{}
+	return false
+}
+
 // SplitObject splits a JSON object into its top-level members without
 // validating the member values, so that a caller with a strict parser for a
 // large member (a signed envelope inside a record) reads those bytes once.
@@ -48,6 +77,7 @@ func SplitObjectAt(b []byte, name string, parse func([]byte) (int, error)) ([]Me
 	}
 	i = skipWS(b, i+1)
 	var out []Member
+	var seen map[string]struct{}
 	if i < len(b) && b[i] == '}' {
 		return out, endOnly(b, i+1)
 	}
@@ -67,10 +97,8 @@ func SplitObjectAt(b []byte, name string, parse func([]byte) (int, error)) ([]Me
 		if out == nil {
 			out = make([]Member, 0, 8)
 		}
-		for _, m := range out {
-			if m.Name == string(mname) {
-				return nil, &Error{Pointer: "/" + m.Name, Err: ErrStructure}
-			}
+		if seenName(out, &seen, string(mname)) {
+			return nil, &Error{Pointer: "/" + string(mname), Err: ErrStructure}
 		}
 		i = skipWS(b, end)
 		if i >= len(b) || b[i] != ':' {

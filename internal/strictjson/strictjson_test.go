@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -239,6 +241,33 @@ func TestDepth(t *testing.T) {
 	} {
 		if got := Depth([]byte(s)); got != want {
 			t.Errorf("Depth(%s) = %d, want %d", s, got, want)
+		}
+	}
+}
+
+// TestSplitObjectManyMembers: an object with very many members (a hostile
+// answer) is split in linear time, and a duplicate far in is still found.
+func TestSplitObjectManyMembers(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("{")
+	const n = 100_000
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"m%d":0`, i)
+	}
+	start := time.Now()
+	ms, err := SplitObject([]byte(b.String() + "}"))
+	if err != nil || len(ms) != n {
+		t.Fatalf("%d members, %v", len(ms), err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("splitting %d members took %v", n, d)
+	}
+	for _, dup := range []string{`,"m3":1}`, `,"m90000":1}`} {
+		if _, err := SplitObject([]byte(b.String() + dup)); !errors.Is(err, ErrStructure) {
+			t.Fatalf("duplicate %s: %v", dup, err)
 		}
 	}
 }

@@ -1,0 +1,27 @@
+package adp
+
+import "testing"
+
+// TestParseRecordListOpen is Spec B D3 for the history page: the wrapper's
+// unknown members are ignored and next_cursor null means the last page,
+// but the page stays strict JSON.
+func TestParseRecordListOpen(t *testing.T) {
+	for _, c := range []struct {
+		in       string
+		ok, more bool
+	}{
+		{`{"result":[],"next_cursor":null}`, true, false},
+		{`{"count":0,"result":[],"x_vendor":{"a":[1]}}`, true, false},
+		{`{"result":[],"next_cursor":"c","total":3}`, true, true},
+		{`{"result":[],"x":9007199254740993}`, false, false}, // unsafe integer
+		{`{"result":[],"x":1,"x":2}`, false, false},          // duplicate member
+		{`{"result":[],"x":"\ud800"}`, false, false},         // lone surrogate
+		{`{"result":[],"next_cursor":""}`, false, false},
+		{`{"next_cursor":null}`, false, false},
+	} {
+		_, more, err := parseRecordList([]byte(c.in))
+		if (err == nil) != c.ok || more != c.more {
+			t.Errorf("%s: more %v, err %v", c.in, more, err)
+		}
+	}
+}
