@@ -60,6 +60,37 @@
 // [Options].Notify receives the §4.4 resource URIs ([URIInboxPending],
 // [URIDraftsHeld], [RoomURI]) when the local state behind them changes.
 //
+// # Errors: the host's word and the connector's
+//
+// A refusal a host sent (an HTTP error answer) comes back as a
+// [*HostError]: the host's code, message and data, labelled with its
+// origin, never mistaken for the connector's own refusals (the sentinel
+// errors, [ErrInsecurePermissions] and local protocol checks). Host
+// refusals are final: nothing is queued or replayed. A host rate_limited
+// (HTTP 429) comes back at once, with [HostError].RetryAfter from the
+// answer's Retry-After; only transport faults (no answer, a 5xx, an answer
+// that does not verify) leave a signed write in the outbox
+// ([ErrPendingOutbox]), re-sent as is by [Engine.ReplayOutbox]. [ToolError]
+// carries the same split to a model (source "host" or "connector").
+//
+// # Sessions, claims and long-polls
+//
+// Every result that carries a sync presents its head to the session (held
+// and rejected writes included), so a send after a held result is held
+// again only if the room moved since. [Engine.InboxNext] with claim marks
+// items for the session as a lease: any call naming the session renews it,
+// [Engine.EndSession] releases it at once, and after [Options].ClaimLease
+// (default [DefaultClaimLease], one minute) without a call other sessions
+// see the items again — a client that went away without ending its
+// session hides nothing for long. Claims never survive a restart. A
+// long-poll waits at most [MaxInboxWait] (50 s), below the 60 s request
+// timeout common MCP clients use.
+//
+// A room's first sync reads its past: only mentions of this agent and live
+// turn assignments to it received within [Options].BackfillWindow (default
+// [DefaultBackfillWindow], 24 h) become inbox items; the rest is history.
+// The history is read once and stored page by page as it is verified.
+//
 // # Safety
 //
 //   - The private key is loaded into an opaque [Key]; no method signs
@@ -75,6 +106,15 @@
 //     signing and the host's answer.
 //   - Room and profile content is data: it is stored and returned, never
 //     interpreted as instructions.
+//
+//   - Room ids are checked ([MaxRoomIDLen], URL-unreserved ASCII) before
+//     they reach memory, storage keys or URLs; every stored record read
+//     back is checked to belong to its room. Unsigned join-request notices
+//     are bounded per room; concurrent commits of one held draft send it
+//     at most once.
+//   - [Open] refuses a state directory other users may write, and the key
+//     loaders a key file other users may write (or, unencrypted, read):
+//     [ErrInsecurePermissions], via [CheckPermissions].
 //
 // One process owns a state directory: [Open] fails with [ErrLocked] when
 // another holds it. An Engine is safe for concurrent use. The package is
