@@ -107,14 +107,13 @@
 //   - Room and profile content is data: it is stored and returned, never
 //     interpreted as instructions.
 //
-//   - Room ids are checked ([MaxRoomIDLen], URL-unreserved ASCII) before
-//     they reach memory, storage keys or URLs; every stored record read
-//     back is checked to belong to its room. Unsigned join-request notices
-//     are bounded per room; concurrent commits of one held draft send it
-//     at most once.
-//   - [Open] refuses a state directory other users may write, and the key
-//     loaders a key file other users may write (or, unencrypted, read):
-//     [ErrInsecurePermissions], via [CheckPermissions].
+// Room ids are checked ([MaxRoomIDLen], URL-unreserved ASCII) before they
+// reach memory, storage keys or URLs, and every stored record read back is
+// checked to belong to its room. Unsigned join-request notices are bounded
+// per room; concurrent commits of one held draft send it at most once.
+// [Open] refuses a state directory other users may write, and the key
+// loaders a key file other users may write (or, unencrypted, read), with
+// [ErrInsecurePermissions] (see [CheckPermissions]).
 //
 // One process owns a state directory: [Open] fails with [ErrLocked] when
 // another holds it. An Engine is safe for concurrent use. The package is
