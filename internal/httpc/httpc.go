@@ -11,7 +11,13 @@
 //     answers — only for requests marked [Request].Idempotent: reads, and
 //     writes the protocol makes idempotent (a signed envelope re-sent byte
 //     for byte is an exact resubmission, Identity §6.3);
-//   - bounded response bodies ([ErrResponseTooLarge]);
+//   - bounded response bodies ([ErrResponseTooLarge]) and, with
+//     [Options].AttemptTimeout, bounded attempts ([ErrAttemptTimeout]): a
+//     peer that stalls before its headers or drips its body cannot hold a
+//     call;
+//   - a guard for cursor loops over list pages ([Cursor]): repeated
+//     cursors, empty pages that name a next one and endless lists end
+//     with [ErrCursor];
 //   - non-2xx answers as *identity.Error values decoded strictly from the
 //     error body by identity.ReadError (code, message, data, HTTP status,
 //     Max-Seen-Nonce);

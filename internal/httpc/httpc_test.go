@@ -502,3 +502,33 @@ func TestURLMustHaveAnOrigin(t *testing.T) {
 type roundTrip func(*http.Request) (*http.Response, error)
 
 func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestAttemptTimeout: Options.AttemptTimeout bounds one attempt, headers
+// and body included. A stalled attempt of an idempotent request is retried
+// and the next answer returned; a request that may not be retried fails
+// with ErrAttemptTimeout, long before the caller's deadline.
+func TestAttemptTimeout(t *testing.T) {
+	stall := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, `{"partial":`)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}
+	s := &script{answers: []func(http.ResponseWriter, *http.Request){stall, ok(`{}`)}}
+	srv := serve(t, s)
+	defer srv.CloseClientConnections()
+	c := httpc.New(&httpc.Options{Origins: loopback, AttemptTimeout: 100 * time.Millisecond, Backoff: time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := c.Do(ctx, &httpc.Request{Method: http.MethodGet, URL: srv.URL, Idempotent: true})
+	if err != nil || string(resp.Body) != `{}` || s.hits.Load() != 2 {
+		t.Fatalf("retried read: %v after %d attempts", err, s.hits.Load())
+	}
+	s.hits.Store(0)
+	start := time.Now()
+	_, err = c.Do(ctx, &httpc.Request{Method: http.MethodPost, URL: srv.URL, Body: []byte(`{}`)})
+	if !errors.Is(err, httpc.ErrAttemptTimeout) || time.Since(start) > 5*time.Second {
+		t.Fatalf("write: %v after %v", err, time.Since(start))
+	}
+}
