@@ -42,6 +42,12 @@
 // gives none for, the limits a host chose — is recorded as a reading
 // ([Result.Info]) and never fails a check.
 //
+// Where the text fixes no JSON shape the suite reads the host as this SDK's
+// client does — lists as Agent Identity's {"result", "next_cursor"}, the
+// status list as the seed-era schema's {"statuses"} — so a host that chose
+// another shape fails the checks that read it; the README lists these
+// readings.
+//
 // # Running it
 //
 // The command github.com/agentprotocols/go-sdk/cmd/adpconform runs the suite
