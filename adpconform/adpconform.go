@@ -17,6 +17,10 @@ import (
 	"github.com/agentprotocols/go-sdk/internal/untrusted"
 )
 
+// Draft is the ADP text the suite checks: the 2026-07-04 draft of Agent
+// Discourse 1.0.
+const Draft = "agent-discourse/1.0 draft 2026-07-04"
+
 // Level says how a check's verdict counts.
 type Level string
 
@@ -91,6 +95,8 @@ type Result struct {
 
 // Report is the outcome of a run.
 type Report struct {
+	// Draft is the text checked (the constant Draft).
+	Draft string `json:"draft"`
 	// Target is the host API origin the suite ran against.
 	Target string `json:"target"`
 	// Started is when the run began (Unix milliseconds).
@@ -162,8 +168,8 @@ func (r *Report) WriteTable(w io.Writer, info bool) error {
 	if !r.OK {
 		verdict = "DOES NOT CONFORM"
 	}
-	fmt.Fprintf(tw, "\n%s: %d/%d MUST checks passed, %d failed, %d skipped (%d checks, %.1f s) against %s\n",
-		verdict, passed, must, fails, skips, len(r.Results), float64(r.Millis)/1000, safe(r.Target))
+	fmt.Fprintf(tw, "\n%s: %d/%d MUST checks passed, %d failed, %d skipped (%d checks, %.1f s) against %s (%s)\n",
+		verdict, passed, must, fails, skips, len(r.Results), float64(r.Millis)/1000, safe(r.Target), r.Draft)
 	return tw.Flush()
 }
 
@@ -265,7 +271,7 @@ func Run(ctx context.Context, target string, opts *Options) (*Report, error) {
 		return nil, err
 	}
 	start := o.Now()
-	rep := &Report{Target: k.origin.String(), Started: start.UnixMilli(), Results: make([]Result, len(suite()))}
+	rep := &Report{Draft: Draft, Target: k.origin.String(), Started: start.UnixMilli(), Results: make([]Result, len(suite()))}
 	sem := make(chan struct{}, o.Parallel)
 	var wg sync.WaitGroup
 	for i, c := range suite() {
