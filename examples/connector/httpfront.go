@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -23,6 +24,13 @@ import (
 //   - After notifications/cancelled for a request still in flight on the
 //     same session, nothing more is written to that request's response
 //     stream: the cancelled request gets no response (R8).
+//   - It counts each session's open streams (the standalone GET and the
+//     POSTs in flight). When a session that had a GET stream open has none
+//     left for streamGrace, its client went away (the TypeScript SDK's
+//     close(), a crash and an agentd reconnect send no DELETE), and gone is
+//     called, which releases the session's inbox claims (R1). A client
+//     that never opens a GET stream keeps its claims between calls, up to
+//     the engine's claim lease.
 //
 // Each POST body is read once (bounded by the SDK's body limit: a larger
 // body is passed on for the SDK to refuse with 413).
@@ -32,6 +40,17 @@ type jsonrpcFront struct {
 
 	mu       sync.Mutex
 	inflight map[inflightKey]*cancelWriter
+	streams  map[string]*sessionStreams
+
+	gone  func(session string)
+	grace time.Duration
+}
+
+// sessionStreams is one session's open-stream count.
+type sessionStreams struct {
+	open    int
+	hadGET  bool
+	pending *time.Timer
 }
 
 type inflightKey struct {
@@ -52,15 +71,85 @@ var servedMethods = map[string]bool{
 // statelessEra is the first protocol version without sessions.
 const statelessEra = "2026-07-28"
 
-func newJSONRPCFront(next http.Handler) *jsonrpcFront {
-	return &jsonrpcFront{next: next, max: mcp.DefaultMaxRequestBodyBytes, inflight: map[inflightKey]*cancelWriter{}}
+func newJSONRPCFront(next http.Handler, gone func(session string), grace time.Duration) *jsonrpcFront {
+	return &jsonrpcFront{next: next, max: mcp.DefaultMaxRequestBodyBytes, inflight: map[inflightKey]*cancelWriter{},
+		streams: map[string]*sessionStreams{}, gone: gone, grace: grace}
+}
+
+// maxTrackedSessions bounds the stream bookkeeping; past it new sessions
+// are served untracked (their claims end with the engine's lease).
+const maxTrackedSessions = 4096
+
+// streamOpened counts a stream of session; the returned func closes it.
+func (f *jsonrpcFront) streamOpened(session string, get bool) (closed func()) {
+	if session == "" || f.gone == nil {
+		return func() {}
+	}
+	f.mu.Lock()
+	ss := f.streams[session]
+	if ss == nil {
+		if len(f.streams) >= maxTrackedSessions {
+			f.mu.Unlock()
+			return func() {}
+		}
+		ss = &sessionStreams{}
+		f.streams[session] = ss
+	}
+	ss.open++
+	ss.hadGET = ss.hadGET || get
+	if ss.pending != nil {
+		ss.pending.Stop()
+		ss.pending = nil
+	}
+	f.mu.Unlock()
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		ss.open--
+		if ss.open > 0 {
+			return
+		}
+		if !ss.hadGET {
+			if f.streams[session] == ss {
+				delete(f.streams, session)
+			}
+			return
+		}
+		var t *time.Timer
+		t = time.AfterFunc(f.grace, func() {
+			f.mu.Lock()
+			if ss.pending != t || ss.open > 0 {
+				f.mu.Unlock()
+				return
+			}
+			delete(f.streams, session)
+			f.mu.Unlock()
+			f.gone(session)
+		})
+		ss.pending = t
+	}
 }
 
 func (f *jsonrpcFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	session := r.Header.Get("Mcp-Session-Id")
+	switch r.Method {
+	case http.MethodGet:
+		defer f.streamOpened(session, true)()
+		f.next.ServeHTTP(w, r)
+		return
+	case http.MethodDelete:
+		f.mu.Lock()
+		if ss := f.streams[session]; ss != nil && ss.pending != nil {
+			ss.pending.Stop()
+		}
+		delete(f.streams, session)
+		f.mu.Unlock()
+	}
 	if r.Method != http.MethodPost || r.Body == nil {
 		f.next.ServeHTTP(w, r)
 		return
 	}
+	defer f.streamOpened(session, false)()
 	body, err := io.ReadAll(io.LimitReader(r.Body, f.max+1))
 	rest := r.Body
 	r.Body = struct {
@@ -81,7 +170,6 @@ func (f *jsonrpcFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.next.ServeHTTP(w, r)
 		return
 	}
-	session := r.Header.Get("Mcp-Session-Id")
 	version := r.Header.Get("Mcp-Protocol-Version")
 	if session == "" && req.Method != "initialize" && req.Method != "server/discover" && (version == "" || version < statelessEra) {
 		writeRPCError(w, http.StatusBadRequest, req.ID, jsonrpc.CodeInvalidRequest, "Bad Request: Mcp-Session-Id header required")

@@ -141,3 +141,52 @@ func TestHTTPCancelledGetsNoResponse(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPClaimReleasedWhenStreamsClose (R1, MCP part): a client that
+// claimed an inbox item and went away without DELETE (its GET stream
+// closed, nothing in flight) has its claim released after the grace, so
+// another session is handed the item; within the grace it is not.
+func TestHTTPClaimReleasedWhenStreamsClose(t *testing.T) {
+	h := newTestHost(t, nil)
+	alice := newConnector(t, "alice", h)
+	bob := newConnector(t, "bob", h)
+	bob.srv.streamGrace = 200 * time.Millisecond
+	roomID := createRoom(t, alice, h, "public")
+	bob.call("room_open", map[string]any{"host": h.url, "room_id": roomID})
+	bob.call("room_join", map[string]any{"room_id": roomID, "role": "speaker"})
+	alice.call("room_state", map[string]any{"room_id": roomID, "refresh": true})
+	alice.call("room_send_message", map[string]any{"room_id": roomID, "content": "ping", "mentions": []string{bob.agentID}})
+	waitInbox(t, bob, roomID, "room.mention")
+
+	r := newRawHTTP(t, serveHTTP(t, bob))
+	req, _ := http.NewRequest("GET", r.url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Mcp-Session-Id", r.session)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	get, err := http.DefaultClient.Do(req)
+	if err != nil || get.StatusCode != http.StatusOK {
+		t.Fatalf("GET: %v %v", err, get)
+	}
+	resp := r.post(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"`+connector.ToolPrefix+`inbox_next","arguments":{"room_id":"`+roomID+`","kinds":["room.mention"],"claim":true}}}`, nil)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), `room.mention`) {
+		t.Fatalf("claim: %s", b)
+	}
+	items := func() int {
+		res := bob.call("inbox_next", map[string]any{"room_id": roomID, "kinds": []string{"room.mention"}})
+		return len(res["items"].([]any))
+	}
+	if n := items(); n != 0 {
+		t.Fatalf("a claimed item was handed to another session")
+	}
+	get.Body.Close() // the client goes away, no DELETE
+	deadline := time.Now().Add(10 * time.Second)
+	for items() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the claim outlived the client's last stream")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -105,7 +105,7 @@ func httpHandler(srv *Server, token string) http.Handler {
 		// case-insensitively (R11); the SDK's own check is case-sensitive.
 		DisableLocalhostProtection: true,
 	})
-	return guard(token, newJSONRPCFront(h))
+	return guard(token, newJSONRPCFront(h, srv.endHTTPSession, srv.streamGrace))
 }
 
 // loadOrCreateToken reads the bearer token from path, creating it (mode

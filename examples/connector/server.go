@@ -29,6 +29,7 @@ type Server struct {
 	log *slog.Logger
 
 	progressEvery time.Duration
+	streamGrace   time.Duration
 
 	mu          sync.Mutex
 	sessions    map[*mcp.ServerSession]string
@@ -60,6 +61,7 @@ func NewServer(eng *connector.Engine, opts *ServerOptions) (*Server, error) {
 	if s.progressEvery <= 0 {
 		s.progressEvery = 15 * time.Second
 	}
+	s.streamGrace = 5 * time.Second
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "agent-protocols-connector", Title: "Agent Protocols connector", Version: serverVersion}, &mcp.ServerOptions{
 		Instructions: connector.Instructions,
 		Logger:       log,
@@ -203,10 +205,11 @@ func (s *Server) keepAlive(ctx context.Context, req *mcp.CallToolRequest) (stop 
 }
 
 // sessionID names sess for the engine, which tracks the presented head
-// and inbox claims per session (§4.2, §4.3). go-sdk sessions over stdio
-// and in-memory transports have no ID of their own, so the connector
-// assigns one; when the session ends, the engine forgets it (its claimed
-// inbox items become available to other sessions again).
+// and inbox claims per session (§4.2, §4.3). A Streamable HTTP session is
+// named by its Mcp-Session-Id; go-sdk sessions over stdio and in-memory
+// transports have no ID of their own, so the connector assigns one. When
+// the session ends, the engine forgets it (its claimed inbox items become
+// available to other sessions again).
 func (s *Server) sessionID(sess *mcp.ServerSession) string {
 	if sess == nil {
 		return ""
@@ -216,8 +219,13 @@ func (s *Server) sessionID(sess *mcp.ServerSession) string {
 	if id, ok := s.sessions[sess]; ok {
 		return id
 	}
-	s.nextSession++
-	id := fmt.Sprintf("mcp-%d", s.nextSession)
+	var id string
+	if hid := sess.ID(); hid != "" {
+		id = httpSessionName(hid)
+	} else {
+		s.nextSession++
+		id = fmt.Sprintf("mcp-%d", s.nextSession)
+	}
 	s.sessions[sess] = id
 	go func() {
 		_ = sess.Wait()
@@ -227,4 +235,16 @@ func (s *Server) sessionID(sess *mcp.ServerSession) string {
 		s.eng.EndSession(id)
 	}()
 	return id
+}
+
+// httpSessionName is the engine's name for an HTTP session.
+func httpSessionName(mcpSessionID string) string { return "http-" + mcpSessionID }
+
+// endHTTPSession is called when an HTTP session's client went away
+// without ending it (its last stream closed): its claims are released at
+// once, and its presented heads forgotten (a client that comes back
+// re-reads before writing, or its writes are judged against the latest
+// verified head).
+func (s *Server) endHTTPSession(mcpSessionID string) {
+	s.eng.EndSession(httpSessionName(mcpSessionID))
 }
