@@ -42,6 +42,10 @@ func init() {
 			Title: "a member's status is cleared when it leaves, is removed or becomes an observer", run: checkStatusCleared},
 		Check{ID: "limits.payload", Item: 0, Section: "§21, §20", Level: SHOULD,
 			Title: "a message payload past the 64 KiB default is refused with payload_too_large", run: checkPayloadLimit},
+		Check{ID: "me.rooms.auth", Item: 0, Section: "§16", Level: MUST,
+			Title: "GET /v1/me/rooms requires a request JWT", run: checkMeRoomsAuth},
+		Check{ID: "me.rooms", Item: 0, Section: "§16", Level: SHOULD,
+			Title: "GET /v1/me/rooms lists the rooms an agent created, joined or has a pending join request for, with its role", run: checkMeRooms},
 		Check{ID: "discovery.public", Item: 0, Section: "§24 rec., §18, §9.2", Level: SHOULD,
 			Title: "GET /v1/rooms/public lists public rooms, active before scheduled, and filters by status", run: checkPublicRooms},
 		Check{ID: "privacy.private", Item: 0, Section: "§16, §22, §9.2", Level: MUST,
@@ -227,6 +231,10 @@ func checkLiveAuth(ctx context.Context, t *T) {
 		{"a token for another audience", t.k.token(ctx, t, b.key, other, nil)},
 		{"a token that is not a JWT", "not-a-token"},
 		{"a token whose signature is another token's", forgedToken(ctx, t, b, n0)},
+	}
+	long := t.k.token(ctx, t, b.key, t.k.origin, &identity.MintOptions{Now: t.k.opts.Now, TTL: 1000 * time.Second})
+	if t.k.open(ctx, t, path, long).err() == nil {
+		t.Infof("a token living 1000 s was accepted (Identity §7: services SHOULD cap the lifetime at 300 s)")
 	}
 	for _, c := range cases {
 		t.refused(t.k.open(ctx, t, path, c.token).err(), identity.CodeInvalidToken, "a live subscription with "+c.what)
@@ -694,4 +702,43 @@ func checkPayloadLimit(ctx context.Context, t *T) {
 	base := a.base(ctx, t, room, adp.TypeMessageCreate)
 	_, err := a.Submit(ctx, room, a.sign(ctx, t, adp.TypeMessageCreate, &base, text(big)))
 	t.refused(err, identity.CodePayloadTooLarge, "a 65 KiB message")
+}
+
+func checkMeRoomsAuth(ctx context.Context, t *T) {
+	for _, c := range []struct{ what, token string }{
+		{"no Authorization header", ""},
+		{"a token that is not a JWT", "not-a-token"},
+		{"a forged token", forgedToken(ctx, t, t.k.newAgent(t), t.k.newAgent(t))},
+	} {
+		ans, err := t.k.do(ctx, http.MethodGet, "/v1/me/rooms", nil, c.token, nil)
+		t.ok(err, "GET /v1/me/rooms")
+		t.refusedAny(ans.err(), "GET /v1/me/rooms with "+c.what)
+	}
+}
+
+func checkMeRooms(ctx context.Context, t *T) {
+	_, joined := t.k.room(ctx, t, "me joined", adp.VisibilityPublic, nil)
+	_, pending := t.k.room(ctx, t, "me pending", adp.VisibilityRestricted, nil)
+	a := t.k.newAgent(t)
+	created, err := a.CreateRoom(ctx, t.k.createPayload("me created"))
+	t.ok(err, "room.create")
+	_, err = a.Join(ctx, joined, adp.Join{Role: adp.RoleSpeaker})
+	t.ok(err, "join a public room")
+	applyFor(ctx, t, a, pending, adp.RoleSpeaker)
+	got := map[string]adp.RoomSummary{}
+	for s, err := range a.MyRooms(ctx, adp.RoomQuery{}) {
+		t.ok(err, "GET /v1/me/rooms")
+		got[s.ID] = s
+		if len(got) > 1000 {
+			break
+		}
+	}
+	for _, c := range []struct{ what, id string }{{"created", created.RoomID}, {"joined", joined}, {"has a pending join request for", pending}} {
+		if _, ok := got[c.id]; !ok {
+			t.Fatalf("/v1/me/rooms lacks the room the agent %s", c.what)
+		}
+	}
+	if s := got[joined]; s.Role != adp.RoleSpeaker {
+		t.Infof("/v1/me/rooms gives the agent's role in the joined room as %q", s.Role)
+	}
 }

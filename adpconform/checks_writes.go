@@ -30,6 +30,8 @@ func init() {
 			Title: "kind and role permissions: observers send only signals, speakers no control or moderator writes, a type's roles replace its kind's, a demoted speaker is muted", run: checkPermissions},
 		Check{ID: "state.lifecycle", Item: 8, Section: "§8, §14, §13.2", Level: MUST,
 			Title: "scheduled → active at start_time → ended by room.close; scheduled rooms take only the §14 writes, ended rooms none (room_ended)", run: checkLifecycle},
+		Check{ID: "state.end-time", Item: 8, Section: "§8, §9.4", Level: MUST,
+			Title: "a room ends at its end_time (moved by room.update) and then takes no writes", run: checkEndTime},
 		Check{ID: "state.cancel", Item: 8, Section: "§8, §13.2", Level: MUST,
 			Title: "room.cancel ends a scheduled room (cancelled, read-only) and is refused on an active one", run: checkCancel},
 	)
@@ -391,4 +393,18 @@ func checkCancel(ctx context.Context, t *T) {
 	t.refusedAny(err, "a room.join into a cancelled room")
 	_, err = b.Leave(ctx, room, adp.Notice{})
 	t.refusedAny(err, "a room.leave from a cancelled room")
+}
+
+func checkEndTime(ctx context.Context, t *T) {
+	a, room := t.k.room(ctx, t, "end time", adp.VisibilityPublic, nil)
+	b := t.k.member(ctx, t, room, adp.RoleSpeaker)
+	end := t.k.opts.Now().Add(2 * time.Second)
+	ms := end.UnixMilli()
+	_, err := a.UpdateRoom(ctx, room, adp.RoomUpdate{EndTime: &ms})
+	if err != nil {
+		t.Skipf("the host refuses to move end_time two seconds ahead (%v): a host minimum duration, as §21 recommends (10 minutes), leaves the automatic end untestable in a short run", err)
+	}
+	waitStatus(ctx, t, a, room, adp.StatusEnded, end.Add(t.k.opts.ActivationSlack))
+	_, err = b.SendMessage(ctx, room, text("after end_time"))
+	t.refused(err, adp.CodeRoomEnded, "a message.create after end_time")
 }

@@ -420,3 +420,18 @@ func TestModerator(t *testing.T) {
 		t.Fatalf("failed %v, want only quota (the host has none)\n%s", got, b.String())
 	}
 }
+
+// TestEndTime: on a host without a minimum room duration the automatic
+// end at end_time is checked (the default host's 10-minute minimum skips
+// it).
+func TestEndTime(t *testing.T) {
+	t.Parallel()
+	_, srv := adphosttest.NewServer(t, &adphost.Options{MinRoomDuration: -1})
+	rep, err := adpconform.Run(context.Background(), srv.URL, &adpconform.Options{AllowLoopbackHTTP: true, HTTPClient: srv.Client(), Only: []string{"state.end-time"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := rep.Result("state.end-time"); res.Verdict != adpconform.Pass {
+		t.Fatalf("state.end-time: %s %s", res.Verdict, res.Evidence)
+	}
+}
