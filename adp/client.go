@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -51,7 +52,8 @@ type ClientOptions struct {
 	// history page over it is asked for again with half as many records,
 	// down to one (a record is at most about 262 KB), so a room of large
 	// records stays readable on a host that budgets its pages by count
-	// only.
+	// only. The room's later reads keep the smaller size, doubling it
+	// after each full page under a quarter of the bound.
 	MaxResponseSize int64
 	// AttemptTimeout bounds one attempt of a request — connecting, the
 	// headers and the whole body — so a host that stalls or drips an
@@ -103,6 +105,7 @@ type Client struct {
 	author   *envelope.Author
 	now      func() time.Time
 	pageSize int
+	maxResp  int64
 	maxRecs  int
 	maxPages int
 	maxItems int
@@ -119,6 +122,10 @@ type replica struct {
 	mu    sync.Mutex // serializes syncing and applying
 	room  *Room
 	index *MemoryIndex
+	// pageSize is the history page size this room's reads use: below
+	// the client's after an oversized page, growing back after small
+	// ones (0: the client's).
+	pageSize atomic.Int64
 }
 
 // NewClient returns a client for the host whose API origin is host (such
@@ -136,7 +143,7 @@ func NewClient(host string, opts *ClientOptions) (*Client, error) {
 	c := &Client{
 		origin: origin, api: origin.String() + "/v1", signer: opts.Signer, now: opts.Now,
 		pageSize: cmp.Or(max(opts.PageSize, 0), DefaultPageSize), maxRecs: cmp.Or(max(opts.MaxRecords, 0), DefaultMaxRecords),
-		maxPages: opts.MaxPages, maxItems: opts.MaxListItems,
+		maxPages: opts.MaxPages, maxItems: opts.MaxListItems, maxResp: cmp.Or(max(opts.MaxResponseSize, 0), httpc.DefaultMaxResponseSize),
 		packs: opts.Packs, oopts: oopts, rooms: map[string]*replica{},
 	}
 	if c.now == nil {

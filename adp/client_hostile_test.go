@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -89,32 +90,77 @@ func msg(s string) adp.Message {
 // each (about 34 MB, over the 32 MiB response bound at the default 500
 // records per page) on a host that budgets its pages by count only. The
 // client halves its page after the oversized answer and reads the whole
-// history, through Events and through Sync.
+// history, through Events and through Sync; the room keeps the smaller
+// size, so a second read asks for no oversized page, and small records
+// after the burst grow the page back to PageSize.
 func TestClientReadsBigRoom(t *testing.T) {
 	if testing.Short() || raceflag.Enabled {
 		t.Skip("writes 34 MB of records; no concurrency to check")
 	}
 	ctx := context.Background()
-	w := newHostileWorld(t, adphosttest.Unbudgeted)
+	var mu sync.Mutex
+	var limits []string
+	w := newHostileWorld(t, func(h http.Handler) http.Handler {
+		u := adphosttest.Unbudgeted(h)
+		return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+			if strings.HasSuffix(r.URL.Path, "/events") {
+				mu.Lock()
+				limits = append(limits, r.URL.Query().Get("limit"))
+				mu.Unlock()
+			}
+			u.ServeHTTP(rw, r)
+		})
+	})
+	seen := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		out := limits
+		limits = nil
+		return out
+	}
 	alice := w.client("alice", nil)
 	room := publicRoom(t, alice, "big records")
 	if err := adphosttest.FillBigRoom(ctx, alice, room, 505); err != nil {
 		t.Fatal(err)
 	}
-	var n int64
-	for rec, err := range w.client("carol", nil).Events(ctx, room, 0) {
-		if err != nil {
-			t.Fatalf("Events after %d records: %v", n, err)
+	carol := w.client("carol", nil)
+	read := func(after int64) int64 {
+		t.Helper()
+		n := after
+		for rec, err := range carol.Events(ctx, room, after) {
+			if err != nil {
+				t.Fatalf("Events after %d records: %v", n, err)
+			}
+			if n++; rec.Seq != n {
+				t.Fatalf("record %d has seq %d", n, rec.Seq)
+			}
 		}
-		if n++; rec.Seq != n {
-			t.Fatalf("record %d has seq %d", n, rec.Seq)
-		}
+		return n
 	}
-	if n != 506 {
+	seen()
+	if n := read(0); n != 506 {
 		t.Fatalf("Events read %d records, want 506", n)
 	}
+	if got := strings.Join(seen(), " "); got != "500 250 250 250" {
+		t.Fatalf("first read asked for pages of %s", got)
+	}
+	if n := read(0); n != 506 {
+		t.Fatalf("second Events read %d records", n)
+	}
+	if got := strings.Join(seen(), " "); got != "250 250 250" {
+		t.Fatalf("second read asked for pages of %s (an oversized page again?)", got)
+	}
+	for range 300 { // one full page of 250 small records, then more
+		if _, err := alice.SendMessage(ctx, room, msg("small")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read(506)
+	if got := seen(); got[len(got)-1] != "500" {
+		t.Fatalf("after small records the pages are %v, not back at 500", got)
+	}
 	l, err := w.client("dave", nil).Sync(ctx, room)
-	if err != nil || l.Seq != 506 {
+	if err != nil || l.Seq != 806 {
 		t.Fatalf("Sync: %d, %v", l.Seq, err)
 	}
 }

@@ -81,19 +81,29 @@ func admit(ctx context.Context, rep *replica, rec *Record) error {
 
 // pager reads one room's history for one call (a Sync, an Events, a
 // write's catch-up). A page over the response bound is asked for again
-// with half as many records, down to one, and the call goes on at that
-// size: records may legally be large (a 64 KiB payload with 32 mentions
-// is about 68 KB, a hinted one about 262 KB), and a host need not budget
-// its pages by bytes. It bounds the records one call reads
-// (ClientOptions.MaxRecords) and refuses a page that does not advance.
+// with half as many records, down to one: records may legally be large (a
+// 64 KiB payload with 32 mentions is about 68 KB, a hinted one about
+// 262 KB), and a host need not budget its pages by bytes. The room keeps
+// the size it settled on for its next reads, and a page under a quarter
+// of the bound doubles it again, up to ClientOptions.PageSize, so a room
+// that had one burst of large records pays for the oversized answer once.
+// It bounds the records one call reads (ClientOptions.MaxRecords) and
+// refuses a page that does not advance.
 type pager struct {
 	c      *Client
+	rep    *replica
 	roomID string
 	size   int
 	read   int
 }
 
-func (c *Client) pager(roomID string) *pager { return &pager{c: c, roomID: roomID, size: c.pageSize} }
+func (c *Client) pager(rep *replica) *pager {
+	size := c.pageSize
+	if s := int(rep.pageSize.Load()); s > 0 && s < size {
+		size = s
+	}
+	return &pager{c: c, rep: rep, roomID: rep.id, size: size}
+}
 
 // next fetches one page of history after seq after, parsing every record
 // strictly; it does not verify them.
@@ -107,6 +117,7 @@ func (p *pager) next(ctx context.Context, after int64) ([]*Record, bool, error) 
 			path: roomPath(p.roomID) + "/events?after_seq=" + strconv.FormatInt(after, 10) + "&limit=" + strconv.Itoa(limit)})
 		if errors.Is(err, httpc.ErrResponseTooLarge) && limit > 1 {
 			p.size = limit / 2
+			p.rep.pageSize.Store(int64(p.size))
 			continue
 		}
 		if err != nil {
@@ -122,6 +133,10 @@ func (p *pager) next(ctx context.Context, after int64) ([]*Record, bool, error) 
 			return nil, false, identity.Errorf(CodeInvalidRecord, "history page after seq %d is empty but names a next page", after)
 		}
 		p.read += len(recs)
+		if p.size < p.c.pageSize && int64(len(b)) < p.c.maxResp/4 && len(recs) == limit {
+			p.size = min(2*p.size, p.c.pageSize)
+			p.rep.pageSize.Store(int64(p.size))
+		}
 		return recs, more, nil
 	}
 }
@@ -184,7 +199,7 @@ func parseRecordList(b []byte) ([]*Record, bool, error) {
 // syncTo verifies history until the replica holds seq upto (0: until the
 // host has no more). rep.mu is held.
 func (c *Client) syncTo(ctx context.Context, rep *replica, upto int64) error {
-	p := c.pager(rep.id)
+	p := c.pager(rep)
 	for {
 		latest := rep.room.Latest().Seq
 		if upto > 0 && latest >= upto {
@@ -234,7 +249,7 @@ func (c *Client) Sync(ctx context.Context, roomID string) (Latest, error) {
 func (c *Client) Events(ctx context.Context, roomID string, afterSeq int64) iter.Seq2[*Record, error] {
 	return func(yield func(*Record, error) bool) {
 		rep := c.replicaOf(roomID)
-		p := c.pager(roomID)
+		p := c.pager(rep)
 		after := afterSeq
 		for {
 			recs, more, err := p.next(ctx, after)
