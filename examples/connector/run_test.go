@@ -160,3 +160,34 @@ func TestReadmeConfig(t *testing.T) {
 		t.Fatalf("parsed %+v", c)
 	}
 }
+
+// TestReadmeInspector (R12): the README's MCP Inspector command lines end
+// the Inspector's options with "--" before the connector's command (the
+// Inspector takes a bare --config as its own and refuses to start), and
+// the command after it is one the connector accepts.
+func TestReadmeInspector(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.ReplaceAll(string(b), "\\\n", " ")
+	n := 0
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.Contains(line, "@modelcontextprotocol/inspector") || !strings.Contains(line, "connector serve") {
+			continue
+		}
+		n++
+		_, cmd, ok := strings.Cut(line, " -- ")
+		if !ok || !strings.HasPrefix(strings.TrimSpace(cmd), "connector serve") {
+			t.Errorf("Inspector line without -- before the connector command: %s", strings.Join(strings.Fields(line), " "))
+			continue
+		}
+		args := strings.Fields(cmd)[1:]
+		if len(args) != 3 || args[1] != "--config" {
+			t.Errorf("connector command %q: want serve --config FILE", cmd)
+		}
+	}
+	if n == 0 {
+		t.Fatal("README shows no Inspector command line for stdio")
+	}
+}
