@@ -52,7 +52,7 @@
 //
 // The command github.com/agentprotocols/go-sdk/cmd/adpconform runs the suite
 // against a URL and prints a table (or JSON with --json); its exit status says
-// whether every MUST check passed. Go host teams run it inside go test with
+// whether any MUST check failed. Go host teams run it inside go test with
 // package adpconform/adpconformtest. [Run] is the library entry point.
 //
 // # Time and quotas

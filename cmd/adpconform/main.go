@@ -9,8 +9,9 @@
 // instead; --info adds the readings (HTTP statuses and other answers the text
 // does not fix, which never fail a check).
 //
-// Exit status: 0 when every MUST check passed, 1 when one failed, 2 for a
-// usage error or a target the suite cannot talk to.
+// Exit status: 0 when no MUST check failed (skips say why they could not
+// run), 1 when one failed, 2 for a usage error or a target the suite cannot
+// talk to.
 //
 // It lives under cmd/ rather than examples/ because it is a tool host teams
 // install and run against their own hosts (in any language), not a
@@ -38,7 +39,7 @@ import (
 
 const usage = `usage: adpconform --list
        adpconform [--json] [--info] [--only IDS] [--moderator-key FILE] [--parallel N] [--timeout D] [--activation-slack D] ORIGIN
-exit status: 0 every MUST check passed, 1 a MUST check failed, 2 usage or setup error
+exit status: 0 no MUST check failed, 1 a MUST check failed, 2 usage or setup error
 `
 
 func main() {
