@@ -20,14 +20,7 @@ import (
 // start, the floor of what shrinking costs. Before page shrinking the
 // default client could not read this room at all.
 func BenchmarkHistoryPagingBig(b *testing.B) {
-	h, srv, err := adphosttest.NewUnstarted(&adphost.Options{RateLimits: adphost.Unlimited(), Heartbeat: -1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv.Config.Handler = adphosttest.Unbudgeted(h)
-	srv.Start()
-	defer h.Close()
-	defer srv.Close()
+	_, srv := adphosttest.NewUnbudgetedServer(b, &adphost.Options{RateLimits: adphost.Unlimited(), Heartbeat: -1})
 	ctx := context.Background()
 	newClient := func(name string, pageSize int) *adp.Client {
 		c, err := adp.NewClient(srv.URL, &adp.ClientOptions{Signer: hostileKey(name), AllowLoopbackHTTP: true,

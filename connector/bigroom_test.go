@@ -26,14 +26,7 @@ func TestRoomOpenBigRoom(t *testing.T) {
 		t.Skip("writes 34 MB of records; no concurrency to check")
 	}
 	ctx := ctxT(t)
-	h, srv, err := adphosttest.NewUnstarted(&adphost.Options{RateLimits: adphost.Unlimited(), Heartbeat: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Config.Handler = adphosttest.Unbudgeted(h)
-	srv.Start()
-	defer h.Close()
-	defer srv.Close()
+	_, srv := adphosttest.NewUnbudgetedServer(t, &adphost.Options{RateLimits: adphost.Unlimited(), Heartbeat: -1})
 	alice, err := adp.NewClient(srv.URL, &adp.ClientOptions{Signer: testKey(t, "alice").k, AllowLoopbackHTTP: true})
 	if err != nil {
 		t.Fatal(err)

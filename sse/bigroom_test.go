@@ -23,14 +23,7 @@ func TestFollowBackfillsBigRoom(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	h, srv, err := adphosttest.NewUnstarted(&adphost.Options{RateLimits: adphost.Unlimited(), Heartbeat: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Config.Handler = adphosttest.Unbudgeted(h)
-	srv.Start()
-	defer h.Close()
-	defer srv.Close()
+	_, srv := adphosttest.NewUnbudgetedServer(t, &adphost.Options{RateLimits: adphost.Unlimited(), Heartbeat: -1})
 	client := func(b byte) *adp.Client {
 		c, err := adp.NewClient(srv.URL, &adp.ClientOptions{Signer: key(t, b), AllowLoopbackHTTP: true, HTTPClient: srv.Client()})
 		if err != nil {

@@ -44,14 +44,7 @@ func TestFollowBigRoom(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	h, srv, err := adphosttest.NewUnstarted(&adphost.Options{RateLimits: adphost.Unlimited(), Heartbeat: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Config.Handler = adphosttest.Unbudgeted(h)
-	srv.Start()
-	defer h.Close()
-	defer srv.Close()
+	_, srv := adphosttest.NewUnbudgetedServer(t, &adphost.Options{RateLimits: adphost.Unlimited(), Heartbeat: -1})
 	client := func(name string) *adp.Client {
 		c, err := adp.NewClient(srv.URL, &adp.ClientOptions{Signer: testKey(name), AllowLoopbackHTTP: true})
 		if err != nil {
