@@ -82,5 +82,12 @@
 //
 // Put TLS and edge rate limits in front of it (a reverse proxy), give it a
 // durable Store, set [Options].Origin to the public origin, and budget
-// memory for the room state above. The package is experimental until v1.
+// memory for the room state above. Serve it with an http.Server that sets
+// ReadHeaderTimeout, IdleTimeout and MaxHeaderBytes (examples/host uses
+// 10 s, 2 min and 64 KiB) but neither ReadTimeout nor WriteTimeout, which
+// would cut every live stream at that age: the Host bounds each request
+// body ([Options].BodyTimeout, 30 s) and each live-stream write
+// ([Options].StreamWriteTimeout, 10 s) itself, and caps open streams per
+// agent and room, per agent and in all. The package is experimental until
+// v1.
 package adphost

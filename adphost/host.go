@@ -89,6 +89,23 @@ type Options struct {
 	// (1000), and a negative value means no cap. One more is refused with
 	// max_speakers_exceeded or role_not_allowed.
 	MaxSpeakers, MaxObservers int
+	// BodyTimeout bounds the time a request body (a write, a join
+	// request, a status) may take to arrive, from the start of the
+	// handler, through http.ResponseController: a client that drips its
+	// body is cut off. 0 means DefaultBodyTimeout (30 s); negative means
+	// none. It runs on the wall clock, not Now. The server's own
+	// ReadHeaderTimeout bounds the headers (see examples/host).
+	BodyTimeout time.Duration
+	// StreamWriteTimeout bounds the write of each live-stream item
+	// (event, notice or heartbeat); a reader that stops reading is
+	// dropped when it passes, and resumes from the history. 0 means
+	// DefaultStreamWriteTimeout (10 s); negative means none.
+	StreamWriteTimeout time.Duration
+	// MaxAgentStreams bounds the live streams one agent holds open on the
+	// whole host, MaxLiveStreams those of everyone (both per process); 0
+	// means DefaultMaxAgentStreams (16) and DefaultMaxLiveStreams (1000).
+	// A further subscription is refused with rate_limited.
+	MaxAgentStreams, MaxLiveStreams int
 	// SSEBuffer is how many items a live subscriber may fall behind before
 	// the host drops it (the client resumes from history); 0 means 256.
 	SSEBuffer int
@@ -111,6 +128,14 @@ type Options struct {
 	// lost notification did not announce; 0 means 1 s.
 	RepairInterval time.Duration
 }
+
+// The defaults of the host's time and stream bounds (Options).
+const (
+	DefaultBodyTimeout        = 30 * time.Second
+	DefaultStreamWriteTimeout = 10 * time.Second
+	DefaultMaxAgentStreams    = 16
+	DefaultMaxLiveStreams     = 1000
+)
 
 // DefaultMaxPageBytes is the default Options.MaxPageBytes: 8 MiB, a
 // quarter of the SDK client's default response bound.
@@ -147,6 +172,9 @@ type Host struct {
 	maxPending int
 	pageBytes  int
 	roomLimits roomLimits
+	bodyTime   time.Duration // 0: none
+	writeTime  time.Duration // 0: none
+	streams    streamCounts
 	roomOpts   adp.RoomOptions
 	newID      func() string
 	newReqID   func() string
@@ -226,6 +254,9 @@ func New(ctx context.Context, opts *Options) (*Host, error) {
 		h.sseBuffer = 256
 	}
 	h.roomLimits = newRoomLimits(&o)
+	h.bodyTime, h.writeTime = orDefault(o.BodyTimeout, DefaultBodyTimeout), orDefault(o.StreamWriteTimeout, DefaultStreamWriteTimeout)
+	h.streams = streamCounts{perAgent: cmp.Or(max(o.MaxAgentStreams, 0), DefaultMaxAgentStreams),
+		total: cmp.Or(max(o.MaxLiveStreams, 0), DefaultMaxLiveStreams), open: map[identity.AgentID]int{}}
 	h.pageBytes = cmp.Or(max(o.MaxPageBytes, 0), DefaultMaxPageBytes)
 	h.maxStreams, h.maxPending = cmp.Or(max(o.MaxStreams, 0), 4), cmp.Or(max(o.MaxPendingJoinRequests, 0), 1000)
 	if h.newID == nil {
@@ -248,6 +279,17 @@ func New(ctx context.Context, opts *Options) (*Host, error) {
 	return h, nil
 }
 
+// orDefault is d for 0, none (0) for a negative value, else v.
+func orDefault(v, d time.Duration) time.Duration {
+	switch {
+	case v == 0:
+		return d
+	case v < 0:
+		return 0
+	}
+	return v
+}
+
 // Origin returns the origin the host announces and requires as JWT aud.
 func (h *Host) Origin() identity.Origin { return h.origin }
 
@@ -260,6 +302,11 @@ func (h *Host) RoomURL(id string) string { return h.API() + "/rooms/" + id }
 // ServeHTTP implements http.Handler.
 func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if h.bodyTime > 0 && r.Method != http.MethodGet && r.Method != http.MethodHead {
+		// Where the server supports it (not a test recorder); a body
+		// read past the deadline fails, and readBody says so.
+		http.NewResponseController(w).SetReadDeadline(time.Now().Add(h.bodyTime))
+	}
 	h.mux.ServeHTTP(w, r)
 }
 

@@ -61,6 +61,11 @@ func (h *Host) live(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	if err := h.streams.acquire(who); err != nil {
+		writeError(w, err)
+		return
+	}
+	defer h.streams.release(who)
 	sub := &subscriber{agent: who, ch: make(chan *sse.Message, h.sseBuffer), done: make(chan struct{})}
 	hr.subMu.Lock()
 	n := 0
@@ -89,6 +94,16 @@ func (h *Host) live(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Cache-Control", "no-cache")
+	rc := http.NewResponseController(w)
+	// Every item gets its own write deadline: a reader that stops reading
+	// is dropped (its client resumes from the history), and it never
+	// holds the handler, the slot or the queued items for longer.
+	deadline := func() {
+		if h.writeTime > 0 {
+			rc.SetWriteDeadline(time.Now().Add(h.writeTime))
+		}
+	}
+	deadline()
 	if sess.Flush() != nil {
 		return
 	}
@@ -110,9 +125,44 @@ func (h *Host) live(w http.ResponseWriter, r *http.Request) {
 			m = &sse.Message{}
 			m.AppendComment("heartbeat")
 		}
+		deadline()
 		if sess.Send(m) != nil || sess.Flush() != nil {
 			return
 		}
+	}
+}
+
+// streamCounts bounds the open live streams per agent (host-wide) and in
+// all.
+type streamCounts struct {
+	perAgent, total int
+	mu              sync.Mutex
+	open            map[identity.AgentID]int
+	n               int
+}
+
+// acquire takes a stream slot for who, or refuses with rate_limited.
+func (c *streamCounts) acquire(who identity.AgentID) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.n >= c.total:
+		return identity.Errorf(identity.CodeRateLimited, "the host serves at most %d live streams", c.total)
+	case c.open[who] >= c.perAgent:
+		return identity.Errorf(identity.CodeRateLimited, "at most %d live streams per agent", c.perAgent)
+	}
+	c.open[who]++
+	c.n++
+	return nil
+}
+
+// release gives back who's slot.
+func (c *streamCounts) release(who identity.AgentID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n--
+	if c.open[who]--; c.open[who] <= 0 {
+		delete(c.open, who)
 	}
 }
 

@@ -80,7 +80,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	// The server bounds the headers and idle connections; the Host bounds
+	// each request body (Options.BodyTimeout) and each live-stream write
+	// (Options.StreamWriteTimeout) itself. No ReadTimeout or WriteTimeout:
+	// they would cut every live stream at that age.
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	fmt.Fprintln(out, origin.String())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
