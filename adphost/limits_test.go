@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-json-experiment/json"
+
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/adphost"
 )
@@ -45,4 +47,27 @@ func TestRoomLimits(t *testing.T) {
 	alice = w.client("alice")
 	mustv(alice.CreateRoom(ctx, lasting(time.Minute)))
 	mustv(alice.CreateRoom(ctx, lasting(30*24*time.Hour)))
+}
+
+// TestQuotasPublished is D15: the discovery document publishes the quota
+// policy the host enforces (§21 SHOULD) in its "quotas" member, which
+// adp.Client's strict-but-open discovery parser keeps aside; a limit the
+// host lifted is absent.
+func TestQuotasPublished(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t, &adphost.Options{RateLimits: &adphost.RateLimits{Message: 7, StatusWrites: -1}, MaxSpeakers: 50, MinRoomDuration: -1})
+	d := mustv(w.client("alice").Discover(ctx))
+	var got adphost.QuotaPolicy
+	if err := json.Unmarshal(d.Extra["quotas"], &got); err != nil {
+		t.Fatalf("quotas %s: %v", d.Extra["quotas"], err)
+	}
+	if got != w.host.Quotas() {
+		t.Fatalf("published %+v, enforced %+v", got, w.host.Quotas())
+	}
+	if got.Message != 7 || got.Signal != 60 || got.Control != 10 || got.StatusWrites != 0 || got.MaxHinted != 600 ||
+		got.MaxSpeakers != 50 || got.MaxObservers != 1000 || got.MinRoomDuration != 0 ||
+		got.MaxRoomDuration != (7*24*time.Hour).Milliseconds() || got.MaxPayloadBytes != 64<<10 ||
+		got.MaxHintedPayloadBytes != 256<<10 || got.MaxPageBytes != adphost.DefaultMaxPageBytes {
+		t.Fatalf("published %+v", got)
+	}
 }

@@ -20,10 +20,13 @@ type discoveryDoc struct {
 	Features        []string          `json:"features"`
 	RegisteredPacks []string          `json:"registered_packs"`
 	Endpoints       map[string]string `json:"endpoints"`
+	Quotas          QuotaPolicy       `json:"quotas"`
 }
 
 // discovery is GET /.well-known/agent-discourse. It lists only what the
 // host implements: no profiles feature (it resolves no Agent Profiles).
+// Its "quotas" member publishes the host's quota policy (§21, see
+// QuotaPolicy), a member the seed text does not define.
 func (h *Host) discovery(w http.ResponseWriter, r *http.Request) {
 	features := []string{
 		adp.FeatureRooms, adp.FeatureRestricted, adp.FeaturePrivate, adp.FeatureJoinRequest,
@@ -37,6 +40,7 @@ func (h *Host) discovery(w http.ResponseWriter, r *http.Request) {
 		Protocol: adp.Protocol, Host: h.origin.Host(), Features: features,
 		RegisteredPacks: packs.RegisteredPackIDs(),
 		Endpoints:       map[string]string{"api": h.API(), "sse": h.API()},
+		Quotas:          h.Quotas(),
 	})
 }
 
