@@ -607,6 +607,11 @@ func readBatches(r io.Reader, pos int64, maxLine int, jobs, order chan<- *batch,
 	defer close(order) // jobs stays open: the sequencer sends to it too
 	br := bufio.NewReaderSize(r, 64<<10)
 	nl := int64(0) // line feeds read so far
+	// A new buffer is sized by the last batch rather than by the byte
+	// bound: batches usually end at batchLines, far below batchBytes, and
+	// every byte of a fresh buffer is zeroed and counts towards the next
+	// garbage collection. A batch that needs more grows by append.
+	size := batchBytes
 	for {
 		var b *batch
 		var err error
@@ -627,7 +632,7 @@ func readBatches(r io.Reader, pos int64, maxLine int, jobs, order chan<- *batch,
 				select {
 				case b.data = <-free:
 				default:
-					b.data = make([]byte, 0, batchBytes+4<<10)
+					b.data = make([]byte, 0, size+4<<10)
 				}
 			}
 			start := len(b.data)
@@ -652,6 +657,7 @@ func readBatches(r io.Reader, pos int64, maxLine int, jobs, order chan<- *batch,
 			b.readErr = err
 		}
 		if b != nil {
+			size = min(batchBytes, len(b.data)+len(b.data)/8)
 			select {
 			case order <- b:
 			case <-quit:
