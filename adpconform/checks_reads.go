@@ -18,6 +18,7 @@ import (
 	"github.com/agentprotocols/go-sdk/archive"
 	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/sse"
 )
 
 func init() {
@@ -32,6 +33,8 @@ func init() {
 			Title: "the live stream requires a valid request JWT (invalid_token without one, expired or for another audience) and an active member", run: checkLiveAuth},
 		Check{ID: "live.no-replay", Item: 11, Section: "§17.1–§17.3", Level: MUST,
 			Title: "a member's live stream is text/event-stream, delivers a record accepted after subscribing as room.event and replays nothing older", run: checkLiveNoReplay},
+		Check{ID: "live.follow", Item: 11, Section: "§17.2, §17.3", Level: SHOULD,
+			Title: "the SDK's follower (sse.Follow: stream first, history backfill, dedupe by seq) delivers every record exactly once, in order, each judged by adp.Room", run: checkFollow},
 		Check{ID: "live.notices", Item: 0, Section: "§17.4, §17.5", Level: MUST,
 			Title: "room.join_request and room.agent_status items, where sent, carry no seq, pre_hash, hash or envelope", run: checkLiveNotices},
 		Check{ID: "status.ttl", Item: 0, Section: "§17.4", Level: MUST,
@@ -741,4 +744,56 @@ func checkMeRooms(ctx context.Context, t *T) {
 	if s := got[joined]; s.Role != adp.RoleSpeaker {
 		t.Infof("/v1/me/rooms gives the agent's role in the joined room as %q", s.Role)
 	}
+}
+
+func checkFollow(ctx context.Context, t *T) {
+	a, room := t.k.room(ctx, t, "follow", adp.VisibilityPublic, nil)
+	b := t.k.member(ctx, t, room, adp.RoleSpeaker)
+	_, err := a.SendMessage(ctx, room, text("before following"))
+	t.ok(err, "a message")
+	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	items := sse.Follow(fctx, &sse.Options{Client: b.Client, RoomID: room, Room: adp.NewRoom(room, nil),
+		Origins: &identity.OriginOptions{AllowLoopbackHTTP: t.k.opts.AllowLoopbackHTTP}})
+	var last *adp.Record
+	wrote := false
+	for item, err := range items {
+		if err != nil {
+			t.Fatalf("following the room after seq %d: %v", seqOf(last), err)
+		}
+		if item.Kind == sse.KindError {
+			t.Infof("the follower recovered from: %v", item.Err)
+			continue
+		}
+		if item.Record == nil {
+			continue
+		}
+		if item.Record.Seq != seqOf(last)+1 {
+			t.Fatalf("the follower delivered seq %d after seq %d", item.Record.Seq, seqOf(last))
+		}
+		last = item.Record
+		if last.Seq == 3 && !wrote {
+			// Caught up with the history: what follows is live.
+			wrote = true
+			for i := range 3 {
+				who := a
+				if i%2 == 1 {
+					who = b
+				}
+				_, err := who.SendMessage(ctx, room, text("while followed"))
+				t.ok(err, "a message while followed")
+			}
+		}
+		if last.Seq == 6 {
+			return
+		}
+	}
+	t.Fatalf("the follower stopped at seq %d", seqOf(last))
+}
+
+func seqOf(r *adp.Record) int64 {
+	if r == nil {
+		return 0
+	}
+	return r.Seq
 }
