@@ -274,7 +274,7 @@ func (e *Engine) ingestDrop(ctx context.Context, k roomKey, h *hostState, recs [
 // ingestBatch is how many records one ingest transaction persists: a long
 // history is stored page by page as it is verified, never held whole
 // (F5).
-const ingestBatch = 256
+const ingestBatch = 64
 
 // ingestLocked is ingestDrop under the room's ingest lock; it returns the
 // resource URIs whose state changed. toHost reads the host's history to
