@@ -141,11 +141,17 @@ func (e *Engine) subscribe(k roomKey) {
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
+		nonMember := false
 		defer func() {
 			e.mu.Lock()
 			r.subscribed = false
 			e.mu.Unlock()
 			cancel()
+			// A join that landed while this non-member's subscription
+			// was ending found it still running: start the member's.
+			if nonMember && e.ctx.Err() == nil && e.activeMember(k, h) {
+				e.subscribe(k)
+			}
 		}()
 		retried := false
 		for ctx.Err() == nil {
@@ -154,19 +160,26 @@ func (e *Engine) subscribe(k roomKey) {
 			if ctx.Err() != nil {
 				return
 			}
-			switch {
-			case !isPermanent(err):
+			if !isPermanent(err) {
 				retried = false
-			case !retried && e.refreshedActive(ctx, k, h):
-				// A stream opened before this agent's join was accepted
-				// (room_open, then room_join) is refused after the join
-				// already asked for a subscription and found this one
-				// still running. One more attempt tells such a stale
-				// refusal from a lost membership.
-				retried = true
-			default:
-				e.membershipLost(ctx, k, h, err)
-				return
+			} else {
+				switch active := e.refreshedActive(ctx, k, h); {
+				case active && !retried:
+					// A stream opened before this agent's join was
+					// accepted (room_open, then room_join) is refused
+					// after the join already asked for a subscription and
+					// found this one still running. One more attempt
+					// tells such a stale refusal from a lost membership.
+					retried = true
+				case !active && !retried:
+					// A reader that is not a member (yet): nothing was
+					// lost, whatever a join meanwhile stored.
+					nonMember = true
+					return
+				default:
+					e.membershipLost(ctx, k, h, err)
+					return
+				}
 			}
 			select {
 			case <-ctx.Done():
