@@ -88,19 +88,23 @@ func guard(token string, next http.Handler) http.Handler {
 	})
 }
 
+// maxReplayBytes bounds the SSE replay buffer (all sessions together).
+const maxReplayBytes = 4 << 20
+
 // httpHandler is the guarded Streamable HTTP endpoint for srv.
 func httpHandler(srv *Server, token string) http.Handler {
+	events := mcp.NewMemoryEventStore(nil)
+	events.SetMaxBytes(maxReplayBytes)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv.MCP() }, &mcp.StreamableHTTPOptions{
 		Logger: srv.log,
 		// An abandoned session is closed after an idle hour, so sessions
 		// (and their presented heads) cannot pile up.
 		SessionTimeout: time.Hour,
-		// No EventStore (R9): with go-sdk v1.8.0's MemoryEventStore a
-		// resources/updated notification blocked (observed in a test with
-		// a GET stream open), and the Notifier delivers to every session
-		// from one goroutine. Clients re-read after reconnecting
-		// (notify-then-read) and the inbox is durable, so a missed
-		// notification loses no data.
+		// Resumable streams (R9): SSE events carry ids, and a client that
+		// reconnects with Last-Event-ID is sent what it missed, from a
+		// replay buffer bounded for all sessions together (oldest
+		// dropped first).
+		EventStore: events,
 		// guard does the DNS-rebinding check, comparing Host names
 		// case-insensitively (R11); the SDK's own check is case-sensitive.
 		DisableLocalhostProtection: true,
