@@ -18,7 +18,8 @@
 // head; kind and role permissions; the room state machine; the record chain
 // (every page re-verified with [adp.Room]); the archive (verified with
 // [archive.Verify], and its Markdown form for safety); the live SSE stream's
-// authentication and its refusal to replay history; agent-status TTLs; public
+// authentication, its refusal to replay history (read raw, since [sse.Follow]
+// drops replayed records by design) and [sse.Follow] against it; agent-status TTLs; public
 // discovery; the privacy of private and restricted rooms; and quotas.
 //
 // # Wire level only
