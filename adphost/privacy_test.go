@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/adphost"
 	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/identity"
 )
@@ -215,4 +216,28 @@ func TestCreatorWhoLeftLosesLive(t *testing.T) {
 		t.Fatalf("creator who left subscribes: %v", a)
 	}
 	mustv(alice.Sync(ctx, room)) // the creator still reads the history
+}
+
+// TestApplicantReadsWithoutIndex: a Store without the optional
+// ApplicantIndex (here one that hides MemoryStore's) serves the same
+// applicant reads through JoinRequests.
+func TestApplicantReadsWithoutIndex(t *testing.T) {
+	ctx := context.Background()
+	var plain struct{ adphost.Store }
+	plain.Store = adphost.NewMemoryStore()
+	if _, ok := adphost.Store(plain).(adphost.ApplicantIndex); ok {
+		t.Fatal("the wrapper still has the index")
+	}
+	w := newWorld(t, &adphost.Options{Store: plain})
+	alice, _, room := setup(t, w, adp.VisibilityPrivate)
+	carol, dave := w.client("carol"), w.client("dave")
+	jr := mustv(carol.RequestJoin(ctx, room, adp.JoinRequestInput{Role: adp.RoleSpeaker}))
+	pending := mustv(dave.RequestJoin(ctx, room, adp.JoinRequestInput{Role: adp.RoleSpeaker}))
+	mustv(alice.ReviewJoin(ctx, room, adp.JoinReview{Request: jr.Request, Decision: adp.DecisionApprove, Role: adp.RoleSpeaker}))
+	mustv(carol.GetRoom(ctx, room))
+	_, err := dave.GetRoom(ctx, room)
+	wantCode(t, err, adp.ErrRoomNotFound, 404)
+	if mine := collect(t, dave.MyRooms(ctx, adp.RoomQuery{})); len(mine) != 1 || mine[0].RequestID != pending.Request.ID {
+		t.Fatalf("pending applicant's rooms: %+v", mine)
+	}
 }

@@ -127,7 +127,7 @@ func roomNotFound(id string) error {
 // approvedApplicant reports whether who holds an approved, unexpired join
 // request for the room (§11: it must be able to read the room resource).
 func (h *Host) approvedApplicant(r *http.Request, roomID string, who identity.AgentID) bool {
-	list, err := h.store.JoinRequests(r.Context(), roomID)
+	list, err := h.applicantRequests(r.Context(), roomID, who)
 	if err != nil {
 		return false
 	}

@@ -260,7 +260,7 @@ func (h *Host) myRooms(w http.ResponseWriter, r *http.Request) {
 		if len(ix.Members) > 0 {
 			s.Role, s.MemberStatus = ix.Members[0].Role, string(ix.Members[0].Status)
 		} else if creator != who {
-			reqs, err := h.store.JoinRequests(r.Context(), s.ID)
+			reqs, err := h.applicantRequests(r.Context(), s.ID, who)
 			if err != nil {
 				writeError(w, err)
 				return

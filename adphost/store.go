@@ -181,6 +181,32 @@ func TrimQuota(q Quota, w []int64) ([]int64, bool) {
 	return w, len(w) < q.Limit
 }
 
+// ApplicantIndex is an optional extension of a Store that indexes join
+// requests by applicant: the Host then finds one agent's requests for a
+// room (an applicant's read of a private room, /v1/me/rooms) without
+// listing every request of the room, so that neither the time nor the
+// answer of such a read grows with the room's other applicants. A Store
+// without it is read through JoinRequests. MemoryStore and boltstore
+// implement it.
+type ApplicantIndex interface {
+	// ApplicantJoinRequests returns applicant's join requests for the
+	// room, in creation order.
+	ApplicantJoinRequests(ctx context.Context, roomID string, applicant identity.AgentID) ([]*adp.JoinRequestResource, error)
+}
+
+// applicantRequests returns who's join requests for a room, through the
+// Store's ApplicantIndex when it has one.
+func (h *Host) applicantRequests(ctx context.Context, roomID string, who identity.AgentID) ([]*adp.JoinRequestResource, error) {
+	if ix, ok := h.store.(ApplicantIndex); ok {
+		return ix.ApplicantJoinRequests(ctx, roomID, who)
+	}
+	list, err := h.store.JoinRequests(ctx, roomID)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(list, func(jr *adp.JoinRequestResource) bool { return jr.Request.Applicant != who }), nil
+}
+
 // MemoryStore is the in-memory Store. It is safe for concurrent use.
 type MemoryStore struct {
 	mu        sync.RWMutex
@@ -377,6 +403,20 @@ func (m *MemoryStore) JoinRequest(_ context.Context, roomID, id string) (*adp.Jo
 		}
 	}
 	return nil, nil
+}
+
+// ApplicantJoinRequests implements ApplicantIndex.
+func (m *MemoryStore) ApplicantJoinRequests(_ context.Context, roomID string, applicant identity.AgentID) ([]*adp.JoinRequestResource, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []*adp.JoinRequestResource
+	for _, jr := range m.requests[roomID] {
+		if jr.Request.Applicant == applicant {
+			c := *jr
+			out = append(out, &c)
+		}
+	}
+	return out, nil
 }
 
 // JoinRequests implements Store.

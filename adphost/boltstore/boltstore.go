@@ -10,9 +10,12 @@ package boltstore
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
+	"slices"
+	"strings"
 
 	"github.com/go-json-experiment/json"
 	bolt "go.etcd.io/bbolt"
@@ -24,8 +27,9 @@ import (
 	"github.com/agentprotocols/go-sdk/internal/strictjson"
 )
 
-// Store is an [adphost.Store] in one bbolt file. It is safe for
-// concurrent use; bbolt serializes its writers.
+// Store is an [adphost.Store] in one bbolt file, and an
+// [adphost.ApplicantIndex]. It is safe for concurrent use; bbolt
+// serializes its writers.
 //
 // Layout: bucket "rooms" holds one bucket per room (key: big-endian seq,
 // value: record JSON); "events" maps an envelope hash to room ID and seq;
@@ -484,6 +488,35 @@ func (s *Store) JoinRequests(_ context.Context, roomID string) ([]*adp.JoinReque
 			out = append(out, jr)
 			return nil
 		})
+	})
+	return out, err
+}
+
+// ApplicantJoinRequests implements adphost.ApplicantIndex from the
+// applicant index, in creation order.
+func (s *Store) ApplicantJoinRequests(_ context.Context, roomID string, applicant identity.AgentID) ([]*adp.JoinRequestResource, error) {
+	var out []*adp.JoinRequestResource
+	err := s.db.View(func(tx *bolt.Tx) error {
+		r, appl := tx.Bucket(bRequests).Bucket([]byte(roomID)), tx.Bucket(bAppl).Bucket([]byte(roomID))
+		if r == nil || appl == nil {
+			return nil
+		}
+		p := applPrefix(applicant)
+		c := appl.Cursor()
+		for k, _ := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, _ = c.Next() {
+			jr, err := getRequest(r, k[len(p):])
+			if err == nil && jr == nil {
+				err = errors.New("boltstore: the join-request index names a missing request")
+			}
+			if err != nil {
+				return err
+			}
+			out = append(out, jr)
+		}
+		return nil
+	})
+	slices.SortStableFunc(out, func(a, b *adp.JoinRequestResource) int {
+		return cmp.Or(cmp.Compare(a.Request.CreatedAt, b.Request.CreatedAt), strings.Compare(a.Request.ID, b.Request.ID))
 	})
 	return out, err
 }

@@ -128,6 +128,25 @@ func TestJoinRequestIndex(t *testing.T) {
 	if got := order(); !slices.Equal(got, []string{"jr_c", "jr_b", "jr_a"}) {
 		t.Fatalf("after an update: %v", got)
 	}
+	// One applicant's requests come from the applicant index.
+	other := &adp.JoinRequestResource{Request: adp.JoinRequest{ID: "jr_z", RoomID: "room", Applicant: key2(t).AgentID(), Role: adp.RoleSpeaker, CreatedAt: 0, ExpiresAt: 9}, Status: adp.JoinPending}
+	if err := s.PutJoinRequest(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	var _ adphost.ApplicantIndex = s
+	for _, c := range []struct {
+		who  identity.AgentID
+		want []string
+	}{{k.AgentID(), []string{"jr_c", "jr_b", "jr_a"}}, {key2(t).AgentID(), []string{"jr_z"}}} {
+		list, err := s.ApplicantJoinRequests(ctx, "room", c.who)
+		var got []string
+		for _, jr := range list {
+			got = append(got, jr.Request.ID)
+		}
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Fatalf("applicant's requests: %v, %v", got, err)
+		}
+	}
 	s.db.Update(func(tx *bolt.Tx) error {
 		return tx.Bucket(bRequests).Bucket([]byte("room")).Put([]byte("jr_0"), []byte("{corrupt"))
 	})
@@ -145,8 +164,11 @@ func TestJoinRequestIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if got := order(); !slices.Equal(got, []string{"jr_c", "jr_b", "jr_a"}) {
+	if got := order(); !slices.Equal(got, []string{"jr_z", "jr_c", "jr_b", "jr_a"}) {
 		t.Fatalf("rebuilt index: %v", got)
+	}
+	if list, err := s.ApplicantJoinRequests(ctx, "room", key2(t).AgentID()); err != nil || len(list) != 1 {
+		t.Fatalf("rebuilt applicant index: %v, %v", list, err)
 	}
 }
 
@@ -185,4 +207,15 @@ func BenchmarkJoinRequestLookup(b *testing.B) {
 			}
 		}
 	})
+}
+
+// key2 is a second applicant's key.
+func key2(t *testing.T) *identity.PrivateKey {
+	seed := make([]byte, 32)
+	seed[0] = 1
+	k, err := identity.NewKeyFromSeed(seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }
