@@ -22,12 +22,6 @@ import (
 // ToolPrefix is the stable prefix of every standard connector tool (§4.3).
 const ToolPrefix = "agent_protocols_"
 
-// MaxInboxWaitMS is the longest wait_ms agent_protocols_inbox_next accepts:
-// below the common client request timeout of 60 s (the TypeScript MCP SDK's
-// default), so a long-poll at the maximum returns before the client gives
-// up on it.
-const MaxInboxWaitMS = 50_000
-
 // Where a tool's data comes from, said at the start of every description
 // (§4.3 MUST).
 const (
@@ -358,7 +352,7 @@ func toolSpecs() []toolSpec {
 				"host":    pHost,
 				"kinds":   arrayOf("Only these inbox kinds.", enum("Inbox kind.", inboxKinds...)),
 				"limit":   limit(10, 100),
-				"wait_ms": schema{"type": "integer", "minimum": 0, "maximum": MaxInboxWaitMS, "description": "Long-poll up to this many milliseconds for a new item (at most 50000, below common client request timeouts)."},
+				"wait_ms": schema{"type": "integer", "minimum": 0, "maximum": MaxInboxWait.Milliseconds(), "description": "Long-poll up to this many milliseconds for a new item (at most 50000, below common client request timeouts)."},
 				"claim":   boolean("Claim the returned items for this session so another local session is not handed them too."),
 			}),
 			desc: readsLocal + "The portable wake-up path: returns pending actionable items (mentions, assigned turns, join approvals and requests, watched events). Call it in a loop with wait_ms instead of reading every event.",

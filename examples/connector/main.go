@@ -5,6 +5,17 @@
 // nonces, request JWTs, room state and live sync stay inside; the agent
 // sees verified state, an inbox and held drafts.
 //
+// The tools are package connector's framework-neutral table
+// (connector.Tools), registered with the MCP SDK in a loop (server.go);
+// this command adds only the MCP wire mapping: refusals as isError results
+// (argument errors included, SEP-1303), JSON-RPC errors only for unknown
+// tools and malformed requests (resources: -32002 with data.uri), progress
+// notifications for long-polls, a stdio framing that survives bad lines
+// (stdio.go), and over HTTP the §3 guard, JSON-RPC answers for unknown
+// methods, withheld responses to cancelled requests, resumable streams and
+// claim release when a client's last stream closes (httpserve.go,
+// httpfront.go).
+//
 // Usage:
 //
 //	connector keygen [--config FILE] [--unencrypted-dev]

@@ -72,6 +72,12 @@ func NewServer(eng *connector.Engine, opts *ServerOptions) (*Server, error) {
 			Tools:     &mcp.ToolCapabilities{},
 			Resources: &mcp.ResourceCapabilities{Subscribe: true},
 		},
+		// The connector's lists and resources are per operator and change
+		// at any time: never cache them, never share them (2026-07-28
+		// clients read these fields; older ones ignore them).
+		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
+			c.TTLMs, c.CacheScope = 0, "private"
+		},
 		SubscribeHandler:   s.subscribe,
 		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 	})
