@@ -338,3 +338,27 @@ func (h *Host) repairAll(ctx context.Context) {
 		hr.mu.Unlock()
 	}
 }
+
+// behind reports whether the Store's log is ahead of hr's replica (hr.mu
+// held): a refusal judged on the replica is then no verdict, since another
+// process appended what the write (or read) may rely on.
+func (h *Host) behind(ctx context.Context, hr *hostRoom) bool {
+	head, err := h.store.Head(ctx, hr.id)
+	return err == nil && head > hr.room.Latest().Seq
+}
+
+// refresh catches hr's replica up when the Store's log is ahead of it,
+// and reports whether it did: a read refused on the replica is judged
+// again after it.
+func (h *Host) refresh(ctx context.Context, hr *hostRoom) bool {
+	hr.mu.Lock()
+	defer hr.mu.Unlock()
+	return h.behind(ctx, hr) && h.catchUp(ctx, hr) == nil
+}
+
+// ruleRefusal reports whether err is a verdict (an identity.Error) rather
+// than a failure to reach one.
+func ruleRefusal(err error) bool {
+	var e *identity.Error
+	return errors.As(err, &e)
+}

@@ -48,6 +48,9 @@ func (h *Host) live(w http.ResponseWriter, r *http.Request) {
 	who, hr, err := h.callerRoom(r)
 	if err == nil {
 		room := hr.current()
+		if !isActive(room, who) && h.refresh(r.Context(), hr) {
+			room = hr.current() // it may have joined on another process
+		}
 		if !isActive(room, who) { // §17.1, §22: a creator who left is no active member
 			err = membersOnly(room, hr.id, who, "only active members subscribe to the live stream")
 		}

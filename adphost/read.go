@@ -158,6 +158,9 @@ func (h *Host) authorizedRoom(r *http.Request, what int) (*hostRoom, *adp.Room, 
 		return nil, nil, err
 	}
 	room, err := h.authorize(r, hr, who, ok, what)
+	if err != nil && h.refresh(r.Context(), hr) {
+		room, err = h.authorize(r, hr, who, ok, what) // it may have joined on another process
+	}
 	if err != nil {
 		return nil, nil, err
 	}

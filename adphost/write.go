@@ -164,6 +164,17 @@ func (h *Host) commit(ctx context.Context, hr *hostRoom, env *envelope.Envelope,
 	}
 }
 
+// judged returns a refusal of the replica's rules, or ErrHeadMoved when
+// the Store's log is ahead of the replica: the write (a base on a record
+// another process appended, a join made there) is then judged again after
+// the replica catches up.
+func (h *Host) judged(ctx context.Context, hr *hostRoom, err error) error {
+	if ruleRefusal(err) && h.behind(ctx, hr) {
+		return ErrHeadMoved
+	}
+	return err
+}
+
 // busyError is a write that kept losing its room's append race: a
 // retryable rate_limited answered with Retry-After: 1.
 type busyError struct{ err *identity.Error }
@@ -183,6 +194,9 @@ func (h *Host) tryCommit(ctx context.Context, hr *hostRoom, env *envelope.Envelo
 	if refusal, err := h.privateGate(ctx, hr.room, ev); err != nil {
 		return nil, err
 	} else if refusal != nil {
+		if h.behind(ctx, hr) {
+			return nil, ErrHeadMoved // the actor may have joined elsewhere
+		}
 		return nil, h.outsider(ctx, ev, now, refusal)
 	}
 	if err := h.checkRoomLimits(hr.room, ev); err != nil {
@@ -231,7 +245,7 @@ func (h *Host) tryCommit(ctx context.Context, hr *hostRoom, env *envelope.Envelo
 		}
 		rec, err := hr.room.Accept(ctx, env, now)
 		if err != nil {
-			return nil, err
+			return nil, h.judged(ctx, hr, err)
 		}
 		c.Record = rec
 		ix := h.index(hr.room, true)
@@ -246,7 +260,7 @@ func (h *Host) tryCommit(ctx context.Context, hr *hostRoom, env *envelope.Envelo
 		hr.ix = &ix
 	} else {
 		if err := hr.room.Check(ctx, env, now); err != nil {
-			return nil, err
+			return nil, h.judged(ctx, hr, err)
 		}
 		// received_at never decreases, even if the clock steps back.
 		latest := hr.room.Latest()

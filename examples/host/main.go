@@ -1,10 +1,14 @@
 // Command host runs the ADP reference host (adphost) for development:
 //
-//	go run ./examples/host --addr 127.0.0.1:8787 [--data DIR] [--origin URL]
+//	go run ./examples/host --addr 127.0.0.1:8787 [--data DIR | --postgres URL] [--origin URL]
 //
 // It prints the origin it serves. --data keeps the rooms, join requests,
 // statuses and nonce cache in DIR/host.db (bbolt), so that the host
-// survives a restart; without it, state lives in memory. --origin sets the
+// survives a restart; without it, state lives in memory. --postgres (or
+// the environment variable AGENT_PROTOCOLS_POSTGRES) keeps them in a
+// PostgreSQL database instead (adphost/pgstore): several processes on one
+// database, behind one origin, serve as one host. --room-cache bounds the
+// rooms kept in memory. --origin sets the
 // public origin the host announces (discovery, URLs) and requires as the
 // request-JWT audience, for a host behind a reverse proxy; by default it
 // is http://<addr>, which only loopback addresses may use.
@@ -25,6 +29,7 @@ import (
 
 	"github.com/agentprotocols/go-sdk/adphost"
 	"github.com/agentprotocols/go-sdk/adphost/boltstore"
+	"github.com/agentprotocols/go-sdk/adphost/pgstore"
 
 	"github.com/agentprotocols/go-sdk/identity"
 )
@@ -45,8 +50,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	addr := fs.String("addr", "127.0.0.1:8787", "listen address")
 	data := fs.String("data", "", "directory for the bbolt state file (default: in memory)")
 	originFlag := fs.String("origin", "", "public origin announced and required as JWT aud (default http://<addr>)")
+	pgURL := fs.String("postgres", os.Getenv("AGENT_PROTOCOLS_POSTGRES"), "PostgreSQL connection URL for a store shared by several processes (default $AGENT_PROTOCOLS_POSTGRES)")
+	roomCache := fs.Int("room-cache", 0, "rooms kept in memory (default 1000)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *data != "" && *pgURL != "" {
+		return errors.New("--data and --postgres exclude each other")
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
@@ -64,7 +74,15 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opts := &adphost.Options{Origin: origin}
+	opts := &adphost.Options{Origin: origin, RoomCache: *roomCache}
+	if *pgURL != "" {
+		st, err := pgstore.Open(ctx, *pgURL, nil)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		opts.Store = st
+	}
 	if *data != "" {
 		if err := os.MkdirAll(*data, 0o700); err != nil {
 			return err
