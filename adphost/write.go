@@ -141,6 +141,13 @@ func (h *Host) accept(ctx context.Context, hr *hostRoom, env *envelope.Envelope,
 // the Store's log is ahead (another process appended), catch the replica
 // up and judge again, until h.deadline.
 func (h *Host) commit(ctx context.Context, hr *hostRoom, env *envelope.Envelope, ev *adp.Event) (*adp.Record, error) {
+	// The nonce is checked before the room's lock (it needs no room
+	// state, and the read would lengthen the room's serial path), so that
+	// a replay is told nonce_not_greater first; Append checks it again
+	// atomically.
+	if _, _, err := h.checkNonce(ctx, ev, h.now().UnixMilli()); err != nil {
+		return nil, err
+	}
 	hr.mu.Lock()
 	defer hr.mu.Unlock()
 	start := time.Now() // the wall clock: h.now may be a test's frozen clock
@@ -186,11 +193,6 @@ func (e *busyError) Unwrap() error { return e.err }
 func (h *Host) tryCommit(ctx context.Context, hr *hostRoom, env *envelope.Envelope, ev *adp.Event) (*adp.Record, error) {
 	now := h.now()
 	ms := now.UnixMilli()
-	// Checked before the rules, so that the answer is the same as from a
-	// single process; Append checks the nonce again atomically.
-	if _, _, err := h.checkNonce(ctx, ev, ms); err != nil {
-		return nil, err
-	}
 	if refusal, err := h.privateGate(ctx, hr.room, ev); err != nil {
 		return nil, err
 	} else if refusal != nil {

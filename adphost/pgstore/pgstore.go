@@ -231,33 +231,40 @@ func (s *Store) Append(ctx context.Context, c *adphost.Commit) error {
 		}
 	}
 	evHash := rec.Envelope.Hash()
+	// One pipeline, one Sync: PostgreSQL runs it as one implicit
+	// transaction, and the first failed adp_assert rolls it all back. The
+	// append costs one round trip and one commit.
 	b := &pgx.Batch{}
 	if rec.Seq == 1 {
-		b.Queue(`INSERT INTO adp_rooms (room_id, last_seq, last_hash, last_activity, visibility, creator, summary)
-			VALUES ($1, 1, $2, $6, $3, $4, $5) ON CONFLICT DO NOTHING`,
+		b.Queue(`WITH w AS (INSERT INTO adp_rooms (room_id, last_seq, last_hash, last_activity, visibility, creator, summary)
+			VALUES ($1, 1, $2, $6, $3, $4, $5) ON CONFLICT DO NOTHING RETURNING 1)
+			SELECT adp_assert(count(*) = 1, 'head') FROM w`,
 			rec.RoomID, rec.Hash[:], string(c.Index.Summary.Visibility), c.Index.Summary.Creator.String(), summary, rec.ReceivedAt)
 	} else if c.Index != nil {
-		b.Queue(`UPDATE adp_rooms SET last_seq = $2, last_hash = $3, last_activity = $8, visibility = $5, creator = $6, summary = $7
-			WHERE room_id = $1 AND last_seq = $2 - 1 AND last_hash = $4`,
+		b.Queue(`WITH w AS (UPDATE adp_rooms SET last_seq = $2, last_hash = $3, last_activity = $8, visibility = $5, creator = $6, summary = $7
+			WHERE room_id = $1 AND last_seq = $2 - 1 AND last_hash = $4 RETURNING 1)
+			SELECT adp_assert(count(*) = 1, 'head') FROM w`,
 			rec.RoomID, rec.Seq, rec.Hash[:], rec.PreHash[:],
 			string(c.Index.Summary.Visibility), c.Index.Summary.Creator.String(), summary, rec.ReceivedAt)
 	} else {
-		b.Queue(`UPDATE adp_rooms SET last_seq = $2, last_hash = $3, last_activity = $5
-			WHERE room_id = $1 AND last_seq = $2 - 1 AND last_hash = $4`,
+		b.Queue(`WITH w AS (UPDATE adp_rooms SET last_seq = $2, last_hash = $3, last_activity = $5
+			WHERE room_id = $1 AND last_seq = $2 - 1 AND last_hash = $4 RETURNING 1)
+			SELECT adp_assert(count(*) = 1, 'head') FROM w`,
 			rec.RoomID, rec.Seq, rec.Hash[:], rec.PreHash[:], rec.ReceivedAt)
 	}
-	// The room row is locked (or the statement changed nothing and the
-	// transaction is rolled back): (room_id, seq) cannot collide, so a
+	// The room row is locked now: (room_id, seq) cannot collide, so a
 	// conflict here is the envelope hash.
-	b.Queue(`INSERT INTO adp_records (room_id, seq, event_hash, body) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+	b.Queue(`WITH w AS (INSERT INTO adp_records (room_id, seq, event_hash, body) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING 1)
+		SELECT adp_assert(count(*) = 1, 'event') FROM w`,
 		rec.RoomID, rec.Seq, evHash[:], rec.AppendJSON(nil))
 	n := c.Nonce
-	b.Queue(`INSERT INTO adp_nonces AS n (actor, nonce, expires_at) VALUES ($1, $2, $4)
+	b.Queue(`WITH w AS (INSERT INTO adp_nonces AS n (actor, nonce, expires_at) VALUES ($1, $2, $4)
 		ON CONFLICT (actor) DO UPDATE SET nonce = excluded.nonce, expires_at = excluded.expires_at
-		WHERE n.expires_at <= $3 OR excluded.nonce > n.nonce`,
+		WHERE n.expires_at <= $3 OR excluded.nonce > n.nonce RETURNING 1)
+		SELECT adp_assert(count(*) = 1, 'nonce') FROM w`,
 		n.Actor.String(), n.Nonce, n.Now, n.ExpiresAt)
 	if q := c.Quota; q != nil {
-		queueQuota(b, *q)
+		queueQuota(b, *q, true)
 	}
 	if c.Index != nil && c.Index.Members != nil {
 		agents, roles, statuses := memberColumns(c.Index.Members)
@@ -267,85 +274,52 @@ func (s *Store) Append(ctx context.Context, c *adphost.Commit) error {
 			rec.RoomID, agents, roles, statuses)
 	}
 	b.Queue(`SELECT pg_notify($1, $2)`, Channel, rec.RoomID+" "+strconv.FormatInt(rec.Seq, 10))
-
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("pgstore: %w", err)
+	err := s.pool.SendBatch(ctx, b).Close()
+	if err == nil {
+		return nil
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	if err := checkAppend(ctx, tx, tx.SendBatch(ctx, b), c); err != nil {
-		return err
-	}
-	if err := tx.Commit(ctx); err != nil {
-		if isUnique(err) {
-			return adphost.ErrDuplicateEvent
-		}
-		return fmt.Errorf("pgstore: %w", err)
-	}
-	return nil
-}
-
-// checkAppend reads the pipeline's results in order, mapping a statement
-// that changed nothing to its refusal.
-func checkAppend(ctx context.Context, tx pgx.Tx, br pgx.BatchResults, c *adphost.Commit) (err error) {
-	defer func() {
-		if cerr := br.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("pgstore: %w", cerr)
-		}
-	}()
-	affected := func() (int64, error) {
-		tag, err := br.Exec()
-		if err != nil {
-			if isUnique(err) {
-				return 0, adphost.ErrDuplicateEvent
-			}
-			return 0, fmt.Errorf("pgstore: %w", err)
-		}
-		return tag.RowsAffected(), nil
-	}
-	if n, err := affected(); err != nil {
-		return err
-	} else if n == 0 {
+	switch what := assertion(err); {
+	case what == "head":
 		return adphost.ErrHeadMoved
-	}
-	if n, err := affected(); err != nil {
-		return err
-	} else if n == 0 {
+	case what == "event" || isUnique(err):
 		return adphost.ErrDuplicateEvent
-	}
-	if n, err := affected(); err != nil {
-		return err
-	} else if n == 0 {
-		if err := br.Close(); err != nil {
-			return fmt.Errorf("pgstore: %w", err)
-		}
-		var max int64
-		// The upsert locked the row; the refusal needs its nonce. (On
-		// the transaction's own connection: another would wait for a
-		// pool slot while holding the lock.)
-		if err := tx.QueryRow(ctx, "SELECT nonce FROM adp_nonces WHERE actor = $1", c.Nonce.Actor.String()).Scan(&max); err != nil {
-			return fmt.Errorf("pgstore: %w", err)
+	case what == "nonce":
+		// The refusal carries the actor's nonce: one more read, on the
+		// refusal path only.
+		max, _, rerr := s.MaxNonce(ctx, c.Nonce.Actor)
+		if rerr != nil {
+			return rerr
 		}
 		return adphost.NonceError(max)
+	case what == "quota":
+		return adphost.QuotaError(*c.Quota)
 	}
-	if c.Quota != nil {
-		if n, err := affected(); err != nil {
-			return err
-		} else if n == 0 {
-			return adphost.QuotaError(*c.Quota)
+	return fmt.Errorf("pgstore: %w", err)
+}
+
+// assertion names the adp_assert that failed err, or "".
+func assertion(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "P0001" {
+		if what, ok := strings.CutPrefix(pe.Message, "adp_assert:"); ok {
+			return what
 		}
 	}
-	return nil
+	return ""
 }
 
 // queueQuota queues the check-and-extend statement of a quota window: it
-// changes no row when the window is full.
-func queueQuota(b *pgx.Batch, q adphost.Quota) {
-	b.Queue(`INSERT INTO adp_quotas AS q (key, uses) VALUES ($1, ARRAY[$2::bigint])
+// changes no row when the window is full (and fails the pipeline then,
+// with assert).
+func queueQuota(b *pgx.Batch, q adphost.Quota, assert bool) {
+	sql := `INSERT INTO adp_quotas AS q (key, uses) VALUES ($1, ARRAY[$2::bigint])
 		ON CONFLICT (key) DO UPDATE
 		SET uses = array(SELECT u FROM unnest(q.uses) AS u WHERE u > $2::bigint - $3::bigint ORDER BY u) || $2::bigint
-		WHERE (SELECT count(*) FROM unnest(q.uses) AS u WHERE u > $2::bigint - $3::bigint) < $4`,
-		q.Key, q.Now, q.Window, q.Limit)
+		WHERE (SELECT count(*) FROM unnest(q.uses) AS u WHERE u > $2::bigint - $3::bigint) < $4`
+	if assert {
+		sql = `WITH w AS (` + sql + ` RETURNING 1) SELECT adp_assert(count(*) = 1, 'quota') FROM w`
+	}
+	b.Queue(sql, q.Key, q.Now, q.Window, q.Limit)
 }
 
 func memberColumns(ms []adphost.MemberIndex) (agents, roles, statuses []string) {
@@ -609,7 +583,7 @@ func (s *Store) QuotaUsed(ctx context.Context, q adphost.Quota) (int, error) {
 // TakeQuota implements adphost.Store.
 func (s *Store) TakeQuota(ctx context.Context, q adphost.Quota) error {
 	b := &pgx.Batch{}
-	queueQuota(b, q)
+	queueQuota(b, q, false)
 	br := s.pool.SendBatch(ctx, b)
 	tag, err := br.Exec()
 	if cerr := br.Close(); err == nil {

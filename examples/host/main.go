@@ -8,7 +8,8 @@
 // the environment variable AGENT_PROTOCOLS_POSTGRES) keeps them in a
 // PostgreSQL database instead (adphost/pgstore): several processes on one
 // database, behind one origin, serve as one host. --room-cache bounds the
-// rooms kept in memory. --origin sets the
+// rooms kept in memory; --no-quotas lifts the per-agent quotas, for load
+// tests. --origin sets the
 // public origin the host announces (discovery, URLs) and requires as the
 // request-JWT audience, for a host behind a reverse proxy; by default it
 // is http://<addr>, which only loopback addresses may use.
@@ -52,6 +53,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	originFlag := fs.String("origin", "", "public origin announced and required as JWT aud (default http://<addr>)")
 	pgURL := fs.String("postgres", os.Getenv("AGENT_PROTOCOLS_POSTGRES"), "PostgreSQL connection URL for a store shared by several processes (default $AGENT_PROTOCOLS_POSTGRES)")
 	roomCache := fs.Int("room-cache", 0, "rooms kept in memory (default 1000)")
+	noQuotas := fs.Bool("no-quotas", false, "disable the per-agent quotas of §21 (load tests only)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -75,6 +77,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	opts := &adphost.Options{Origin: origin, RoomCache: *roomCache}
+	if *noQuotas {
+		opts.RateLimits = adphost.Unlimited()
+	}
 	if *pgURL != "" {
 		st, err := pgstore.Open(ctx, *pgURL, nil)
 		if err != nil {

@@ -164,7 +164,7 @@ func startCluster(ctx context.Context, bin string) (*Cluster, error) {
 	c.cmd.Dir = dir
 	c.cmd.Env = append(os.Environ(), "HOME="+dir)
 	// Pdeathsig: a test binary that is killed takes its cluster with it.
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	c.cmd.SysProcAttr = serverAttr(cred)
 	if err := c.cmd.Start(); err != nil {
 		return fail(fmt.Errorf("pgtest: postgres: %w", err))
 	}
@@ -340,4 +340,64 @@ func redact(s string) string {
 		return "(unparsable URL)"
 	}
 	return u.Redacted()
+}
+
+// CPUTime returns the CPU time (user + system) used so far by the
+// processes of a cluster this package started (the postmaster's process
+// group, from /proc); false for an external server or off Linux.
+func (c *Cluster) CPUTime() (time.Duration, bool) {
+	if c.cmd == nil || c.cmd.Process == nil {
+		return 0, false
+	}
+	return GroupCPUTime(c.cmd.Process.Pid)
+}
+
+// GroupCPUTime sums the CPU time of the live processes in process group
+// pgid and of the direct children of process pgid, from /proc (Linux);
+// false when /proc cannot be read.
+func GroupCPUTime(pgid int) (time.Duration, bool) {
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, false
+	}
+	var ticks int64
+	for _, d := range dirs {
+		if _, err := strconv.Atoi(d.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + d.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// The fields after the parenthesized command: state ppid pgrp
+		// ... utime (14th field overall) stime (15th).
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) < 13 {
+			continue
+		}
+		// PostgreSQL's backends call setsid: they are the postmaster's
+		// children, not its group.
+		pid, _ := strconv.Atoi(d.Name())
+		pp, _ := strconv.Atoi(f[1])
+		if g, _ := strconv.Atoi(f[2]); g != pgid && pp != pgid && pid != pgid {
+			continue
+		}
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		ticks += u + st
+	}
+	return time.Duration(ticks) * time.Second / 100, true // USER_HZ is 100 on Linux
+}
+
+// Current returns the binary's server when Main found or started one, else
+// nil; for code without a TB (benchmark bookkeeping).
+func Current() *Cluster {
+	mu.Lock()
+	defer mu.Unlock()
+	return shared
 }

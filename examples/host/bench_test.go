@@ -1,0 +1,406 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/adphost"
+	"github.com/agentprotocols/go-sdk/adphost/pgstore"
+	"github.com/agentprotocols/go-sdk/envelope"
+	"github.com/agentprotocols/go-sdk/internal/pgtest"
+	"github.com/agentprotocols/go-sdk/packs"
+	"github.com/agentprotocols/go-sdk/sse"
+)
+
+// The benchmarks start real examples/host processes (GOMAXPROCS=1 each)
+// and drive them over loopback HTTP with pre-signed envelopes, so that
+// the load generator spends its CPU on little more than the requests:
+//
+//	go test ./examples/host -run '^$' -bench . -benchtime 3000x
+//
+// They report accepted writes per second, the ratio to one core's
+// crypto/ed25519.Verify rate measured just before (the floor: every write
+// costs at least one verification), and the CPU the host processes and
+// the PostgreSQL cluster used per second of the run (1.0 = one core).
+
+const tickDecl = `{"type":"bench.tick","kind":"signal","title":"Bench tick","schema":{"type":"object","required":["n"],"properties":{"n":{"type":"integer"}}}}`
+
+// benchHosts starts n host processes on one store, returns them and the
+// origin they share.
+func benchHosts(b *testing.B, store string, n int, extra string) ([]*hostProc, string, string) {
+	b.Helper()
+	addr0 := freeAddr(b)
+	origin := "http://" + addr0
+	var flags string
+	var db string
+	switch store {
+	case "bbolt":
+		flags = " --data " + b.TempDir()
+	case "pg":
+		db = pgtest.Database(b)
+		flags = " --postgres " + db
+	}
+	procs := make([]*hostProc, n)
+	for i := range procs {
+		addr := addr0
+		if i > 0 {
+			addr = freeAddr(b)
+		}
+		procs[i] = &hostProc{tb: b, addr: addr, args: "--addr " + addr + " --origin " + origin + " --no-quotas" + flags + extra, env: []string{"GOMAXPROCS=1"}}
+		procs[i].start()
+	}
+	b.Cleanup(func() {
+		for _, p := range procs {
+			p.stop()
+		}
+	})
+	return procs, origin, db
+}
+
+// verifyRate measures one core's crypto/ed25519.Verify rate (per second)
+// for about 200 ms.
+func verifyRate() float64 {
+	pub, priv, _ := ed25519.GenerateKey(nil)
+	msg := make([]byte, 32)
+	sig := ed25519.Sign(priv, msg)
+	n := 0
+	start := time.Now()
+	for time.Since(start) < 200*time.Millisecond {
+		for range 100 {
+			ed25519.Verify(pub, msg, sig)
+		}
+		n += 100
+	}
+	return float64(n) / time.Since(start).Seconds()
+}
+
+// cpu sums the CPU time of the host processes and of the cluster.
+func cpu(procs []*hostProc) (hosts, db time.Duration) {
+	for _, p := range procs {
+		d, _ := pgtest.GroupCPUTime(p.cmd.Process.Pid)
+		hosts += d
+	}
+	if c := pgtest.Current(); c != nil {
+		db, _ = c.CPUTime()
+	}
+	return hosts, db
+}
+
+// BenchmarkHostWrites: accepted writes per second on one room and on 8
+// rooms, memory vs bbolt vs PostgreSQL, one host process vs two (the
+// latter on PostgreSQL only: the other stores are one process's). 16
+// writers, each an agent posting its own pre-signed signal writes in
+// order (signals are anchored, not head-checked, so writers on one room
+// do not refuse each other, §6.1).
+func BenchmarkHostWrites(b *testing.B) {
+	for _, store := range []string{"memory", "bbolt", "pg"} {
+		for _, rooms := range []int{1, 8} {
+			for _, n := range []int{1, 2} {
+				if n == 2 && store != "pg" {
+					continue
+				}
+				b.Run(fmt.Sprintf("%s/rooms=%d/procs=%d", store, rooms, n), func(b *testing.B) { benchWrites(b, store, rooms, n) })
+			}
+		}
+	}
+}
+
+func benchWrites(b *testing.B, store string, nRooms, nProcs int) {
+	ctx := context.Background()
+	procs, origin, _ := benchHosts(b, store, nProcs, "")
+	hcs := make([]*http.Client, nProcs)
+	for i, p := range procs {
+		hcs[i] = p.client()
+	}
+	decl, err := packs.ParseDeclaration([]byte(tickDecl))
+	if err != nil {
+		b.Fatal(err)
+	}
+	const writers = 16
+	now := time.Now()
+	type writer struct {
+		envs [][]byte
+		hc   *http.Client
+		room string
+	}
+	ws := make([]*writer, writers)
+	rooms := make([]string, nRooms)
+	bases := make([]adp.Base, nRooms)
+	regs := make([]*packs.Registry, nRooms)
+	creator := agentClient(b, origin, "bench-creator", hcs[0])
+	for r := range rooms {
+		rec, err := creator.CreateRoom(ctx, adp.RoomCreate{Topic: "bench", Visibility: adp.VisibilityPublic,
+			StartTime: now.Add(-time.Minute).UnixMilli(), EndTime: now.Add(time.Hour).UnixMilli(), Types: []packs.Declaration{decl}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		rooms[r] = rec.RoomID
+		bases[r] = adp.Base{RoomID: rec.RoomID, Seq: rec.Seq, Hash: rec.Hash}
+		if _, err := creator.Sync(ctx, rec.RoomID); err != nil {
+			b.Fatal(err)
+		}
+		regs[r] = creator.Verified(rec.RoomID).Registry()
+	}
+	per := max(b.N/writers, 1)
+	for i := range ws {
+		r := i % nRooms
+		c := agentClient(b, origin, fmt.Sprintf("bench-writer-%d", i), hcs[i%nProcs])
+		if _, err := c.Join(ctx, rooms[r], adp.Join{Role: adp.RoleSpeaker}); err != nil {
+			b.Fatal(err)
+		}
+		w := &writer{hc: hcs[i%nProcs], room: rooms[r]}
+		for k := range per {
+			env, err := adp.NewCustom(ctx, c.Author(), bases[r], regs[r], "bench.tick", map[string]int{"n": k})
+			if err != nil {
+				b.Fatal(err)
+			}
+			w.envs = append(w.envs, env.AppendJSON(nil))
+		}
+		ws[i] = w
+	}
+	floor := verifyRate()
+	h0, d0 := cpu(procs)
+	var accepted, refused atomic.Int64
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, w := range ws {
+		wg.Go(func() {
+			for _, body := range w.envs {
+				resp, err := w.hc.Post(origin+"/v1/rooms/"+w.room, "application/json", bytes.NewReader(body))
+				if err != nil {
+					refused.Add(1)
+					continue
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					accepted.Add(1)
+				} else {
+					refused.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	el := time.Since(start)
+	b.StopTimer()
+	h1, d1 := cpu(procs)
+	if refused.Load() > 0 {
+		b.Fatalf("%d writes refused", refused.Load())
+	}
+	rate := float64(accepted.Load()) / el.Seconds()
+	b.ReportMetric(rate, "writes/s")
+	b.ReportMetric(rate/floor, "x-verify-floor")
+	b.ReportMetric((h1-h0).Seconds()/el.Seconds(), "host-cores")
+	if store == "pg" {
+		b.ReportMetric((d1-d0).Seconds()/el.Seconds(), "db-cores")
+	}
+}
+
+// BenchmarkCrossProcessDelivery: the latency from a write's acceptance
+// (its answer at the writer) on process 0 to its arrival at a follower
+// (sse.Follow) connected to process 1, on PostgreSQL (LISTEN/NOTIFY), one
+// write at a time, 2 ms apart.
+func BenchmarkCrossProcessDelivery(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	procs, origin, _ := benchHosts(b, "pg", 2, "")
+	hc0, hc1 := procs[0].client(), procs[1].client()
+	decl, _ := packs.ParseDeclaration([]byte(tickDecl))
+	now := time.Now()
+	writer := agentClient(b, origin, "bench-creator", hc0)
+	rec, err := writer.CreateRoom(ctx, adp.RoomCreate{Topic: "latency", Visibility: adp.VisibilityPublic,
+		StartTime: now.Add(-time.Minute).UnixMilli(), EndTime: now.Add(time.Hour).UnixMilli(), Types: []packs.Declaration{decl}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	room := rec.RoomID
+	base := adp.Base{RoomID: room, Seq: rec.Seq, Hash: rec.Hash}
+	writer.Sync(ctx, room)
+	reg := writer.Verified(room).Registry()
+	var mu sync.Mutex
+	arrived := map[int64]time.Time{}
+	follower := agentClient(b, origin, "bench-creator", hc1)
+	ready := make(chan struct{})
+	var once sync.Once
+	go func() {
+		for it, err := range sse.Follow(ctx, &sse.Options{Client: follower, RoomID: room, HTTPClient: hc1}) {
+			once.Do(func() { close(ready) })
+			if err == nil && it.Kind == sse.KindRecord {
+				mu.Lock()
+				arrived[it.Record.Seq] = time.Now()
+				mu.Unlock()
+			}
+		}
+	}()
+	<-ready // the room.create record: the stream is up
+	envs := make([][]byte, b.N)
+	for i := range envs {
+		env, err := adp.NewCustom(ctx, writer.Author(), base, reg, "bench.tick", map[string]int{"n": i})
+		if err != nil {
+			b.Fatal(err)
+		}
+		envs[i] = env.AppendJSON(nil)
+	}
+	acked := map[int64]time.Time{}
+	b.ResetTimer()
+	for _, body := range envs {
+		resp, err := hc0.Post(origin+"/v1/rooms/"+room, "application/json", bytes.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			b.Fatalf("HTTP %d: %s", resp.StatusCode, raw)
+		}
+		r, err := adp.ParseRecord(bytes.TrimSpace(raw))
+		if err != nil {
+			b.Fatal(err)
+		}
+		acked[r.Seq] = time.Now()
+		time.Sleep(2 * time.Millisecond)
+	}
+	b.StopTimer()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		n := len(arrived)
+		mu.Unlock()
+		if n >= len(acked)+1 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var lat []time.Duration
+	mu.Lock()
+	for seq, at := range acked {
+		got, ok := arrived[seq]
+		if !ok {
+			b.Fatalf("record %d never reached the follower on process 1", seq)
+		}
+		lat = append(lat, max(got.Sub(at), 0))
+	}
+	mu.Unlock()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+// BenchmarkRoomCacheMemory: the resident memory of a host process holding
+// 10,000 rooms in PostgreSQL, 100 of them active (written and read) and
+// every other one read once, with --room-cache 200. b.N is ignored.
+func BenchmarkRoomCacheMemory(b *testing.B) {
+	ctx := context.Background()
+	db := pgtest.Database(b)
+	st, err := pgstore.Open(ctx, db, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	const total, active = 10000, 100
+	creator := envelope.NewAuthor(agentKey("bench-creator"))
+	now := time.Now()
+	ids := make([]string, total)
+	var wg sync.WaitGroup
+	var fail atomic.Value
+	next := atomic.Int64{}
+	for range 8 {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= total {
+					return
+				}
+				id := fmt.Sprintf("bench%015d", i)
+				ids[i] = id
+				env, err := adp.NewRoomCreate(ctx, creator, adp.RoomCreate{Topic: "room " + strconv.Itoa(i), Visibility: adp.VisibilityPublic,
+					StartTime: now.Add(-time.Minute).UnixMilli(), EndTime: now.Add(time.Hour).UnixMilli()})
+				if err == nil {
+					rec := adp.NewRecord(id, nil, now.UnixMilli(), env)
+					ev, _ := adp.ParseEvent(env)
+					err = st.Append(ctx, &adphost.Commit{Record: rec,
+						Nonce: adphost.NonceAdvance{Actor: ev.Actor, Nonce: ev.Nonce, Now: 0, ExpiresAt: 1},
+						Index: &adphost.RoomIndex{Summary: adp.RoomSummary{ID: id, Status: adp.StatusScheduled, Creator: ev.Actor,
+							Topic: "room", Visibility: adp.VisibilityPublic, StartTime: now.Add(-time.Minute).UnixMilli(),
+							EndTime: now.Add(time.Hour).UnixMilli(), Members: 1}, Members: []adphost.MemberIndex{{Agent: ev.Actor, Role: adp.RoleModerator, Status: adp.MemberActive}}}})
+				}
+				if err != nil {
+					fail.Store(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err, _ := fail.Load().(error); err != nil {
+		b.Fatal(err)
+	}
+	addr := freeAddr(b)
+	origin := "http://" + addr
+	p := &hostProc{tb: b, addr: addr, args: "--addr " + addr + " --origin " + origin + " --no-quotas --room-cache 200 --postgres " + db, env: []string{"GOMAXPROCS=1"}}
+	p.start()
+	defer p.stop()
+	hc := p.client()
+	get := func(path string) {
+		resp, err := hc.Get(origin + path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	for _, id := range ids { // every room once: the cache must stay bounded
+		get("/v1/rooms/" + id)
+	}
+	for range 5 { // the active rooms, again and again, with writes
+		for i := range active {
+			get("/v1/rooms/" + ids[i] + "/events")
+		}
+	}
+	w := agentClient(b, origin, "bench-writer", hc)
+	for i := range active {
+		if _, err := w.Join(ctx, ids[i], adp.Join{Role: adp.RoleSpeaker}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := w.SendMessage(ctx, ids[i], adp.Message{ContentType: "text/plain", Content: adp.TextContent("hello")}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	get("/v1/rooms/public?limit=100")
+	runtime.GC()
+	rss := vmRSS(b, p.cmd.Process.Pid)
+	b.ReportMetric(float64(rss)/(1<<20), "rss-MiB")
+}
+
+// vmRSS reads a process's resident set size.
+func vmRSS(b *testing.B, pid int) int64 {
+	s, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		b.Skip("no /proc")
+	}
+	for _, line := range strings.Split(string(s), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	b.Fatal("no VmRSS")
+	return 0
+}

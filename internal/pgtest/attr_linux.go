@@ -1,0 +1,9 @@
+package pgtest
+
+import "syscall"
+
+// serverAttr runs postgres as cred in its own process group (for
+// CPUTime), killed with the test binary (Pdeathsig).
+func serverAttr(cred *syscall.Credential) *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL, Setpgid: true}
+}
