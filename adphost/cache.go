@@ -111,6 +111,13 @@ func (h *Host) lookup(ctx context.Context, id string) (*hostRoom, error) {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
+		if hr.loadErr == nil && h.shared {
+			// Another process may have appended since: read your
+			// writes across processes, for one head read. (A stale
+			// replica would answer reads with an old state; writes are
+			// judged again anyway.)
+			h.refresh(ctx, hr)
+		}
 	}
 	if hr.loadErr != nil {
 		return nil, hr.loadErr
@@ -260,6 +267,7 @@ func (h *Host) startListening() {
 	if !ok {
 		return
 	}
+	h.shared = true
 	h.bg.Add(2)
 	go func() {
 		defer h.bg.Done()

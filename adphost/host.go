@@ -186,6 +186,7 @@ type Host struct {
 	repair     time.Duration
 	stop       context.CancelFunc
 	bg         sync.WaitGroup
+	shared     bool // the Store is a Notifier: other processes append too
 
 	mu    sync.Mutex
 	cache *roomCache

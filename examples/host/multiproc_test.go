@@ -25,13 +25,6 @@ import (
 	"github.com/agentprotocols/go-sdk/sse"
 )
 
-func TestMain(m *testing.M) {
-	if os.Getenv(envHostArgs) != "" {
-		os.Exit(m.Run()) // a host process: no cluster of its own
-	}
-	os.Exit(pgtest.Main(m))
-}
-
 // hostProc is one examples/host process on a fixed loopback port.
 type hostProc struct {
 	tb   testing.TB

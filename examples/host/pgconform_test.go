@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -70,28 +69,11 @@ func TestConformancePostgres(t *testing.T) {
 
 // TestConformancePostgresTwoInstances runs the suite against two adphost
 // instances on one database behind one origin, which pgstore promises
-// serve as one host.
-//
-// KNOWN FAILURE (issue 21): a second instance judges writes and answers
-// reads from its own replica without catching up from the Store first, so
-// MUST checks fail — which ones depends on when the LISTEN/NOTIFY catch-up
-// lands (a join anchored on a record the stale replica lacks is
-// base_record_mismatch, a closed room reads as active, a fresh member is
-// refused as a non-member; between 1 and 10 per run here). Since a run may
-// pass by the luck of timing, the test records the verdict instead of
-// requiring either; once the instances catch up before judging, it should
-// call adpconformtest.Run like TestConformancePostgres.
+// serve as one host: each request goes to the other instance, whose
+// replica catches up from the Store before it answers.
 func TestConformancePostgresTwoInstances(t *testing.T) {
 	srv := pgHosts(t, 2)
-	rep, err := adpconform.Run(context.Background(), srv.URL, &adpconform.Options{AllowLoopbackHTTP: true, HTTPClient: srv.Client()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	rep.WriteTable(&b, false)
-	if rep.OK {
-		t.Logf("two instances conformed this run (the known failure is timing-dependent)\n%s", b.String())
-		return
-	}
-	t.Logf("KNOWN FAILURE (issue 21: a second instance answers from a stale replica); failed %v\n%s", rep.Failed(), b.String())
+	adpconformtest.Run(t, srv.URL, &adpconformtest.Options{
+		Options: adpconform.Options{AllowLoopbackHTTP: true, HTTPClient: srv.Client()},
+	})
 }
