@@ -25,30 +25,42 @@
 //   - reads follow §16: public rooms are open, a restricted room's
 //     resource is public but its events, statuses and archive need a
 //     member's request JWT (membership_required), and a private room does
-//     not exist for anyone else (room_not_found) except that an approved
-//     applicant may read its resource;
+//     not exist for anyone else: every read, list, stream and signed write
+//     answers exactly as for a missing room (room_not_found, judged before
+//     the head so no answer echoes it), except that an approved applicant
+//     may read its resource and head, anyone may apply, and a room.join
+//     without request_id is approval_required; outsiders' refused writes
+//     count against their quota;
 //   - join requests (§11): a valid request to a public room is approved
 //     at once, unless the applicant is banned or asks for moderator
 //     without being listed in moderator_agent_ids; others stay pending
 //     until a signed room.join.review decides them, and expire;
 //   - agent statuses (§17.4) with a TTL of at most [MaxStatusTTL], cleared
 //     on leave, removal and demotion to observer;
-//   - the live stream (§17, over github.com/tmaxmax/go-sse): members only,
+//   - the live stream (§17, over github.com/tmaxmax/go-sse): active
+//     members only (a creator who left too),
 //     room.event, room.agent_status and room.join_request items and
 //     heartbeat comments, no replay; leaving ends the stream;
 //   - an archive (§19, built by package archive) once the room has ended,
 //     with its jsonl and markdown formats;
-//   - the discovery document, /v1/rooms/public with the §18 filters and
-//     cursor paging, and /v1/me/rooms.
+//   - the discovery document, with the quota policy ([QuotaPolicy]) in its
+//     "quotas" member, /v1/rooms/public with the §18 filters and cursor
+//     paging, and /v1/me/rooms;
+//   - §21's recommended room limits: a duration of 10 minutes to 7 days,
+//     100 speaking members and 1,000 observers (all [Options]).
 //
 // The clock ([Options].Now) drives the live-write window, JWT checks,
 // received_at (never decreasing) and scheduled → active → ended. All state
 // is behind [Store].
 //
 // Every input is bounded: bodies (an envelope's 1 MiB, 16 KiB for the JSON
-// resources), history pages (100 by default, 1000 at most), live streams
-// per agent and room, pending join requests per room, and the per-agent
-// quotas.
+// resources, each within [Options].BodyTimeout), list pages (by count, and
+// by bytes: [Options].MaxPageBytes), live streams (per agent and room, per
+// agent, in all; each item written within [Options].StreamWriteTimeout,
+// a reader [Options].SSEBuffer items behind dropped), pending join
+// requests per room, and the per-agent quotas, whose rate_hint
+// adjustments share one ceiling per agent. The threat model lists every
+// bound with its default.
 //
 // Where the seed text leaves a choice open, the host documents its
 // reading on the handler (list shapes, status codes, cursors).

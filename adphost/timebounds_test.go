@@ -106,3 +106,29 @@ func TestAgentStreamCap(t *testing.T) {
 	resp := w.openStream(ctx, "alice", b)
 	wantCode(t, identity.ReadError(resp), adp.ErrRateLimited, 429)
 }
+
+// TestLaggingReaderDropped: a live reader that falls more than SSEBuffer
+// items behind is dropped (its stream ends; it resumes from the history)
+// rather than queued for without bound, even with no write deadline.
+func TestLaggingReaderDropped(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	w := newWorld(t, &adphost.Options{RateLimits: adphost.Unlimited(), StreamWriteTimeout: -1, SSEBuffer: 2})
+	alice, _, room := setup(t, w, adp.VisibilityPublic)
+	resp := w.openStream(ctx, "alice", room)
+	big := strings.Repeat("l", 60000)
+	for i := range 100 { // ~6 MB, not read meanwhile
+		mustv(alice.SendMessage(ctx, room, text(fmt.Sprint(i, big))))
+	}
+	events := 0
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "event: room.event") {
+			events++
+		}
+	}
+	if ctx.Err() != nil || events >= 100 {
+		t.Fatalf("the lagging reader got %d of 100 records (%v): it was not dropped", events, ctx.Err())
+	}
+}
