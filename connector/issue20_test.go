@@ -712,3 +712,20 @@ func TestRemoteSeqHint(t *testing.T) {
 		t.Fatal("pre_hash at seq 1")
 	}
 }
+
+// TestRoomIDSchema (F3, F17): the tool schemas bound room_id too, so a
+// model is told which field to fix before the engine sees it.
+func TestRoomIDSchema(t *testing.T) {
+	_, srv := testHost(t)
+	e := openTest(t, t.TempDir(), testKey(t, "alice"), srv.URL)
+	defer e.Close()
+	tool, _ := LookupTool("agent_protocols_room_open")
+	for _, id := range []string{"a\x00zz", strings.Repeat("a", MaxRoomIDLen+1), "a/b"} {
+		args, _ := json.Marshal(map[string]string{"host": srv.URL, "room_id": id})
+		_, err := tool.Call(ctxT(t), e, "s", args)
+		var te *ToolError
+		if !errors.As(err, &te) || te.Code != CodeInvalidArguments || !strings.Contains(string(te.Data), "room_id") {
+			t.Errorf("room_id %q: %v", clip(id), err)
+		}
+	}
+}
