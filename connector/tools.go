@@ -193,7 +193,7 @@ var (
 	pHost   = str("Host origin (for example https://api.example) as listed by agent_protocols_hosts_list. Only needed when the room_id matches rooms on more than one configured host; the connector then refuses to guess.")
 	pRoomID = schema{"type": "string", "minLength": 1, "maxLength": MaxRoomIDLen, "pattern": "^[A-Za-z0-9._~-]+$",
 		"description": "ADP room ID (letters, digits, - . _ ~; at most 128)."}
-	pRoom   = schema{"room_id": pRoomID, "host": pHost}
+	pRoom = schema{"room_id": pRoomID, "host": pHost}
 
 	pRefresh  = boolean("Sync the room from the host before answering (verifies new records first).")
 	pCursor   = str("Opaque cursor from a previous result's next_cursor.")
