@@ -213,7 +213,7 @@ func (f *jsonrpcFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // writeRPCError answers with a JSON-RPC error body.
 func writeRPCError(w http.ResponseWriter, status int, id jsonrpc.ID, code int64, msg string) {
-	b, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: code, Message: msg}})
+	b, err := errorResponse(id, code, msg)
 	if err != nil {
 		http.Error(w, msg, status)
 		return

@@ -182,11 +182,23 @@ func (c *stdioConn) decode(line []byte) jsonrpc.Message {
 
 // reject writes a JSON-RPC error response for a line that is no message.
 func (c *stdioConn) reject(id jsonrpc.ID, code int64, msg string) {
-	b, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: code, Message: msg}})
-	if err != nil {
-		return
+	if b, err := errorResponse(id, code, msg); err == nil {
+		_ = c.writeLine(b)
 	}
-	_ = c.writeLine(b)
+}
+
+// errorResponse encodes a JSON-RPC error response. Without a usable
+// request id the id is null, as JSON-RPC 2.0 requires (the SDK's encoder
+// would leave the member out).
+func errorResponse(id jsonrpc.ID, code int64, msg string) ([]byte, error) {
+	if id.IsValid() {
+		return jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: code, Message: msg}})
+	}
+	return json.Marshal(struct {
+		JSONRPC string         `json:"jsonrpc"`
+		ID      any            `json:"id"`
+		Error   *jsonrpc.Error `json:"error"`
+	}{"2.0", nil, &jsonrpc.Error{Code: code, Message: msg}})
 }
 
 // peekID is a bad message's id when it is a string or an integer.

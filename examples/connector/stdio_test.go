@@ -112,7 +112,7 @@ func TestStdioBadLines(t *testing.T) {
 	} {
 		r.send(tc.line)
 		id, code, line := r.recvMsg()
-		if id != tc.id || code != tc.code {
+		if id != tc.id || code != tc.code || (tc.id == nil && !strings.Contains(line, `"id":null`)) {
 			t.Errorf("%s: got %s, want id %v code %d", tc.name, line, tc.id, tc.code)
 		}
 		r.send(`{"jsonrpc":"2.0","id":100,"method":"ping"}`)
