@@ -118,9 +118,13 @@ func (h *Host) createJoinRequest(w http.ResponseWriter, r *http.Request) {
 }
 
 // checkPending bounds a room's pending requests, so that the list the
-// reviewers read stays bounded whatever applicants do.
+// reviewers read stays bounded whatever applicants do. A request stays
+// pending at most JoinRequestTTL, so only the requests created within it
+// are read, not the room's whole history of applicants (a TTL lowered
+// across a restart may let the older requests of the higher one go
+// uncounted until they expire).
 func (h *Host) checkPending(r *http.Request, roomID string) error {
-	list, err := h.store.JoinRequests(r.Context(), roomID)
+	list, err := h.recentRequests(r.Context(), roomID, h.now().Add(-h.jrTTL).UnixMilli())
 	if err != nil {
 		return err
 	}

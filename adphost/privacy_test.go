@@ -219,13 +219,13 @@ func TestCreatorWhoLeftLosesLive(t *testing.T) {
 }
 
 // TestApplicantReadsWithoutIndex: a Store without the optional
-// ApplicantIndex (here one that hides MemoryStore's) serves the same
+// JoinRequestIndex (here one that hides MemoryStore's) serves the same
 // applicant reads through JoinRequests.
 func TestApplicantReadsWithoutIndex(t *testing.T) {
 	ctx := context.Background()
 	var plain struct{ adphost.Store }
 	plain.Store = adphost.NewMemoryStore()
-	if _, ok := adphost.Store(plain).(adphost.ApplicantIndex); ok {
+	if _, ok := adphost.Store(plain).(adphost.JoinRequestIndex); ok {
 		t.Fatal("the wrapper still has the index")
 	}
 	w := newWorld(t, &adphost.Options{Store: plain})

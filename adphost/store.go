@@ -181,23 +181,27 @@ func TrimQuota(q Quota, w []int64) ([]int64, bool) {
 	return w, len(w) < q.Limit
 }
 
-// ApplicantIndex is an optional extension of a Store that indexes join
-// requests by applicant: the Host then finds one agent's requests for a
-// room (an applicant's read of a private room, /v1/me/rooms) without
-// listing every request of the room, so that neither the time nor the
-// answer of such a read grows with the room's other applicants. A Store
-// without it is read through JoinRequests. MemoryStore and boltstore
-// implement it.
-type ApplicantIndex interface {
+// JoinRequestIndex is an optional extension of a Store that indexes join
+// requests by applicant and by creation time. The Host then finds one
+// agent's requests for a room (an applicant's read of a private room,
+// /v1/me/rooms) and a room's recent requests (the pending bound of a new
+// request) without listing every request of the room, so that neither
+// the time nor the answer of such a call grows with the room's history of
+// applicants. A Store without it is read through JoinRequests.
+// MemoryStore and boltstore implement it.
+type JoinRequestIndex interface {
 	// ApplicantJoinRequests returns applicant's join requests for the
 	// room, in creation order.
 	ApplicantJoinRequests(ctx context.Context, roomID string, applicant identity.AgentID) ([]*adp.JoinRequestResource, error)
+	// RecentJoinRequests returns the room's join requests created after
+	// createdAfter (Unix ms), in creation order.
+	RecentJoinRequests(ctx context.Context, roomID string, createdAfter int64) ([]*adp.JoinRequestResource, error)
 }
 
 // applicantRequests returns who's join requests for a room, through the
-// Store's ApplicantIndex when it has one.
+// Store's JoinRequestIndex when it has one.
 func (h *Host) applicantRequests(ctx context.Context, roomID string, who identity.AgentID) ([]*adp.JoinRequestResource, error) {
-	if ix, ok := h.store.(ApplicantIndex); ok {
+	if ix, ok := h.store.(JoinRequestIndex); ok {
 		return ix.ApplicantJoinRequests(ctx, roomID, who)
 	}
 	list, err := h.store.JoinRequests(ctx, roomID)
@@ -205,6 +209,19 @@ func (h *Host) applicantRequests(ctx context.Context, roomID string, who identit
 		return nil, err
 	}
 	return slices.DeleteFunc(list, func(jr *adp.JoinRequestResource) bool { return jr.Request.Applicant != who }), nil
+}
+
+// recentRequests returns a room's join requests created after
+// createdAfter, through the Store's JoinRequestIndex when it has one.
+func (h *Host) recentRequests(ctx context.Context, roomID string, createdAfter int64) ([]*adp.JoinRequestResource, error) {
+	if ix, ok := h.store.(JoinRequestIndex); ok {
+		return ix.RecentJoinRequests(ctx, roomID, createdAfter)
+	}
+	list, err := h.store.JoinRequests(ctx, roomID)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(list, func(jr *adp.JoinRequestResource) bool { return jr.Request.CreatedAt <= createdAfter }), nil
 }
 
 // MemoryStore is the in-memory Store. It is safe for concurrent use.
@@ -405,13 +422,27 @@ func (m *MemoryStore) JoinRequest(_ context.Context, roomID, id string) (*adp.Jo
 	return nil, nil
 }
 
-// ApplicantJoinRequests implements ApplicantIndex.
+// ApplicantJoinRequests implements JoinRequestIndex.
 func (m *MemoryStore) ApplicantJoinRequests(_ context.Context, roomID string, applicant identity.AgentID) ([]*adp.JoinRequestResource, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	var out []*adp.JoinRequestResource
 	for _, jr := range m.requests[roomID] {
 		if jr.Request.Applicant == applicant {
+			c := *jr
+			out = append(out, &c)
+		}
+	}
+	return out, nil
+}
+
+// RecentJoinRequests implements JoinRequestIndex.
+func (m *MemoryStore) RecentJoinRequests(_ context.Context, roomID string, createdAfter int64) ([]*adp.JoinRequestResource, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []*adp.JoinRequestResource
+	for _, jr := range m.requests[roomID] {
+		if jr.Request.CreatedAt > createdAfter {
 			c := *jr
 			out = append(out, &c)
 		}

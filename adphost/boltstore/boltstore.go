@@ -28,7 +28,7 @@ import (
 )
 
 // Store is an [adphost.Store] in one bbolt file, and an
-// [adphost.ApplicantIndex]. It is safe for concurrent use; bbolt
+// [adphost.JoinRequestIndex]. It is safe for concurrent use; bbolt
 // serializes its writers.
 //
 // Layout: bucket "rooms" holds one bucket per room (key: big-endian seq,
@@ -492,7 +492,7 @@ func (s *Store) JoinRequests(_ context.Context, roomID string) ([]*adp.JoinReque
 	return out, err
 }
 
-// ApplicantJoinRequests implements adphost.ApplicantIndex from the
+// ApplicantJoinRequests implements adphost.JoinRequestIndex from the
 // applicant index, in creation order.
 func (s *Store) ApplicantJoinRequests(_ context.Context, roomID string, applicant identity.AgentID) ([]*adp.JoinRequestResource, error) {
 	var out []*adp.JoinRequestResource
@@ -517,6 +517,31 @@ func (s *Store) ApplicantJoinRequests(_ context.Context, roomID string, applican
 	})
 	slices.SortStableFunc(out, func(a, b *adp.JoinRequestResource) int {
 		return cmp.Or(cmp.Compare(a.Request.CreatedAt, b.Request.CreatedAt), strings.Compare(a.Request.ID, b.Request.ID))
+	})
+	return out, err
+}
+
+// RecentJoinRequests implements adphost.JoinRequestIndex from the
+// creation-order index.
+func (s *Store) RecentJoinRequests(_ context.Context, roomID string, createdAfter int64) ([]*adp.JoinRequestResource, error) {
+	var out []*adp.JoinRequestResource
+	err := s.db.View(func(tx *bolt.Tx) error {
+		r, order := tx.Bucket(bRequests).Bucket([]byte(roomID)), tx.Bucket(bOrder).Bucket([]byte(roomID))
+		if r == nil || order == nil {
+			return nil
+		}
+		c := order.Cursor()
+		for k, _ := c.Seek(seqKey(max(createdAfter, -1) + 1)); k != nil; k, _ = c.Next() {
+			jr, err := getRequest(r, k[8:])
+			if err == nil && jr == nil {
+				err = errors.New("boltstore: the join-request index names a missing request")
+			}
+			if err != nil {
+				return err
+			}
+			out = append(out, jr)
+		}
+		return nil
 	})
 	return out, err
 }

@@ -133,7 +133,7 @@ func TestJoinRequestIndex(t *testing.T) {
 	if err := s.PutJoinRequest(ctx, other); err != nil {
 		t.Fatal(err)
 	}
-	var _ adphost.ApplicantIndex = s
+	var _ adphost.JoinRequestIndex = s
 	for _, c := range []struct {
 		who  identity.AgentID
 		want []string
@@ -146,6 +146,10 @@ func TestJoinRequestIndex(t *testing.T) {
 		if err != nil || !slices.Equal(got, c.want) {
 			t.Fatalf("applicant's requests: %v, %v", got, err)
 		}
+	}
+	recent, err := s.RecentJoinRequests(ctx, "room", 1)
+	if err != nil || len(recent) != 2 || recent[0].Request.ID != "jr_b" || recent[1].Request.ID != "jr_a" {
+		t.Fatalf("requests created after 1: %v, %v", recent, err)
 	}
 	s.db.Update(func(tx *bolt.Tx) error {
 		return tx.Bucket(bRequests).Bucket([]byte("room")).Put([]byte("jr_0"), []byte("{corrupt"))
@@ -197,6 +201,13 @@ func BenchmarkJoinRequestLookup(b *testing.B) {
 		for b.Loop() {
 			if jr, err := s.JoinRequest(ctx, "room", "jr_12345"); err != nil || jr == nil {
 				b.Fatal(jr, err)
+			}
+		}
+	})
+	b.Run("recent", func(b *testing.B) { // the pending bound of a new request
+		for b.Loop() {
+			if list, err := s.RecentJoinRequests(ctx, "room", 19989); err != nil || len(list) != 10 {
+				b.Fatal(len(list), err)
 			}
 		}
 	})
