@@ -44,6 +44,7 @@ func Run(t *testing.T, open Open) {
 		{"Snapshot", snapshot},
 		{"Index", index},
 		{"JoinRequests", joinRequests},
+		{"JoinRequestIndex", joinRequestIndex},
 		{"Statuses", statuses},
 		{"Paging", paging},
 	} {
@@ -513,6 +514,44 @@ func joinRequests(t *testing.T, s adphost.Store) {
 	}
 	if got := try(s.JoinRequests(ctx, "none")).get(t); len(got) != 0 {
 		t.Fatalf("requests of a room without any: %+v", got)
+	}
+}
+
+// joinRequestIndex: for a Store that implements adphost.JoinRequestIndex
+// (skipped otherwise), one applicant's requests and a room's recent ones,
+// in creation order, agree with JoinRequests.
+func joinRequestIndex(t *testing.T, s adphost.Store) {
+	ix, isIndex := s.(adphost.JoinRequestIndex)
+	if !isIndex {
+		t.Skip("the Store has no JoinRequestIndex; the Host lists JoinRequests")
+	}
+	ctx := t.Context()
+	alice, bob := Author("alice").AgentID(), Author("bob").AgentID()
+	ok(t, s.PutJoinRequest(ctx, joinRequest("jr", "jr_B", alice, 20)))
+	ok(t, s.PutJoinRequest(ctx, joinRequest("jr", "jr_A", bob, 30)))
+	ok(t, s.PutJoinRequest(ctx, joinRequest("jr", "jr_D", alice, 40)))
+	ok(t, s.PutJoinRequest(ctx, joinRequest("other", "jr_C", alice, 10)))
+	up := joinRequest("jr", "jr_B", alice, 20)
+	up.Status = adp.JoinRejected
+	ok(t, s.PutJoinRequest(ctx, up))
+	ids := func(list []*adp.JoinRequestResource) (out []string) {
+		for _, jr := range list {
+			out = append(out, jr.Request.ID)
+		}
+		return out
+	}
+	mine := try(ix.ApplicantJoinRequests(ctx, "jr", alice)).get(t)
+	if got := ids(mine); !slices.Equal(got, []string{"jr_B", "jr_D"}) || mine[0].Status != adp.JoinRejected {
+		t.Fatalf("alice's requests %v", got)
+	}
+	if got := ids(try(ix.ApplicantJoinRequests(ctx, "none", alice)).get(t)); len(got) != 0 {
+		t.Fatalf("requests of a room without any: %v", got)
+	}
+	if got := ids(try(ix.RecentJoinRequests(ctx, "jr", 20)).get(t)); !slices.Equal(got, []string{"jr_A", "jr_D"}) {
+		t.Fatalf("requests created after 20: %v", got)
+	}
+	if got := ids(try(ix.RecentJoinRequests(ctx, "jr", 0)).get(t)); !slices.Equal(got, []string{"jr_B", "jr_A", "jr_D"}) {
+		t.Fatalf("requests created after 0: %v", got)
 	}
 }
 
