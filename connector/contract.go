@@ -108,8 +108,15 @@ type HostError struct {
 	Err error
 }
 
-// Error formats the error as "host <origin>: code: message".
-func (e *HostError) Error() string { return "host " + e.Host + ": " + e.Err.Error() }
+// Error formats the error as "host <origin>: code: message" (the clipped
+// message).
+func (e *HostError) Error() string {
+	s := "host " + e.Host + ": " + string(e.Code)
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	return s
+}
 
 // Unwrap returns the underlying protocol error.
 func (e *HostError) Unwrap() error { return e.Err }

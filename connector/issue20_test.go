@@ -729,3 +729,22 @@ func TestRoomIDSchema(t *testing.T) {
 		}
 	}
 }
+
+// TestHostErrBounds (F9): host text reaching a caller is bounded (message
+// 1 KiB, data dropped over 4 KiB) and only answers a host sent are
+// labelled as the host's.
+func TestHostErrBounds(t *testing.T) {
+	big := &identity.Error{Code: "host_not_allowed", Message: strings.Repeat("m", 5000), Status: 403,
+		Data: jsontext.Value(`{"x":"` + strings.Repeat("d", 5000) + `"}`)}
+	var he *HostError
+	if err := hostErr("https://h.example", big); !errors.As(err, &he) || len(he.Message) > maxHostMessage+len("…") || he.Data != nil || he.Host != "https://h.example" {
+		t.Fatalf("bounded: message %d bytes, data %d bytes, host %q", len(he.Message), len(he.Data), he.Host)
+	}
+	if !errors.Is(hostErr("https://h.example", big), identity.NewError("host_not_allowed", "")) {
+		t.Fatal("errors.Is lost the code")
+	}
+	local := identity.NewError(identity.CodeInvalidRequest, "local check")
+	if err := hostErr("https://h.example", local); errors.As(err, &he) {
+		t.Fatal("a local error labelled as the host's")
+	}
+}
