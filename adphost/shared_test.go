@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/adphost"
 	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/sse"
 )
 
 // shared is n Hosts on one Store behind one origin: a round-robin
@@ -265,5 +268,80 @@ func TestAppendDeadline(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("the refusal took %v", d)
+	}
+}
+
+// notifyingStore is a MemoryStore shared in one process that tells its
+// listeners of every append, like pgstore's LISTEN/NOTIFY; with drop set,
+// every notification is lost.
+type notifyingStore struct {
+	*adphost.MemoryStore
+	drop bool
+	mu   sync.Mutex
+	subs []func(string, int64)
+}
+
+func (n *notifyingStore) Append(ctx context.Context, c *adphost.Commit) error {
+	if err := n.MemoryStore.Append(ctx, c); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	subs := slices.Clone(n.subs)
+	n.mu.Unlock()
+	if !n.drop {
+		for _, f := range subs {
+			f(c.Record.RoomID, c.Record.Seq)
+		}
+	}
+	return nil
+}
+
+func (n *notifyingStore) Listen(ctx context.Context, notify func(string, int64), _ func()) error {
+	n.mu.Lock()
+	n.subs = append(n.subs, notify)
+	n.mu.Unlock()
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestSharedStoreLive: a subscriber on one host receives every record
+// accepted by another host on the same Store, in order and once each —
+// through the notifications, and, when every notification is lost,
+// through the periodic repair.
+func TestSharedStoreLive(t *testing.T) {
+	for _, drop := range []bool{false, true} {
+		t.Run(fmt.Sprintf("lost=%v", drop), func(t *testing.T) {
+			ctx := ctxT(t)
+			store := &notifyingStore{MemoryStore: adphost.NewMemoryStore(), drop: drop}
+			s := newShared(t, 2, store, &adphost.Options{RateLimits: adphost.Unlimited(), RepairInterval: 20 * time.Millisecond})
+			a := s.clientWith("alice", s.pinned(0))
+			room := mustv(a.CreateRoom(ctx, roomSpec(t, adp.VisibilityPublic, "live"))).RoomID
+			follower := s.clientWith("alice", s.pinned(1))
+			fctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			got := make(chan int64, 64)
+			go func() {
+				for it, err := range sse.Follow(fctx, &sse.Options{Client: follower, RoomID: room, HTTPClient: s.pinned(1)}) {
+					if err == nil && it.Kind == sse.KindRecord {
+						got <- it.Record.Seq
+					}
+				}
+			}()
+			if seq := <-got; seq != 1 {
+				t.Fatalf("first record %d", seq)
+			}
+			for i := range 10 {
+				env := mustv(adp.NewMessage(ctx, a.Author(), headBase(t, a, room), text("m")))
+				mustv(a.Submit(ctx, room, env))
+				select {
+				case seq := <-got:
+					if seq != int64(i+2) {
+						t.Fatalf("record %d arrived as seq %d", i+2, seq)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("record %d never reached the other host's subscriber", i+2)
+				}
+			}
+		})
 	}
 }

@@ -3,8 +3,12 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -56,4 +60,32 @@ func TestMigrations(t *testing.T) {
 	if _, err := pgstore.Open(t.Context(), url, nil); !errors.Is(err, pgstore.ErrSchemaTooNew) {
 		t.Fatalf("a newer schema: %v", err)
 	}
+}
+
+// TestListen: an append on one Store is announced to the Listen of
+// another Store on the same database, as "room seq".
+func TestListen(t *testing.T) {
+	url := pgtest.Database(t)
+	a, b := open(t, url), open(t, url)
+	got := make(chan string, 4)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go b.Listen(ctx, func(room string, seq int64) { got <- fmt.Sprintf("%s %d", room, seq) }, nil)
+	recs := storetest.Chain(t, "listen", 50)
+	for i, rec := range recs {
+		// The listener may not be connected yet: append until heard.
+		if err := a.Append(t.Context(), storetest.Commit(rec)); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case s := <-got:
+			room, seq, _ := strings.Cut(s, " ")
+			if n, _ := strconv.Atoi(seq); room != "listen" || n < 1 || n > i+1 {
+				t.Fatalf("notification %q after %d appends", s, i+1)
+			}
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	t.Fatal("no notification in 50 appends")
 }

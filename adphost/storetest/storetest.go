@@ -626,3 +626,14 @@ func paging(t *testing.T, s adphost.Store) {
 		t.Fatalf("records after the end: %d", len(page))
 	}
 }
+
+// Chain returns the first n records of a new public room: its room.create
+// by "creator", then messages by "alice", each linked to the one before.
+func Chain(t *testing.T, room string, n int) []*adp.Record {
+	t.Helper()
+	c := newChain(t, room)
+	for len(c.recs) < n {
+		c.add(c.next("alice"))
+	}
+	return c.recs[:n]
+}

@@ -336,7 +336,7 @@ func BenchmarkRoomCacheMemory(b *testing.B) {
 					rec := adp.NewRecord(id, nil, now.UnixMilli(), env)
 					ev, _ := adp.ParseEvent(env)
 					err = st.Append(ctx, &adphost.Commit{Record: rec,
-						Nonce: adphost.NonceAdvance{Actor: ev.Actor, Nonce: ev.Nonce, Now: 0, ExpiresAt: 1},
+						Nonce: adphost.NonceAdvance{Actor: ev.Actor, Nonce: ev.Nonce, Now: 2, ExpiresAt: 1}, // already expired: 8 goroutines append out of nonce order
 						Index: &adphost.RoomIndex{Summary: adp.RoomSummary{ID: id, Status: adp.StatusScheduled, Creator: ev.Actor,
 							Topic: "room", Visibility: adp.VisibilityPublic, StartTime: now.Add(-time.Minute).UnixMilli(),
 							EndTime: now.Add(time.Hour).UnixMilli(), Members: 1}, Members: []adphost.MemberIndex{{Agent: ev.Actor, Role: adp.RoleModerator, Status: adp.MemberActive}}}})
