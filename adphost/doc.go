@@ -81,10 +81,13 @@
 // Several Hosts may share one Store (adphost/pgstore) behind one origin.
 // Append checks the head, the exact-resubmission index, the nonce and the
 // quota in one transaction, so a write is accepted once whichever process
-// it reaches. A process whose replica is behind (another appended) catches
-// up from the Store and judges the write again; while it keeps losing the
-// race it retries, up to [Options].AppendDeadline, and then answers
-// rate_limited with Retry-After: 1. With a [Notifier] Store, every process
+// it reaches. On such a Store every request to a cached room first reads
+// the room's head (one query) and catches the replica up if another
+// process appended, so reads see every accepted write; a write refused on
+// a replica the Store is ahead of is judged again after catching up.
+// While a write keeps losing its room's append race it retries, up to
+// [Options].AppendDeadline, and then answers rate_limited with
+// Retry-After: 1. With a [Notifier] Store, every process
 // learns of every append ("room R has seq N"), reads the records from the
 // Store and feeds its live subscribers in seq order, exactly once; rooms
 // with subscribers are also compared with the Store every

@@ -113,10 +113,14 @@ func SchemaVersion() int {
 
 // Options configures Open. A nil *Options means defaults.
 type Options struct {
-	// MaxConns bounds the pool; 0 means pgxpool's default (or the URL's
-	// pool_max_conns).
+	// MaxConns bounds the pool; 0 means the URL's pool_max_conns, or
+	// DefaultMaxConns.
 	MaxConns int32
 }
+
+// DefaultMaxConns is the pool size when neither Options nor the URL set
+// one.
+const DefaultMaxConns = 16
 
 // Store is the PostgreSQL adphost.Store.
 type Store struct {
@@ -133,8 +137,13 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: %w", err)
 	}
-	if opts != nil && opts.MaxConns > 0 {
+	switch {
+	case opts != nil && opts.MaxConns > 0:
 		cfg.MaxConns = opts.MaxConns
+	case !strings.Contains(url, "pool_max_conns"):
+		// pgxpool's default (4 on this machine) queues a host's requests:
+		// each takes a connection for its reads and its append.
+		cfg.MaxConns = DefaultMaxConns
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -36,7 +36,8 @@ import (
 // They report accepted writes per second, the ratio to one core's
 // crypto/ed25519.Verify rate measured just before (the floor: every write
 // costs at least one verification), and the CPU the host processes and
-// the PostgreSQL cluster used per second of the run (1.0 = one core).
+// the PostgreSQL cluster and the load generator (this process) used per
+// second of the run (1.0 = one core; the machine has two).
 
 const tickDecl = `{"type":"bench.tick","kind":"signal","title":"Bench tick","schema":{"type":"object","required":["n"],"properties":{"n":{"type":"integer"}}}}`
 
@@ -175,6 +176,7 @@ func benchWrites(b *testing.B, store string, nRooms, nProcs int) {
 	}
 	floor := verifyRate()
 	h0, d0 := cpu(procs)
+	g0 := selfCPU()
 	var accepted, refused atomic.Int64
 	b.ResetTimer()
 	start := time.Now()
@@ -201,6 +203,7 @@ func benchWrites(b *testing.B, store string, nRooms, nProcs int) {
 	el := time.Since(start)
 	b.StopTimer()
 	h1, d1 := cpu(procs)
+	g1 := selfCPU()
 	if refused.Load() > 0 {
 		b.Fatalf("%d writes refused", refused.Load())
 	}
@@ -208,6 +211,7 @@ func benchWrites(b *testing.B, store string, nRooms, nProcs int) {
 	b.ReportMetric(rate, "writes/s")
 	b.ReportMetric(rate/floor, "x-verify-floor")
 	b.ReportMetric((h1-h0).Seconds()/el.Seconds(), "host-cores")
+	b.ReportMetric((g1-g0).Seconds()/el.Seconds(), "loadgen-cores")
 	if store == "pg" {
 		b.ReportMetric((d1-d0).Seconds()/el.Seconds(), "db-cores")
 	}
@@ -387,6 +391,22 @@ func BenchmarkRoomCacheMemory(b *testing.B) {
 	runtime.GC()
 	rss := vmRSS(b, p.cmd.Process.Pid)
 	b.ReportMetric(float64(rss)/(1<<20), "rss-MiB")
+}
+
+// selfCPU is this process's CPU time (the load generator's), from /proc.
+func selfCPU() time.Duration {
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+st) * time.Second / 100
 }
 
 // vmRSS reads a process's resident set size.
