@@ -235,6 +235,7 @@ type MemoryStore struct {
 	quotas    map[string][]int64
 	snapshots map[string]memSnapshot
 	index     map[string]*RoomIndex
+	swept     int64 // when idle quota windows were last dropped (Unix ms)
 }
 
 type memSnapshot struct {
@@ -285,6 +286,7 @@ func (m *MemoryStore) Append(_ context.Context, c *Commit) error {
 	m.nonces[c.Nonce.Actor] = [2]int64{nonce, c.Nonce.ExpiresAt}
 	if c.Quota != nil {
 		m.quotas[c.Quota.Key] = append(slices.Clip(window), c.Quota.Now)
+		m.sweep(*c.Quota)
 	}
 	old := m.index[rec.RoomID]
 	if c.Index != nil {
@@ -525,5 +527,21 @@ func (m *MemoryStore) TakeQuota(_ context.Context, q Quota) error {
 		w = nil // let an idle key's old backing array go
 	}
 	m.quotas[q.Key] = append(slices.Clip(w), q.Now)
+	m.sweep(q)
 	return nil
+}
+
+// sweep drops, once per window, the quota windows whose uses all left
+// it, so that memory follows the agents active within the last window
+// (m.mu held).
+func (m *MemoryStore) sweep(q Quota) {
+	if q.Now-m.swept < q.Window {
+		return
+	}
+	m.swept = q.Now
+	for k, w := range m.quotas {
+		if len(w) == 0 || w[len(w)-1] <= q.Now-q.Window {
+			delete(m.quotas, k)
+		}
+	}
 }
