@@ -115,6 +115,7 @@ func findBin() (string, error) {
 
 // startCluster runs initdb and postgres in a new temporary directory.
 func startCluster(ctx context.Context, bin string) (*Cluster, error) {
+	sweepStale()
 	dir, err := os.MkdirTemp("", "pgtest-")
 	if err != nil {
 		return nil, err
@@ -175,6 +176,27 @@ func startCluster(ctx context.Context, bin string) (*Cluster, error) {
 		return fail(fmt.Errorf("pgtest: postgres did not come up: %v: %s", err, lastLines(string(log), 5)))
 	}
 	return c, nil
+}
+
+// sweepStale removes the directories of clusters whose test binary died
+// without cleaning up (a panic skips TestMain's Stop; Pdeathsig killed the
+// server): older than ten minutes and without a live postmaster.
+func sweepStale() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "pgtest-*"))
+	for _, d := range dirs {
+		fi, err := os.Stat(d)
+		if err != nil || time.Since(fi.ModTime()) < 10*time.Minute {
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join(d, "data", "postmaster.pid")); err == nil {
+			if pid, err := strconv.Atoi(strings.SplitN(string(b), "\n", 2)[0]); err == nil {
+				if err := syscall.Kill(pid, 0); err == nil || err == syscall.EPERM {
+					continue // still running
+				}
+			}
+		}
+		os.RemoveAll(d)
+	}
 }
 
 // ping waits until the server accepts a connection, at most d.
