@@ -183,6 +183,7 @@ func (h *Host) load(ctx context.Context, hr *hostRoom) error {
 		hr.room = adp.NewRoom(hr.id, &opts)
 	}
 	hr.reg = hr.room.Registry()
+	hr.seq.Store(hr.room.Latest().Seq)
 	if err := h.catchUp(ctx, hr); err != nil {
 		return err
 	}
@@ -246,6 +247,7 @@ func (h *Host) catchUp(ctx context.Context, hr *hostRoom) error {
 			if err := hr.room.Apply(context.WithValue(ctx, replayKey{}, ev.Type), rec); err != nil {
 				return err
 			}
+			hr.seq.Store(rec.Seq)
 			hr.ix = nil
 			if ev.Type == adp.TypeRoomCreate || ev.Type == adp.TypeTypeDefine {
 				hr.reg = hr.room.Registry()
@@ -359,9 +361,16 @@ func (h *Host) behind(ctx context.Context, hr *hostRoom) bool {
 // and reports whether it did: a read refused on the replica is judged
 // again after it.
 func (h *Host) refresh(ctx context.Context, hr *hostRoom) bool {
+	// The head is read without the room's lock, which a write holds for
+	// its whole append: readers queued behind it must not each add a
+	// round trip to the room's serial path.
+	head, err := h.store.Head(ctx, hr.id)
+	if err != nil || hr.seq.Load() >= head {
+		return false
+	}
 	hr.mu.Lock()
 	defer hr.mu.Unlock()
-	return h.behind(ctx, hr) && h.catchUp(ctx, hr) == nil
+	return hr.room.Latest().Seq < head && h.catchUp(ctx, hr) == nil
 }
 
 // ruleRefusal reports whether err is a verdict (an identity.Error) rather

@@ -213,6 +213,9 @@ type hostRoom struct {
 	elem    *cacheElem
 	// kicked is set while a catch-up for a notification is scheduled.
 	kicked atomic.Bool
+	// seq is the replica's latest seq, written under mu whenever the
+	// replica changes, for the lock-free staleness check of refresh.
+	seq atomic.Int64
 
 	subMu sync.Mutex
 	subs  map[*subscriber]struct{}

@@ -73,6 +73,7 @@ func (h *Host) restore(hr *hostRoom, snap []byte) error {
 		return err
 	}
 	hr.room, hr.reg = room, room.Registry()
+	hr.seq.Store(room.Latest().Seq)
 	return nil
 }
 

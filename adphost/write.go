@@ -285,6 +285,7 @@ func (h *Host) tryCommit(ctx context.Context, hr *hostRoom, env *envelope.Envelo
 		}
 	}
 	rec := c.Record
+	hr.seq.Store(hr.room.Latest().Seq)
 	if hinted {
 		// The record is stored: a refusal here (a racing writer took the
 		// last use first) is the overshoot allowed above, not an error.

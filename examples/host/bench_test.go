@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -388,7 +387,6 @@ func BenchmarkRoomCacheMemory(b *testing.B) {
 		}
 	}
 	get("/v1/rooms/public?limit=100")
-	runtime.GC()
 	rss := vmRSS(b, p.cmd.Process.Pid)
 	b.ReportMetric(float64(rss)/(1<<20), "rss-MiB")
 }
