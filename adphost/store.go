@@ -188,7 +188,7 @@ func TrimQuota(q Quota, w []int64) ([]int64, bool) {
 // request) without listing every request of the room, so that neither
 // the time nor the answer of such a call grows with the room's history of
 // applicants. A Store without it is read through JoinRequests.
-// MemoryStore and boltstore implement it.
+// MemoryStore, boltstore and pgstore implement it.
 type JoinRequestIndex interface {
 	// ApplicantJoinRequests returns applicant's join requests for the
 	// room, in creation order.

@@ -487,9 +487,9 @@ func (s *Store) PutJoinRequest(ctx context.Context, jr *adp.JoinRequestResource)
 	if err != nil {
 		return err
 	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO adp_join_requests (room_id, id, applicant, body) VALUES ($1, $2, $3, $4)
+	_, err = s.pool.Exec(ctx, `INSERT INTO adp_join_requests (room_id, id, applicant, created_at, body) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (room_id, id) DO UPDATE SET body = excluded.body`,
-		jr.Request.RoomID, jr.Request.ID, jr.Request.Applicant.String(), b)
+		jr.Request.RoomID, jr.Request.ID, jr.Request.Applicant.String(), jr.Request.CreatedAt, b)
 	if err != nil {
 		return fmt.Errorf("pgstore: %w", err)
 	}
@@ -512,6 +512,28 @@ func (s *Store) JoinRequest(ctx context.Context, roomID, id string) (*adp.JoinRe
 // JoinRequests implements adphost.Store.
 func (s *Store) JoinRequests(ctx context.Context, roomID string) ([]*adp.JoinRequestResource, error) {
 	rows, err := s.pool.Query(ctx, `SELECT body FROM adp_join_requests WHERE room_id = $1 ORDER BY created`, roomID)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	return collect(rows, bodyRow[adp.JoinRequestResource])
+}
+
+// ApplicantJoinRequests implements adphost.JoinRequestIndex, through an
+// index on (room, applicant).
+func (s *Store) ApplicantJoinRequests(ctx context.Context, roomID string, applicant identity.AgentID) ([]*adp.JoinRequestResource, error) {
+	rows, err := s.pool.Query(ctx, `SELECT body FROM adp_join_requests WHERE room_id = $1 AND applicant = $2 ORDER BY created`,
+		roomID, applicant.String())
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	return collect(rows, bodyRow[adp.JoinRequestResource])
+}
+
+// RecentJoinRequests implements adphost.JoinRequestIndex, through an index
+// on (room, created_at).
+func (s *Store) RecentJoinRequests(ctx context.Context, roomID string, createdAfter int64) ([]*adp.JoinRequestResource, error) {
+	rows, err := s.pool.Query(ctx, `SELECT body FROM adp_join_requests WHERE room_id = $1 AND created_at > $2 ORDER BY created`,
+		roomID, createdAfter)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: %w", err)
 	}

@@ -89,3 +89,7 @@ func TestListen(t *testing.T) {
 	}
 	t.Fatal("no notification in 50 appends")
 }
+
+// The store implements the optional join-request index, so the Host never
+// lists a room's whole history of applicants for one applicant's read.
+var _ adphost.JoinRequestIndex = (*pgstore.Store)(nil)
