@@ -215,6 +215,57 @@ func (r *Room) Accept(ctx context.Context, env *envelope.Envelope, at time.Time)
 	return rec, nil
 }
 
+// Pending is a write that [Room.Prepare] judged acceptable: [Pending.Record]
+// is the record the room would append, and [Pending.Commit] applies it.
+// It lets a host put the record into durable storage between the judgment
+// and the state change without judging the write twice.
+type Pending struct {
+	// Record is the record the write becomes: the next seq, the chain
+	// link, received_at and the record hash.
+	Record *Record
+	room   *Room
+	change *change
+}
+
+// Prepare is [Room.Accept] without the state change: it judges env at time
+// at exactly as Accept does and returns the record Accept would append.
+// The room does not change until [Pending.Commit].
+func (r *Room) Prepare(ctx context.Context, env *envelope.Envelope, at time.Time) (*Pending, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	ms := r.clock(at)
+	c, err := r.check(ctx, env, ms)
+	if err != nil {
+		return nil, err
+	}
+	rec := &Record{RoomID: r.id, Seq: r.st.Latest.Seq + 1, ReceivedAt: ms, Envelope: env}
+	if rec.Seq > 1 {
+		rec.PreHash = r.st.Latest.Hash
+	}
+	rec.Hash = rec.ComputeHash()
+	return &Pending{Record: rec, room: r, change: c}, nil
+}
+
+// Commit applies the prepared record to its room, as Accept would have.
+// The judgment holds only for the state it was made on: if the room has
+// taken another record since Prepare (its latest record is no longer the
+// one Record links to), Commit changes nothing and returns an
+// invalid_record error. A Pending commits at most once.
+func (p *Pending) Commit() error {
+	r := p.room
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p.change == nil {
+		return identity.Errorf(CodeInvalidRecord, "record %d is already committed", p.Record.Seq)
+	}
+	if err := r.checkLink(p.Record); err != nil {
+		return err
+	}
+	r.commit(p.change, p.Record)
+	p.change = nil
+	return nil
+}
+
 // Apply replays one record of a history (§19 step 3): the record must be
 // the next link of the chain, with a correct record hash and a received_at
 // not before the previous record's, and its envelope must verify and be

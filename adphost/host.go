@@ -114,9 +114,11 @@ type Options struct {
 	// beyond the bound. An evicted room is rebuilt on its next use from its
 	// newest stored snapshot and the records after it.
 	RoomCache int
-	// SnapshotEvery is how many records apart a room's snapshots are
-	// stored; 0 means 100, negative means never (rooms are then rebuilt
-	// from seq 1).
+	// SnapshotEvery is how many records apart a room's first snapshots
+	// are stored; 0 means 100, negative means never (rooms are then
+	// rebuilt from seq 1). A snapshot grows with its room, so in a room of
+	// more than 16×SnapshotEvery records the distance grows with the room,
+	// staying between an eighth and a quarter of its length.
 	SnapshotEvery int
 	// AppendDeadline bounds how long a write keeps retrying while other
 	// processes sharing the Store keep winning its room's append race; 0

@@ -261,24 +261,22 @@ func (h *Host) tryCommit(ctx context.Context, hr *hostRoom, env *envelope.Envelo
 		ix.Members = nil
 		hr.ix = &ix
 	} else {
-		if err := hr.room.Check(ctx, env, now); err != nil {
+		// Judged once: Prepare builds the record (received_at never
+		// decreases, even if the clock steps back) without changing the
+		// replica, and Commit applies that judgment once the record is
+		// stored.
+		p, err := hr.room.Prepare(ctx, env, now)
+		if err != nil {
 			return nil, h.judged(ctx, hr, err)
 		}
-		// received_at never decreases, even if the clock steps back.
-		latest := hr.room.Latest()
-		rec := &adp.Record{RoomID: hr.id, Seq: latest.Seq + 1, ReceivedAt: max(ms, latest.ReceivedAt), Envelope: env}
-		if rec.Seq > 1 {
-			rec.PreHash = latest.Hash
-		}
-		rec.Hash = rec.ComputeHash()
-		c.Record = rec
+		c.Record = p.Record
 		if err := h.store.Append(ctx, c); err != nil {
 			return nil, err
 		}
-		// The record is stored: the replica follows it. Apply judges it
-		// as Check did (same state, same time); should it fail, the
-		// replica is not to be trusted and is rebuilt from the Store.
-		if err := hr.room.Apply(ctx, rec); err != nil {
+		// The record is stored: the replica follows it. Should the replica
+		// have moved meanwhile, it is not to be trusted and is rebuilt
+		// from the Store.
+		if err := p.Commit(); err != nil {
 			if lerr := h.load(ctx, hr); lerr != nil {
 				return nil, lerr
 			}
@@ -294,7 +292,7 @@ func (h *Host) tryCommit(ctx context.Context, hr *hostRoom, env *envelope.Envelo
 	if rec.Seq == 1 {
 		h.addRoom(hr)
 	}
-	if h.snapEvery > 0 && rec.Seq%int64(h.snapEvery) == 0 {
+	if snapshotDue(rec.Seq, int64(h.snapEvery)) {
 		// A snapshot is a shortcut for rebuilding the replica; a failure
 		// to store one costs a longer rebuild, not the write.
 		if snap, err := hr.room.Snapshot(); err == nil {
@@ -303,6 +301,25 @@ func (h *Host) tryCommit(ctx context.Context, hr *hostRoom, env *envelope.Envelo
 	}
 	h.afterAccept(ctx, hr, ev, rec)
 	return rec, nil
+}
+
+// snapshotDue reports whether the record at seq is followed by a stored
+// snapshot. The first snapshots are every records apart. A snapshot costs
+// time and bytes in proportion to the room (it carries every accepted
+// event hash), so past 8×every records the distance doubles whenever the
+// room doubles, staying between an eighth and a quarter of the room's
+// length: a snapshot then costs each write a constant share however long
+// the room grows, and a rebuild replays at most a quarter of the room.
+// every <= 0 means never.
+func snapshotDue(seq, every int64) bool {
+	if every <= 0 || seq <= 0 {
+		return false
+	}
+	interval := every
+	for interval*16 <= seq {
+		interval *= 2
+	}
+	return seq%interval == 0
 }
 
 // checkNonce is the durable nonce cache: the Verifier's is in memory and

@@ -1,0 +1,77 @@
+package adp_test
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/adp/adptest"
+)
+
+// Prepare judges a write as Accept does without changing the room; Commit
+// then leaves the room exactly as Accept would have, once, and only on the
+// state the judgment was made on.
+func TestPrepareCommitIsAccept(t *testing.T) {
+	w := adptest.NewWorld(t, "d8ftedhpqhsusbg001tg", nil)
+	w.PublicRoom()
+	w.Join("alice", adp.RoleSpeaker)
+	w.Join("bob", adp.RoleSpeaker)
+
+	twin := w.Replay(nil) // the same state, reached by replay
+	env, err := adp.NewMessage(w.Ctx, w.Author("alice"), w.Base(adp.TypeMessageCreate), adp.Message{ContentType: "text/plain", Content: adp.TextContent("hi")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := twin.Snapshot()
+	p, err := twin.Prepare(w.Ctx, env, w.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := twin.Snapshot(); !bytes.Equal(before, after) {
+		t.Fatal("Prepare changed the room")
+	}
+	rec, err := w.Room.Accept(w.Ctx, env, w.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Record.Hash != rec.Hash || p.Record.Seq != rec.Seq || p.Record.ReceivedAt != rec.ReceivedAt {
+		t.Fatalf("prepared record %d %s, Accept's %d %s", p.Record.Seq, p.Record.Hash, rec.Seq, rec.Hash)
+	}
+	if err := p.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := w.Room.Snapshot()
+	b, _ := twin.Snapshot()
+	if !bytes.Equal(a, b) {
+		t.Fatal("Prepare+Commit left another state than Accept")
+	}
+	if err := p.Commit(); !errors.Is(err, adp.ErrInvalidRecord) {
+		t.Fatalf("second Commit: %v, want invalid_record", err)
+	}
+
+	// A judgment made on a state the room has left does not commit.
+	base, err := twin.BaseFor(adp.TypeMessageCreate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env2, err := adp.NewMessage(w.Ctx, w.Author("bob"), base, adp.Message{ContentType: "text/plain", Content: adp.TextContent("late")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale, err := twin.Prepare(w.Ctx, env2, w.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Room = twin
+	if _, err := w.Say("alice", "first"); err != nil {
+		t.Fatal(err)
+	}
+	moved, _ := twin.Snapshot()
+	if err := stale.Commit(); !errors.Is(err, adp.ErrInvalidRecord) {
+		t.Fatalf("stale Commit: %v, want invalid_record", err)
+	}
+	if now, _ := twin.Snapshot(); !bytes.Equal(moved, now) {
+		t.Fatal("a refused Commit changed the room")
+	}
+}
