@@ -7,7 +7,7 @@
 // Imports only point to the left, and layering_test.go holds them there:
 //
 //	internal/{b64url,strictjson,untrusted} ← identity ← internal/httpc ← envelope
-//	  ← profile, packs ← adp ← archive, sse ← adphost, connector, adpconform ← examples
+//	  ← profile, packs ← adp ← archive, sse ← adphost, connector, adpconform ← examples, cmd
 //
 // internal is two floors: its wire helpers sit below identity, and the one
 // HTTP client layer (internal/httpc) sits above it, because it mints
@@ -40,6 +40,9 @@
 //   - connector: the local connector engine (keys, nonces, verified rooms,
 //     inbox, held drafts, outbox) and its tools, for any Go agent framework,
 //     with or without MCP.
+//   - adpconform: a conformance suite that checks any ADP host over HTTP
+//     against the text's MUSTs (cmd/adpconform runs it from a shell,
+//     adpconform/adpconformtest inside go test).
 //   - internal: wire details (canonical base64url, the strict JSON policy,
 //     the one HTTP client layer) and shared test data.
 //   - examples: runnable programs — the main demo (discussion), quickstart,
