@@ -70,7 +70,8 @@
 // The Store is the truth. The Host keeps a bounded cache of adp.Room
 // replicas ([Options].RoomCache, least recently used out; rooms with live
 // subscribers stay), loads a room on first use from its newest snapshot
-// (stored every [Options].SnapshotEvery records) and the records after it,
+// (stored every [Options].SnapshotEvery records at first, further apart as
+// the room grows) and the records after it,
 // and replays nothing at start-up. Public room discovery and /v1/me/rooms
 // read the room index the Store keeps with every append, loading no room.
 // Live-stream subscribers and the per-room write locks are in memory;
