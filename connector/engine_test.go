@@ -57,6 +57,20 @@ func must[T any](t testing.TB) func(T, error) T {
 	}
 }
 
+// speakerPair opens alice and bob on host: alice creates a public room and
+// bob (with bobOpts) joins it as a speaker in session "b". Both engines
+// close when the test ends.
+func speakerPair(t testing.TB, host string, bobOpts ...func(*Options)) (alice, bob *Engine, room string) {
+	t.Helper()
+	alice = openTest(t, t.TempDir(), testKey(t, "alice"), host)
+	t.Cleanup(func() { alice.Close() })
+	room = createRoom(t, alice, host)
+	bob = openTest(t, t.TempDir(), testKey(t, "bob"), host, bobOpts...)
+	t.Cleanup(func() { bob.Close() })
+	must[*RoomJoinResult](t)(bob.Join(ctxT(t), "b", RoomJoinInput{Host: host, RoomID: room, Role: "speaker"}))
+	return alice, bob, room
+}
+
 // createRoom has e create a public active room.
 func createRoom(t testing.TB, e *Engine, host string) string {
 	t.Helper()

@@ -135,12 +135,7 @@ func TestInboxKinds(t *testing.T) {
 func TestInboxDefer(t *testing.T) {
 	_, srv := testHost(t)
 	ctx := ctxT(t)
-	alice := openTest(t, t.TempDir(), testKey(t, "alice"), srv.URL)
-	defer alice.Close()
-	bob := openTest(t, t.TempDir(), testKey(t, "bob"), srv.URL)
-	defer bob.Close()
-	room := createRoom(t, alice, srv.URL)
-	must[*RoomJoinResult](t)(bob.Join(ctx, "b", RoomJoinInput{Host: srv.URL, RoomID: room, Role: "speaker"}))
+	alice, bob, room := speakerPair(t, srv.URL)
 	say(t, alice, room, "one")
 	r := must[*InboxNextResult](t)(bob.InboxNext(ctx, "b", InboxNextInput{Kinds: []string{KindMessageNew}, WaitMS: 15000}))
 	if len(r.Items) != 1 {
@@ -260,12 +255,7 @@ func TestHistoryIsNotNews(t *testing.T) {
 func TestUnreadCursor(t *testing.T) {
 	_, srv := testHost(t)
 	ctx := ctxT(t)
-	alice := openTest(t, t.TempDir(), testKey(t, "alice"), srv.URL)
-	defer alice.Close()
-	bob := openTest(t, t.TempDir(), testKey(t, "bob"), srv.URL)
-	defer bob.Close()
-	room := createRoom(t, alice, srv.URL)
-	must[*RoomJoinResult](t)(bob.Join(ctx, "b", RoomJoinInput{Host: srv.URL, RoomID: room, Role: "speaker"}))
+	alice, bob, room := speakerPair(t, srv.URL)
 	say(t, alice, room, "a")
 	say(t, alice, room, "b")
 	say(t, bob, room, "mine")

@@ -29,12 +29,7 @@ import (
 func TestPresentedHeadFollowsHeld(t *testing.T) {
 	_, srv := testHost(t)
 	ctx := ctxT(t)
-	alice := openTest(t, t.TempDir(), testKey(t, "alice"), srv.URL)
-	defer alice.Close()
-	room := createRoom(t, alice, srv.URL)
-	bob := openTest(t, t.TempDir(), testKey(t, "bob"), srv.URL, func(o *Options) { o.NoSubscribe = true })
-	defer bob.Close()
-	must[*RoomJoinResult](t)(bob.Join(ctx, "b", RoomJoinInput{Host: srv.URL, RoomID: room, Role: "speaker"}))
+	alice, bob, room := speakerPair(t, srv.URL, func(o *Options) { o.NoSubscribe = true })
 	must[*RoomStateResult](t)(bob.RoomState(ctx, "b", RoomStateInput{RoomID: room, Refresh: true}))
 	say(t, alice, room, "moved")
 	r1 := must[*WriteResult](t)(bob.SendMessage(ctx, "b", SendMessageInput{RoomID: room, Content: "first try"}))
@@ -326,12 +321,7 @@ func TestClaimLease(t *testing.T) {
 	var skew time.Duration
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return time.Now().Add(skew) }
 	advance := func(d time.Duration) { mu.Lock(); skew += d; mu.Unlock() }
-	alice := openTest(t, t.TempDir(), testKey(t, "alice"), srv.URL)
-	defer alice.Close()
-	room := createRoom(t, alice, srv.URL)
-	bob := openTest(t, t.TempDir(), testKey(t, "bob"), srv.URL, func(o *Options) { o.Now = clock })
-	defer bob.Close()
-	must[*RoomJoinResult](t)(bob.Join(ctx, "b", RoomJoinInput{Host: srv.URL, RoomID: room, Role: "speaker"}))
+	alice, bob, room := speakerPair(t, srv.URL, func(o *Options) { o.Now = clock })
 	must[*WriteResult](t)(alice.SendMessage(ctx, "a", SendMessageInput{RoomID: room, Content: "hi bob",
 		Mentions: []string{testKey(t, "bob").AgentID().String()}, OnHeadMismatch: OnMismatchSendAnyway}))
 	got := must[*InboxNextResult](t)(bob.InboxNext(ctx, "s1", InboxNextInput{Kinds: []string{KindMention}, WaitMS: 15000, Claim: true}))

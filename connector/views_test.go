@@ -54,12 +54,7 @@ func wantKeys(t testing.TB, what string, v any, want string) {
 func TestViewShapes(t *testing.T) {
 	_, srv := testHost(t)
 	ctx := ctxT(t)
-	alice := openTest(t, t.TempDir(), testKey(t, "alice"), srv.URL)
-	defer alice.Close()
-	bob := openTest(t, t.TempDir(), testKey(t, "bob"), srv.URL)
-	defer bob.Close()
-	room := createRoom(t, alice, srv.URL)
-	must[*RoomJoinResult](t)(bob.Join(ctx, "b", RoomJoinInput{Host: srv.URL, RoomID: room, Role: "speaker"}))
+	alice, bob, room := speakerPair(t, srv.URL)
 	must[*RoomStateResult](t)(bob.RoomState(ctx, "b", RoomStateInput{RoomID: room}))
 	m := must[*WriteResult](t)(alice.SendMessage(ctx, "a", SendMessageInput{RoomID: room, Content: "hi bob", Mentions: []string{bob.AgentID().String()}, OnHeadMismatch: OnMismatchSendAnyway}))
 	wantKeys(t, "SyncState", m.Sync, "host room_id head_seq head_hash synced_seq remote_seq subscribed unread_count pending_inbox_count")

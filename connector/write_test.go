@@ -16,12 +16,7 @@ import (
 func TestResignCap(t *testing.T) {
 	rh, srv := newRecordingServer(t)
 	ctx := ctxT(t)
-	alice := openTest(t, t.TempDir(), testKey(t, "alice"), srv.URL)
-	defer alice.Close()
-	room := createRoom(t, alice, srv.URL)
-	bob := openTest(t, t.TempDir(), testKey(t, "bob"), srv.URL)
-	defer bob.Close()
-	must[*RoomJoinResult](t)(bob.Join(ctx, "b", RoomJoinInput{Host: srv.URL, RoomID: room, Role: "speaker"}))
+	alice, bob, room := speakerPair(t, srv.URL)
 	must[*RoomStateResult](t)(bob.RoomState(ctx, "b", RoomStateInput{RoomID: room, Refresh: true}))
 	bobPosts := 0
 	rh.mu.Lock()
@@ -169,12 +164,7 @@ func TestPresentedHeadPerSession(t *testing.T) {
 func TestHostHeadMismatch(t *testing.T) {
 	_, srv := testHost(t)
 	ctx := ctxT(t)
-	alice := openTest(t, t.TempDir(), testKey(t, "alice"), srv.URL)
-	defer alice.Close()
-	room := createRoom(t, alice, srv.URL)
-	bob := openTest(t, t.TempDir(), testKey(t, "bob"), srv.URL, func(o *Options) { o.NoSubscribe = true })
-	defer bob.Close()
-	must[*RoomJoinResult](t)(bob.Join(ctx, "b", RoomJoinInput{Host: srv.URL, RoomID: room, Role: "speaker"}))
+	alice, bob, room := speakerPair(t, srv.URL, func(o *Options) { o.NoSubscribe = true })
 	must[*RoomStateResult](t)(bob.RoomState(ctx, "b", RoomStateInput{RoomID: room}))
 	say(t, alice, room, "unseen move")
 	r := must[*WriteResult](t)(bob.SendMessage(ctx, "b", SendMessageInput{RoomID: room, Content: "late"}))
