@@ -454,6 +454,16 @@ func (s *Store) JoinRequest(_ context.Context, roomID, id string) (*adp.JoinRequ
 }
 
 // getRequest decodes request id of a room's bucket r; nil when absent.
+// indexedRequest is getRequest for an id an index named: the request
+// must be there.
+func indexedRequest(r *bolt.Bucket, id []byte) (*adp.JoinRequestResource, error) {
+	jr, err := getRequest(r, id)
+	if err == nil && jr == nil {
+		err = errors.New("boltstore: the join-request index names a missing request")
+	}
+	return jr, err
+}
+
 func getRequest(r *bolt.Bucket, id []byte) (*adp.JoinRequestResource, error) {
 	if r == nil {
 		return nil, nil
@@ -478,10 +488,7 @@ func (s *Store) JoinRequests(_ context.Context, roomID string) ([]*adp.JoinReque
 			return nil
 		}
 		return order.ForEach(func(k, _ []byte) error {
-			jr, err := getRequest(r, k[8:])
-			if err == nil && jr == nil {
-				err = errors.New("boltstore: the join-request index names a missing request")
-			}
+			jr, err := indexedRequest(r, k[8:])
 			if err != nil {
 				return err
 			}
@@ -504,10 +511,7 @@ func (s *Store) ApplicantJoinRequests(_ context.Context, roomID string, applican
 		p := applPrefix(applicant)
 		c := appl.Cursor()
 		for k, _ := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, _ = c.Next() {
-			jr, err := getRequest(r, k[len(p):])
-			if err == nil && jr == nil {
-				err = errors.New("boltstore: the join-request index names a missing request")
-			}
+			jr, err := indexedRequest(r, k[len(p):])
 			if err != nil {
 				return err
 			}
@@ -532,10 +536,7 @@ func (s *Store) RecentJoinRequests(_ context.Context, roomID string, createdAfte
 		}
 		c := order.Cursor()
 		for k, _ := c.Seek(seqKey(max(createdAfter, -1) + 1)); k != nil; k, _ = c.Next() {
-			jr, err := getRequest(r, k[8:])
-			if err == nil && jr == nil {
-				err = errors.New("boltstore: the join-request index names a missing request")
-			}
+			jr, err := indexedRequest(r, k[8:])
 			if err != nil {
 				return err
 			}
