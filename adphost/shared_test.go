@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/adphost"
+	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/identity"
 	"github.com/agentprotocols/go-sdk/sse"
 )
@@ -343,5 +344,46 @@ func TestSharedStoreLive(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// lateIndexStore answers the next hide exact-resubmission lookups with
+// nothing, as a Store does for a host that looked before another process's
+// append of the same envelope landed.
+type lateIndexStore struct {
+	*adphost.MemoryStore
+	hide atomic.Int32
+}
+
+func (s *lateIndexStore) RecordByEvent(ctx context.Context, h envelope.Hash) (*adp.Record, error) {
+	if s.hide.Add(-1) >= 0 {
+		return nil, nil
+	}
+	return s.MemoryStore.RecordByEvent(ctx, h)
+}
+
+// TestSharedStoreSameEnvelopeLosesNonceRace: one envelope reaches two
+// hosts at once; the second looked for it before the first appended, so
+// it passes the resubmission check and then finds its nonce used. Its
+// answer must be the exact-resubmission answer with the first host's
+// record, not nonce_not_greater.
+func TestSharedStoreSameEnvelopeLosesNonceRace(t *testing.T) {
+	ctx := ctxT(t)
+	store := &lateIndexStore{MemoryStore: adphost.NewMemoryStore()}
+	s := newShared(t, 2, store, &adphost.Options{RateLimits: adphost.Unlimited()})
+	alice := s.client("alice")
+	room := mustv(alice.CreateRoom(ctx, roomSpec(t, adp.VisibilityPublic, "late index"))).RoomID
+	env := mustv(adp.NewMessage(ctx, alice.Author(), headBase(t, alice, room), text("same")))
+	first := mustv(s.clientWith("alice", s.pinned(0)).Submit(ctx, room, env))
+	store.hide.Store(1)
+	second, err := s.clientWith("alice", s.pinned(1)).Submit(ctx, room, env)
+	if err != nil {
+		t.Fatalf("the same envelope on the second host: %v", err)
+	}
+	if second.Seq != first.Seq || second.Hash != first.Hash {
+		t.Fatalf("two records for one envelope: %d and %d", first.Seq, second.Seq)
+	}
+	if store.hide.Load() >= 0 {
+		t.Fatal("the second host never looked the envelope up")
 	}
 }

@@ -146,7 +146,7 @@ func (h *Host) commit(ctx context.Context, hr *hostRoom, env *envelope.Envelope,
 	// a replay is told nonce_not_greater first; Append checks it again
 	// atomically.
 	if _, _, err := h.checkNonce(ctx, ev, h.now().UnixMilli()); err != nil {
-		return nil, err
+		return nil, h.orDuplicate(ctx, env, err)
 	}
 	hr.mu.Lock()
 	defer hr.mu.Unlock()
@@ -154,7 +154,7 @@ func (h *Host) commit(ctx context.Context, hr *hostRoom, env *envelope.Envelope,
 	for attempt := 1; ; attempt++ {
 		rec, err := h.tryCommit(ctx, hr, env, ev)
 		if !errors.Is(err, ErrHeadMoved) {
-			return rec, err
+			return rec, h.orDuplicate(ctx, env, err)
 		}
 		if err := h.catchUp(ctx, hr); err != nil {
 			return nil, err
@@ -169,6 +169,21 @@ func (h *Host) commit(ctx context.Context, hr *hostRoom, env *envelope.Envelope,
 				"room %s is busy: %d appends lost to other writers; retry", clip(hr.id), attempt)}
 		}
 	}
+}
+
+// orDuplicate turns a nonce_not_greater refusal of env into
+// ErrDuplicateEvent when env itself is what advanced the nonce: the same
+// envelope, sent to two processes sharing a Store at once, passes both
+// Verifiers' resubmission lookups before either appends, and the one that
+// loses the nonce race must answer as for an exact resubmission.
+func (h *Host) orDuplicate(ctx context.Context, env *envelope.Envelope, err error) error {
+	if !errors.Is(err, identity.ErrNonceNotGreater) {
+		return err
+	}
+	if prior, lerr := h.store.RecordByEvent(ctx, env.Hash()); lerr == nil && prior != nil {
+		return ErrDuplicateEvent
+	}
+	return err
 }
 
 // judged returns a refusal of the replica's rules, or ErrHeadMoved when
