@@ -1,6 +1,34 @@
 package adp
 
+import (
+	"github.com/go-json-experiment/json"
+
+	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/packs"
+)
+
 // ParseRecordPlain is ParseRecord's plain path (split the object, then
 // parse each member in order), against which FuzzParseRecord checks the
 // one-pass path.
 func ParseRecordPlain(b []byte) (*Record, error) { return parseRecord(b, nil) }
+
+// CheckBuiltinPayloadReference is checkBuiltinPayload with the two-pass
+// decode it replaced: ValidateBuiltin's tree for the kernel schema, then
+// json.Unmarshal into the typed struct. FuzzBuiltinDecode and
+// TestDecodeMatchesReference compare the one-pass path against it.
+func CheckBuiltinPayloadReference(typ string, raw []byte) (any, error) {
+	return checkBuiltinWith(typ, raw, referenceDecode)
+}
+
+func referenceDecode(typ string, raw []byte, v any) error {
+	if err := packs.ValidateBuiltin(typ, raw); err != nil {
+		return err
+	}
+	if v == nil {
+		return nil
+	}
+	if err := json.Unmarshal(raw, v, json.RejectUnknownMembers(true)); err != nil {
+		return identity.Wrap(identity.CodeInvalidEvent, "payload", err)
+	}
+	return nil
+}

@@ -3,7 +3,6 @@ package adp
 import (
 	"strings"
 
-	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agentprotocols/go-sdk/identity"
@@ -41,14 +40,30 @@ func ParsePayload(typ string, payload []byte) (any, error) {
 // kernel schema, then the rules of §9–§12 that need only the payload. It
 // returns the decoded payload. Builders and the replayer share it, so an
 // event signed by the builders never fails a host for its shape.
+//
+// The payload is parsed once: packs.DecodeBuiltin builds the kernel
+// schema's tree and the typed struct from the same parse.
 func checkBuiltinPayload(typ string, raw jsontext.Value) (any, error) {
-	if err := packs.ValidateBuiltin(typ, raw); err != nil {
-		return nil, err
+	return checkBuiltinWith(typ, raw, packs.DecodeBuiltin)
+}
+
+// decodeFunc checks a built-in payload against its kernel schema and, when
+// v is not nil, decodes it into v: packs.DecodeBuiltin, or in tests the
+// two-pass reference it replaced.
+type decodeFunc func(typ string, raw []byte, v any) error
+
+// checkBuiltinWith is checkBuiltinPayload with the schema check and
+// decoding done by dec.
+func checkBuiltinWith(typ string, raw jsontext.Value, dec decodeFunc) (any, error) {
+	if typ == TypeTypeDefine {
+		if err := dec(typ, raw, nil); err != nil {
+			return nil, err
+		}
 	}
 	switch typ {
 	case TypeRoomCreate:
 		p := new(RoomCreate)
-		if err := decode(raw, p); err != nil {
+		if err := dec(typ, raw, p); err != nil {
 			return nil, err
 		}
 		switch {
@@ -60,7 +75,7 @@ func checkBuiltinPayload(typ string, raw jsontext.Value) (any, error) {
 		return p, checkPolicy(p.Policy)
 	case TypeRoomUpdate:
 		p := new(RoomUpdate)
-		if err := decode(raw, p); err != nil {
+		if err := dec(typ, raw, p); err != nil {
 			return nil, err
 		}
 		if p.Topic != nil && strings.TrimSpace(*p.Topic) == "" {
@@ -69,7 +84,7 @@ func checkBuiltinPayload(typ string, raw jsontext.Value) (any, error) {
 		return p, checkPolicy(p.Policy)
 	case TypeRoomJoin:
 		p := new(Join)
-		if err := decode(raw, p); err != nil {
+		if err := dec(typ, raw, p); err != nil {
 			return nil, err
 		}
 		if p.RequestID != "" && p.Perspective != nil {
@@ -78,7 +93,7 @@ func checkBuiltinPayload(typ string, raw jsontext.Value) (any, error) {
 		return p, nil
 	case TypeRoomJoinReview:
 		p := new(JoinReview)
-		if err := decode(raw, p); err != nil {
+		if err := dec(typ, raw, p); err != nil {
 			return nil, err
 		}
 		switch {
@@ -92,25 +107,28 @@ func checkBuiltinPayload(typ string, raw jsontext.Value) (any, error) {
 		return p, nil
 	case TypeRoomLeave, TypeRoomClose, TypeRoomCancel:
 		p := new(Notice)
-		return p, decode(raw, p)
+		return p, dec(typ, raw, p)
 	case TypeMemberRoleUpdate:
 		p := new(RoleUpdate)
-		return p, decode(raw, p)
+		return p, dec(typ, raw, p)
 	case TypeMemberRemove:
 		p := new(MemberRemove)
-		return p, decode(raw, p)
+		return p, dec(typ, raw, p)
 	case TypeTypeDefine:
 		d, err := packs.ParseDeclaration(raw)
 		return &d, err
 	case TypeMessageCreate:
 		p := new(Message)
-		if err := decode(raw, p); err != nil {
+		if err := dec(typ, raw, p); err != nil {
 			return nil, err
 		}
 		if k := p.Content.Kind(); k != '"' && k != '{' {
 			return nil, invalid("message.create content must be a JSON string or object")
 		}
 		return p, nil
+	}
+	if err := dec(typ, raw, nil); err != nil { // not built in
+		return nil, err
 	}
 	return nil, identity.Errorf(identity.CodeInvalidEvent, "%q is not a built-in type", clip(typ))
 }
@@ -133,17 +151,6 @@ func checkCustomPayload(raw jsontext.Value) error {
 func checkPolicy(p *Policy) error {
 	if p != nil && p.MaxSpeakers < 0 {
 		return invalid("policy.max_speakers must be at least 1")
-	}
-	return nil
-}
-
-// decode maps a payload that passed its kernel schema onto its Go type.
-// Decoding is strict (unknown members rejected, names case-sensitive) and
-// parses Agent IDs and hashes fully, so it also catches what the schema's
-// patterns cannot (a 43-character key that is not canonical base64url).
-func decode(raw jsontext.Value, v any) error {
-	if err := json.Unmarshal(raw, v, json.RejectUnknownMembers(true)); err != nil {
-		return identity.Wrap(identity.CodeInvalidEvent, "payload", err)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/internal/typedjson"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -107,16 +108,42 @@ func ValidTypeName(name string) bool {
 // start_time < end_time, the room.update field-set rules against current
 // state, membership, roles and join-request matching.
 func ValidateBuiltin(typ string, payload []byte) error {
+	return DecodeBuiltin(typ, payload, nil)
+}
+
+// DecodeBuiltin is [ValidateBuiltin] followed, when v is not nil, by the
+// strict decoding of the payload into the value v points to (a zero
+// struct of the type's payload), both from one parse of the payload: the
+// parse that builds the tree the kernel schema evaluates also records what
+// the typed decoding needs. The decoding has the semantics of json v2's
+// Unmarshal with RejectUnknownMembers(true) (unknown members refused,
+// names case-sensitive, an integer field takes only an integer literal,
+// null is the zero value, jsontext.Value fields keep their bytes, the
+// fields' own UnmarshalJSON and UnmarshalText methods run); its failures
+// are invalid_event with the cause in Err.
+func DecodeBuiltin(typ string, payload []byte, v any) error {
 	s := kernel().payload[typ]
 	if s == nil {
 		return invalidEvent("%q is not a built-in event type", clip(typ))
 	}
-	v, err := decodeJSON(payload)
+	p := getDecoder(len(payload))
+	defer putDecoder(p, len(payload))
+	var tape *typedjson.Tape
+	if v != nil {
+		tape = &p.tape
+	}
+	tree, err := p.decode(payload, tape)
 	if err != nil {
 		return identity.Wrap(identity.CodeInvalidEvent, typ+" payload", err)
 	}
-	if se := s.validate(v); se != nil {
+	if se := s.validate(tree); se != nil {
 		return schemaErr(identity.CodeInvalidEvent, typ+" payload is invalid", se)
+	}
+	if v == nil {
+		return nil
+	}
+	if err := typedjson.Decode(tape, v); err != nil {
+		return identity.Wrap(identity.CodeInvalidEvent, "payload", err)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentprotocols/go-sdk/identity"
 	"github.com/agentprotocols/go-sdk/internal/strictjson"
+	"github.com/agentprotocols/go-sdk/internal/typedjson"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -331,16 +332,42 @@ func libQuote(s string) string {
 // work. FuzzValidatePayload checks decodeJSON accepts exactly what
 // strictjson.Validate accepts.
 func decodeJSON(b []byte) (any, error) {
-	var p *pooledDecoder
-	if len(b) <= maxPooledInput {
-		p = decoderPool.Get().(*pooledDecoder)
-		defer decoderPool.Put(p)
-	} else {
-		p = newPooledDecoder()
+	p := getDecoder(len(b))
+	defer putDecoder(p, len(b))
+	return p.decode(b, nil)
+}
+
+// getDecoder returns a decoder for an input of n bytes: a pooled one
+// unless the input is large.
+func getDecoder(n int) *pooledDecoder {
+	if n <= maxPooledInput {
+		return decoderPool.Get().(*pooledDecoder)
 	}
+	return newPooledDecoder()
+}
+
+// putDecoder returns p, got for an input of n bytes, to the pool.
+func putDecoder(p *pooledDecoder, n int) {
+	if n > maxPooledInput {
+		return
+	}
+	p.tape.Reset(nil)
+	if cap(p.tape.Nodes) > maxPooledNodes {
+		p.tape.Nodes = nil
+	}
+	decoderPool.Put(p)
+}
+
+// decode is decodeJSON with p's decoder. With a tape it also records
+// every value for the typed mapping (internal/typedjson), in the same
+// pass.
+func (p *pooledDecoder) decode(b []byte, tape *typedjson.Tape) (any, error) {
 	p.r.Reset(b)
 	p.d.Reset(&p.r, jsontext.AllowDuplicateNames(true))
-	v, err := decodeValue(p.d)
+	if tape != nil {
+		tape.Reset(b)
+	}
+	v, err := decodeValue(p.d, tape, "")
 	if err == nil {
 		err = strictjson.End(p.d)
 	}
@@ -354,9 +381,13 @@ func decodeJSON(b []byte) (any, error) {
 // maxPooledInput keeps decoders with large buffers out of the pool.
 const maxPooledInput = 64 << 10
 
+// maxPooledNodes keeps tapes of unusually many values out of the pool.
+const maxPooledNodes = 4096
+
 type pooledDecoder struct {
-	r bytes.Reader
-	d *jsontext.Decoder
+	r    bytes.Reader
+	d    *jsontext.Decoder
+	tape typedjson.Tape
 }
 
 func newPooledDecoder() *pooledDecoder {
@@ -367,8 +398,17 @@ func newPooledDecoder() *pooledDecoder {
 
 var decoderPool = sync.Pool{New: func() any { return newPooledDecoder() }}
 
-func decodeValue(d *jsontext.Decoder) (any, error) {
-	switch d.PeekKind() {
+// decodeValue decodes the next value, recording it on tape when tape is
+// not nil; name is the member name it stands under ("" in an array or at
+// the top).
+func decodeValue(d *jsontext.Decoder, tape *typedjson.Tape, name string) (any, error) {
+	kind := d.PeekKind()
+	at := -1
+	if tape != nil {
+		at = tape.Begin(byte(kind), name, int(d.InputOffset()))
+	}
+	var out any
+	switch kind {
 	case '{':
 		if _, err := d.ReadToken(); err != nil {
 			return nil, syntaxErr(d, err)
@@ -380,7 +420,7 @@ func decodeValue(d *jsontext.Decoder) (any, error) {
 				return nil, syntaxErr(d, err)
 			}
 			name := tok.String()
-			v, err := decodeValue(d)
+			v, err := decodeValue(d, tape, name)
 			if err != nil {
 				return nil, err
 			}
@@ -393,14 +433,14 @@ func decodeValue(d *jsontext.Decoder) (any, error) {
 		if _, err := d.ReadToken(); err != nil {
 			return nil, syntaxErr(d, err)
 		}
-		return m, nil
+		out = m
 	case '[':
 		if _, err := d.ReadToken(); err != nil {
 			return nil, syntaxErr(d, err)
 		}
 		a := make([]any, 0, 4)
 		for d.PeekKind() != ']' {
-			v, err := decodeValue(d)
+			v, err := decodeValue(d, tape, "")
 			if err != nil {
 				return nil, err
 			}
@@ -409,7 +449,7 @@ func decodeValue(d *jsontext.Decoder) (any, error) {
 		if _, err := d.ReadToken(); err != nil {
 			return nil, syntaxErr(d, err)
 		}
-		return a, nil
+		out = a
 	case '0':
 		raw, err := d.ReadValue()
 		if err != nil {
@@ -422,7 +462,7 @@ func decodeValue(d *jsontext.Decoder) (any, error) {
 		if err != nil {
 			return nil, &strictjson.Error{Pointer: string(d.StackPointer()), Err: err}
 		}
-		return f, nil
+		out = f
 	default: // strings, literals, and errors
 		tok, err := d.ReadToken()
 		if err != nil {
@@ -430,14 +470,19 @@ func decodeValue(d *jsontext.Decoder) (any, error) {
 		}
 		switch tok.Kind() {
 		case '"':
-			return tok.String(), nil
+			out = tok.String()
 		case 't', 'f':
-			return tok.Bool(), nil
+			out = tok.Bool()
 		case 'n':
-			return nil, nil
+			out = nil
+		default:
+			return nil, &strictjson.Error{Pointer: string(d.StackPointer()), Err: fmt.Errorf("unexpected %v", tok.Kind())}
 		}
-		return nil, &strictjson.Error{Pointer: string(d.StackPointer()), Err: fmt.Errorf("unexpected %v", tok.Kind())}
 	}
+	if tape != nil {
+		tape.End(at, int(d.InputOffset()), out)
+	}
+	return out, nil
 }
 
 func syntaxErr(d *jsontext.Decoder, err error) error {
