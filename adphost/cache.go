@@ -89,6 +89,13 @@ func newHostRoom(id string) *hostRoom {
 // lookup returns a room's replica, loading it from the Store when it is
 // not cached, or room_not_found.
 func (h *Host) lookup(ctx context.Context, id string) (*hostRoom, error) {
+	return h.lookupRefresh(ctx, id, true)
+}
+
+// lookupRefresh is lookup; with refresh false a cached replica of a
+// shared Store is returned without the head check (a write that reads the
+// head itself).
+func (h *Host) lookupRefresh(ctx context.Context, id string, refresh bool) (*hostRoom, error) {
 	h.mu.Lock()
 	hr := h.cache.touch(id)
 	if hr == nil {
@@ -111,7 +118,7 @@ func (h *Host) lookup(ctx context.Context, id string) (*hostRoom, error) {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-		if hr.loadErr == nil && h.shared {
+		if hr.loadErr == nil && h.shared && refresh {
 			// Another process may have appended since: read your
 			// writes across processes, for one head read. (A stale
 			// replica would answer reads with an old state; writes are
@@ -297,7 +304,9 @@ func (h *Host) kick(id string, seq int64) {
 	h.mu.Lock()
 	hr := h.cache.rooms[id]
 	h.mu.Unlock()
-	if hr == nil || hr.kicked.Swap(true) {
+	// A replica that has seq already (this process's own appends come
+	// back too) costs no goroutine and no wait on the room's lock.
+	if hr == nil || hr.seq.Load() >= seq || hr.kicked.Swap(true) {
 		return
 	}
 	h.bg.Add(1)

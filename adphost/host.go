@@ -351,10 +351,45 @@ func (hr *hostRoom) current() *adp.Room {
 // history answers the Verifier's exact-resubmission lookups.
 type history struct{ s Store }
 
-// Accepted implements envelope.History.
+// Accepted implements envelope.History. For a write whose context
+// carries a prefetch (a WriteStateReader store), the lookup also reads
+// the actor's nonce entry and the room's head, for commit.
 func (h history) Accepted(ctx context.Context, hash envelope.Hash) (bool, error) {
+	if pf, _ := ctx.Value(prefetchKey{}).(*prefetch); pf != nil && pf.hash == hash {
+		st, err := pf.r.WriteState(ctx, pf.room, pf.actor, hash)
+		if err != nil {
+			return false, err
+		}
+		pf.st, pf.ok = st, true
+		return st.Record != nil, nil
+	}
 	rec, err := h.s.RecordByEvent(ctx, hash)
 	return rec != nil, err
+}
+
+// prefetch is one write's WriteState, read by the Verifier's
+// resubmission lookup (history) and used by accept and commit in place
+// of their own reads. ok reports that st was read.
+type prefetch struct {
+	r     WriteStateReader
+	room  string
+	actor identity.AgentID
+	hash  envelope.Hash
+	st    WriteState
+	ok    bool
+}
+
+type prefetchKey struct{}
+
+// withPrefetch returns ctx carrying a prefetch for a write of ev in room,
+// when the Store reads write states; nil otherwise.
+func (h *Host) withPrefetch(ctx context.Context, room string, env *envelope.Envelope, ev *adp.Event) (context.Context, *prefetch) {
+	r, ok := h.store.(WriteStateReader)
+	if !ok {
+		return ctx, nil
+	}
+	pf := &prefetch{r: r, room: room, actor: ev.Actor, hash: env.Hash()}
+	return context.WithValue(ctx, prefetchKey{}, pf), pf
 }
 
 // joinRequests is the adp.JoinRequestStore view of the Store.

@@ -181,6 +181,28 @@ func TrimQuota(q Quota, w []int64) ([]int64, bool) {
 	return w, len(w) < q.Limit
 }
 
+// WriteState is what a write needs of the Store before it is judged: the
+// exact-resubmission lookup, the actor's nonce entry and the room's head.
+type WriteState struct {
+	// Record is the accepted record of the envelope (RecordByEvent); nil
+	// when there is none.
+	Record *adp.Record
+	// Nonce and NonceExpiresAt are the actor's nonce entry (MaxNonce).
+	Nonce, NonceExpiresAt int64
+	// Head is the seq of the room's last record (Head); 0 when it has
+	// none.
+	Head int64
+}
+
+// WriteStateReader is an optional extension of a Store whose every read
+// is a round trip (adphost/pgstore): WriteState answers RecordByEvent,
+// MaxNonce and Head for one write in one read, which the Host makes in
+// place of the three (and of the head check of the room's lookup). Its
+// answers are those the three would give at one moment.
+type WriteStateReader interface {
+	WriteState(ctx context.Context, roomID string, actor identity.AgentID, event envelope.Hash) (WriteState, error)
+}
+
 // JoinRequestIndex is an optional extension of a Store that indexes join
 // requests by applicant and by creation time. The Host then finds one
 // agent's requests for a room (an applicant's read of a private room,

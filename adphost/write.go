@@ -66,7 +66,11 @@ func (h *Host) postEvent(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	hr, err := h.lookup(r.Context(), id)
+	// A Store that reads write states returns the room's head with the
+	// write's other reads (commit catches up on it): the lookup's own
+	// head read would be a second round trip.
+	_, prefetches := h.store.(WriteStateReader)
+	hr, err := h.lookupRefresh(r.Context(), id, !prefetches)
 	if err != nil {
 		// A room that does not exist answers exactly as a private room
 		// does to an outsider: after the envelope checks, with the quota
@@ -112,20 +116,23 @@ func readEnvelope(r *http.Request) (*envelope.Envelope, *adp.Event, error) {
 // fresh is false for an exact resubmission, which returns the original
 // record and changes nothing.
 func (h *Host) accept(ctx context.Context, hr *hostRoom, env *envelope.Envelope, ev *adp.Event) (rec *adp.Record, fresh bool, err error) {
+	ctx, pf := h.withPrefetch(ctx, hr.id, env, ev)
 	out, err := h.verifier.AcceptEnvelope(ctx, env, func(ctx context.Context, env *envelope.Envelope) error {
 		var err error
-		rec, err = h.commit(ctx, hr, env, ev)
+		rec, err = h.commit(ctx, hr, env, ev, pf)
 		return err
 	})
 	if errors.Is(err, ErrDuplicateEvent) {
 		out, err = envelope.Resubmission, nil // another process accepted it first
+		pf = nil                              // the prefetched lookup found none
 	}
 	if err != nil {
 		return nil, false, err
 	}
 	if out == envelope.Resubmission {
-		rec, err = h.store.RecordByEvent(ctx, env.Hash())
-		if err != nil {
+		if pf != nil && pf.ok && pf.st.Record != nil {
+			rec = pf.st.Record
+		} else if rec, err = h.store.RecordByEvent(ctx, env.Hash()); err != nil {
 			return nil, false, err
 		}
 		if rec == nil || (ev.Type != adp.TypeRoomCreate && rec.RoomID != hr.id) {
@@ -140,16 +147,30 @@ func (h *Host) accept(ctx context.Context, hr *hostRoom, env *envelope.Envelope,
 // the replica, append it to the Store with its nonce and quota, and when
 // the Store's log is ahead (another process appended), catch the replica
 // up and judge again, until h.deadline.
-func (h *Host) commit(ctx context.Context, hr *hostRoom, env *envelope.Envelope, ev *adp.Event) (*adp.Record, error) {
+func (h *Host) commit(ctx context.Context, hr *hostRoom, env *envelope.Envelope, ev *adp.Event, pf *prefetch) (*adp.Record, error) {
 	// The nonce is checked before the room's lock (it needs no room
 	// state, and the read would lengthen the room's serial path), so that
 	// a replay is told nonce_not_greater first; Append checks it again
-	// atomically.
-	if _, _, err := h.checkNonce(ctx, ev, h.now().UnixMilli()); err != nil {
+	// atomically. A prefetch read it with the resubmission lookup.
+	ms := h.now().UnixMilli()
+	var err error
+	if pf != nil && pf.ok {
+		err = nonceCheck(ev, ms, pf.st.Nonce, pf.st.NonceExpiresAt)
+	} else {
+		_, _, err = h.checkNonce(ctx, ev, ms)
+	}
+	if err != nil {
 		return nil, h.orDuplicate(ctx, env, err)
 	}
 	hr.mu.Lock()
 	defer hr.mu.Unlock()
+	if pf != nil && pf.ok && pf.st.Head > hr.room.Latest().Seq {
+		// Another process appended: judge on its records (the head
+		// read of the room's lookup, folded into the prefetch).
+		if err := h.catchUp(ctx, hr); err != nil {
+			return nil, err
+		}
+	}
 	start := time.Now() // the wall clock: h.now may be a test's frozen clock
 	for attempt := 1; ; attempt++ {
 		rec, err := h.tryCommit(ctx, hr, env, ev)
@@ -345,10 +366,18 @@ func (h *Host) checkNonce(ctx context.Context, ev *adp.Event, ms int64) (maxNonc
 	if err != nil {
 		return 0, 0, err
 	}
-	if exp > ms && ev.Nonce <= maxNonce {
-		return 0, 0, &identity.Error{Code: identity.CodeNonceNotGreater, Message: "nonce is not greater than the greatest accepted nonce", MaxSeenNonce: maxNonce}
+	if err := nonceCheck(ev, ms, maxNonce, exp); err != nil {
+		return 0, 0, err
 	}
 	return maxNonce, exp, nil
+}
+
+// nonceCheck is checkNonce's rule on the actor's entry (maxNonce, exp).
+func nonceCheck(ev *adp.Event, ms, maxNonce, exp int64) error {
+	if exp > ms && ev.Nonce <= maxNonce {
+		return &identity.Error{Code: identity.CodeNonceNotGreater, Message: "nonce is not greater than the greatest accepted nonce", MaxSeenNonce: maxNonce}
+	}
+	return nil
 }
 
 // privateGate keeps a private room's state from its outsiders (§16,

@@ -18,9 +18,20 @@
 // [adphost.ErrDuplicateEvent]); the actor's nonce is checked and advanced
 // in one statement on its row (else nonce_not_greater); the quota window
 // is trimmed, checked and extended in one statement (else rate_limited);
-// the room's index entry and members are replaced; and pg_notify announces
-// "room seq" on the channel [Channel], delivered at commit. Commits are
-// as durable as the server's synchronous_commit makes them.
+// and the room's index entry and members are replaced. Commits are as
+// durable as the server's synchronous_commit makes them.
+//
+// Once the commit has returned, the record is announced as "room seq" on
+// the channel [Channel], from a background sender that coalesces the
+// announcements made meanwhile into one NOTIFY transaction, on its own
+// connection with synchronous_commit off (it has nothing to make
+// durable). NOTIFY is not in the append's transaction because PostgreSQL
+// serializes the commits of notifying transactions on one lock, held
+// through the commit's WAL flush: with it there, no two appends of a
+// database could share a flush, and the appends of different rooms would
+// queue behind each other. A process that dies between a commit and its
+// announcement loses the notification, which the listeners' periodic
+// check repairs.
 //
 // # Quotas
 //
@@ -49,6 +60,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -126,9 +138,20 @@ const DefaultMaxConns = 16
 type Store struct {
 	pool *pgxpool.Pool
 	cfg  *pgx.ConnConfig
+
+	// The announcements not yet sent (room → greatest seq); wake has
+	// room for one signal to the sender.
+	noteMu  sync.Mutex
+	pending map[string]int64
+	wake    chan struct{}
+	stop    context.CancelFunc
+	sender  sync.WaitGroup
 }
 
-var _ adphost.Store = (*Store)(nil)
+var (
+	_ adphost.Store            = (*Store)(nil)
+	_ adphost.WriteStateReader = (*Store)(nil)
+)
 
 // Open connects to the database at url (a PostgreSQL connection URL or
 // DSN), applies the schema migrations it lacks and returns the Store.
@@ -149,16 +172,86 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: %w", err)
 	}
-	s := &Store{pool: pool, cfg: cfg.ConnConfig}
+	s := &Store{pool: pool, cfg: cfg.ConnConfig, pending: map[string]int64{}, wake: make(chan struct{}, 1)}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err
 	}
+	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	s.stop = stop
+	s.sender.Add(1)
+	go s.send(sctx)
 	return s, nil
 }
 
-// Close closes the pool.
-func (s *Store) Close() { s.pool.Close() }
+// Close sends the announcements still pending, then closes the pool.
+func (s *Store) Close() {
+	s.stop()
+	s.sender.Wait()
+	s.pool.Close()
+}
+
+// announce queues "room seq" for the sender: appended and committed.
+func (s *Store) announce(roomID string, seq int64) {
+	s.noteMu.Lock()
+	if s.pending[roomID] < seq {
+		s.pending[roomID] = seq
+	}
+	s.noteMu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default: // a signal is already waiting
+	}
+}
+
+// send is the announcement sender: each round NOTIFYs everything queued
+// since the last, in one transaction, so that announcements made while
+// one is in flight share the next. On ctx's end it sends what is left,
+// once.
+func (s *Store) send(ctx context.Context) {
+	defer s.sender.Done()
+	var conn *pgx.Conn
+	defer func() {
+		if conn != nil {
+			conn.Close(context.Background())
+		}
+	}()
+	for {
+		done := false
+		select {
+		case <-s.wake:
+		case <-ctx.Done():
+			done = true
+		}
+		s.noteMu.Lock()
+		notes := make([]string, 0, len(s.pending))
+		for room, seq := range s.pending {
+			notes = append(notes, room+" "+strconv.FormatInt(seq, 10))
+		}
+		clear(s.pending)
+		s.noteMu.Unlock()
+		if len(notes) > 0 {
+			// Bounded, also at Close: a lost announcement is repaired by
+			// the listeners' periodic check.
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if conn == nil || conn.IsClosed() {
+				cfg := s.cfg.Copy()
+				cfg.RuntimeParams["synchronous_commit"] = "off"
+				conn, _ = pgx.ConnectConfig(sctx, cfg)
+			}
+			if conn != nil {
+				if _, err := conn.Exec(sctx, `SELECT pg_notify($1, n) FROM unnest($2::text[]) AS n`, Channel, notes); err != nil {
+					conn.Close(context.Background())
+					conn = nil
+				}
+			}
+			cancel()
+		}
+		if done {
+			return
+		}
+	}
+}
 
 // migrateLock is the advisory lock key held while migrating.
 const migrateLock = 0x61647068 // "adph"
@@ -282,9 +375,9 @@ func (s *Store) Append(ctx context.Context, c *adphost.Commit) error {
 			SELECT $1, a, r, s FROM unnest($2::text[], $3::text[], $4::text[]) AS m(a, r, s)`,
 			rec.RoomID, agents, roles, statuses)
 	}
-	b.Queue(`SELECT pg_notify($1, $2)`, Channel, rec.RoomID+" "+strconv.FormatInt(rec.Seq, 10))
 	err := s.pool.SendBatch(ctx, b).Close()
 	if err == nil {
+		s.announce(rec.RoomID, rec.Seq)
 		return nil
 	}
 	switch what := assertion(err); {
@@ -403,6 +496,33 @@ func (s *Store) RecordByEvent(ctx context.Context, h envelope.Hash) (*adp.Record
 		return nil, fmt.Errorf("pgstore: stored record: %w", err)
 	}
 	return rec, nil
+}
+
+// WriteState implements adphost.WriteStateReader: the three reads a
+// write needs, in one statement and one round trip.
+func (s *Store) WriteState(ctx context.Context, roomID string, actor identity.AgentID, event envelope.Hash) (adphost.WriteState, error) {
+	var body []byte
+	var nonce, exp, head *int64
+	err := s.pool.QueryRow(ctx, `SELECT (SELECT body FROM adp_records WHERE event_hash = $1), n.nonce, n.expires_at,
+			(SELECT last_seq FROM adp_rooms WHERE room_id = $3)
+		FROM (SELECT 1) AS one LEFT JOIN adp_nonces n ON n.actor = $2`,
+		event[:], actor.String(), roomID).Scan(&body, &nonce, &exp, &head)
+	if err != nil {
+		return adphost.WriteState{}, fmt.Errorf("pgstore: %w", err)
+	}
+	var st adphost.WriteState
+	if body != nil {
+		if st.Record, err = adp.ParseRecord(body); err != nil {
+			return adphost.WriteState{}, fmt.Errorf("pgstore: stored record: %w", err)
+		}
+	}
+	if nonce != nil && exp != nil {
+		st.Nonce, st.NonceExpiresAt = *nonce, *exp
+	}
+	if head != nil {
+		st.Head = *head
+	}
+	return st, nil
 }
 
 // PutSnapshot implements adphost.Store.
