@@ -12,9 +12,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/adphost"
 	"github.com/agentprotocols/go-sdk/adphost/pgstore"
 	"github.com/agentprotocols/go-sdk/adphost/storetest"
+	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/internal/pgtest"
 )
 
@@ -93,3 +95,38 @@ func TestListen(t *testing.T) {
 // The store implements the optional join-request index, so the Host never
 // lists a room's whole history of applicants for one applicant's read.
 var _ adphost.JoinRequestIndex = (*pgstore.Store)(nil)
+
+// TestWriteState: the one-read write state answers what RecordByEvent,
+// MaxNonce and Head answer, for known and unknown envelopes, actors and
+// rooms.
+func TestWriteState(t *testing.T) {
+	s := open(t, pgtest.Database(t))
+	ctx := t.Context()
+	recs := storetest.Chain(t, "ws", 3)
+	for _, rec := range recs {
+		if err := s.Append(ctx, storetest.Commit(rec)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	last := recs[len(recs)-1]
+	ev, err := adp.ParseEvent(last.Envelope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.WriteState(ctx, "ws", ev.Actor, last.Envelope.Hash())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, exp, _ := s.MaxNonce(ctx, ev.Actor)
+	if st.Record == nil || st.Record.Seq != last.Seq || st.Record.Hash != last.Hash || st.Head != 3 || st.Nonce != n || st.NonceExpiresAt != exp || n == 0 {
+		t.Fatalf("write state %+v; want record 3, head 3, nonce %d until %d", st, n, exp)
+	}
+	other := storetest.Author("nobody").Signer.AgentID()
+	st, err = s.WriteState(ctx, "no such room", other, envelope.Hash{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st != (adphost.WriteState{}) {
+		t.Fatalf("write state of nothing: %+v", st)
+	}
+}
