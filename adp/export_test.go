@@ -14,10 +14,19 @@ func ParseRecordPlain(b []byte) (*Record, error) { return parseRecord(b, nil) }
 
 // CheckBuiltinPayloadReference is checkBuiltinPayload with the two-pass
 // decode it replaced: ValidateBuiltin's tree for the kernel schema, then
-// json.Unmarshal into the typed struct. FuzzBuiltinDecode and
-// TestDecodeMatchesReference compare the one-pass path against it.
+// json.Unmarshal into the typed struct (for type.define, ParseDeclaration,
+// whose own one-pass form packs' FuzzParseDeclarationOnePass compares with
+// its two-pass reference). FuzzBuiltinDecode and TestDecodeMatchesReference
+// compare the one-pass path against it.
 func CheckBuiltinPayloadReference(typ string, raw []byte) (any, error) {
-	return checkBuiltinWith(typ, raw, referenceDecode)
+	return checkBuiltinWith(typ, raw, payloadDecoders{referenceDecode, referenceTypeDefine})
+}
+
+func referenceTypeDefine(raw []byte) (packs.Declaration, error) {
+	if err := packs.ValidateBuiltin(TypeTypeDefine, raw); err != nil {
+		return packs.Declaration{}, err
+	}
+	return packs.ParseDeclaration(raw)
 }
 
 func referenceDecode(typ string, raw []byte, v any) error {

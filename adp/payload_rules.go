@@ -44,22 +44,26 @@ func ParsePayload(typ string, payload []byte) (any, error) {
 // The payload is parsed once: packs.DecodeBuiltin builds the kernel
 // schema's tree and the typed struct from the same parse.
 func checkBuiltinPayload(typ string, raw jsontext.Value) (any, error) {
-	return checkBuiltinWith(typ, raw, packs.DecodeBuiltin)
+	return checkBuiltinWith(typ, raw, onePass)
 }
 
-// decodeFunc checks a built-in payload against its kernel schema and, when
-// v is not nil, decodes it into v: packs.DecodeBuiltin, or in tests the
-// two-pass reference it replaced.
-type decodeFunc func(typ string, raw []byte, v any) error
+// payloadDecoders check a built-in payload against its kernel schema and
+// decode it: packs' one-pass functions, or in tests the two-pass
+// reference they replaced.
+type payloadDecoders struct {
+	// decode checks the payload of typ and, when v is not nil, decodes it
+	// into v.
+	decode func(typ string, raw []byte, v any) error
+	// typeDefine checks a type.define payload and parses its declaration.
+	typeDefine func(raw []byte) (packs.Declaration, error)
+}
+
+var onePass = payloadDecoders{packs.DecodeBuiltin, packs.ParseTypeDefine}
 
 // checkBuiltinWith is checkBuiltinPayload with the schema check and
-// decoding done by dec.
-func checkBuiltinWith(typ string, raw jsontext.Value, dec decodeFunc) (any, error) {
-	if typ == TypeTypeDefine {
-		if err := dec(typ, raw, nil); err != nil {
-			return nil, err
-		}
-	}
+// decoding done by pd.
+func checkBuiltinWith(typ string, raw jsontext.Value, pd payloadDecoders) (any, error) {
+	dec := pd.decode
 	switch typ {
 	case TypeRoomCreate:
 		p := new(RoomCreate)
@@ -115,8 +119,11 @@ func checkBuiltinWith(typ string, raw jsontext.Value, dec decodeFunc) (any, erro
 		p := new(MemberRemove)
 		return p, dec(typ, raw, p)
 	case TypeTypeDefine:
-		d, err := packs.ParseDeclaration(raw)
-		return &d, err
+		d, err := pd.typeDefine(raw)
+		if err != nil {
+			return nil, err
+		}
+		return &d, nil
 	case TypeMessageCreate:
 		p := new(Message)
 		if err := dec(typ, raw, p); err != nil {

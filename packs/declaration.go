@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentprotocols/go-sdk/identity"
 	"github.com/agentprotocols/go-sdk/internal/strictjson"
+	"github.com/agentprotocols/go-sdk/internal/typedjson"
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -208,23 +209,45 @@ func (d *Declaration) UnmarshalJSON(b []byte) error {
 }
 
 func parseDeclaration(b []byte, cache *SchemaCache, lim limits) (Declaration, error) {
-	v, err := decodeJSON(b)
-	if err != nil {
+	p := getDecoder(len(b))
+	defer putDecoder(p, len(b))
+	if _, err := p.decode(b, &p.tape); err != nil {
 		return Declaration{}, identity.Wrap(identity.CodeInvalidEvent, "type declaration", err)
 	}
-	obj, ok := v.(map[string]any)
+	return parseDeclarationAt(&p.tape, 0, cache, lim)
+}
+
+// The typed decoding of a payload holding declarations (room.create's
+// types) parses each one from the payload's own parse, as UnmarshalJSON
+// would from its bytes.
+func init() {
+	typedjson.Register(func(t *typedjson.Tape, i int, d *Declaration) error {
+		decl, err := parseDeclarationAt(t, i, defaultCache, defaultLimits)
+		if err != nil {
+			return err
+		}
+		*d = decl
+		return nil
+	})
+}
+
+// parseDeclarationAt is parseDeclaration of the value at node i of a
+// strict parse's tape: the tree the kernel schema evaluates and the typed
+// struct both come from that one parse.
+func parseDeclarationAt(t *typedjson.Tape, i int, cache *SchemaCache, lim limits) (Declaration, error) {
+	obj, ok := t.Nodes[i].Val.(map[string]any)
 	if !ok {
 		return Declaration{}, invalidEvent("type declaration must be a JSON object")
 	}
 	if !isImport(obj) {
-		def, err := parseDefinition(b, obj, cache, lim)
+		def, err := parseDefinitionAt(t, i, cache, lim)
 		return Declaration{Definition: def}, err
 	}
 	if se := kernel().packImport.validate(obj); se != nil {
 		return Declaration{}, schemaErr(identity.CodeInvalidEvent, "invalid pack import", se)
 	}
 	imp := new(Import)
-	if err := json.Unmarshal(b, imp, json.RejectUnknownMembers(true)); err != nil {
+	if err := typedjson.DecodeAt(t, i, imp); err != nil {
 		return Declaration{}, identity.Wrap(identity.CodeInvalidEvent, "pack import", err)
 	}
 	if imp.Use == "" { // the pack form (the kernel schema admits exactly one)
@@ -253,15 +276,20 @@ func isImport(obj map[string]any) bool {
 	return t || o
 }
 
-// parseDefinition validates a typeDef object (v is b decoded, or nil) and
+// parseDefinition validates a typeDef object given as strict JSON and
 // compiles its schema.
-func parseDefinition(b []byte, v any, cache *SchemaCache, lim limits) (*Definition, error) {
-	if v == nil {
-		var err error
-		if v, err = decodeJSON(b); err != nil {
-			return nil, identity.Wrap(identity.CodeInvalidEvent, "type definition", err)
-		}
+func parseDefinition(b []byte, cache *SchemaCache, lim limits) (*Definition, error) {
+	p := getDecoder(len(b))
+	defer putDecoder(p, len(b))
+	if _, err := p.decode(b, &p.tape); err != nil {
+		return nil, identity.Wrap(identity.CodeInvalidEvent, "type definition", err)
 	}
+	return parseDefinitionAt(&p.tape, 0, cache, lim)
+}
+
+// parseDefinitionAt is parseDefinition of the value at node i of a tape.
+func parseDefinitionAt(t *typedjson.Tape, i int, cache *SchemaCache, lim limits) (*Definition, error) {
+	v := t.Nodes[i].Val
 	if obj, ok := v.(map[string]any); ok {
 		if name, ok := obj["type"].(string); ok && !ValidTypeName(name) {
 			return nil, invalidEvent("type name %q is not dotted lowercase, or is reserved (room., type., built-in)", clip(name))
@@ -271,7 +299,7 @@ func parseDefinition(b []byte, v any, cache *SchemaCache, lim limits) (*Definiti
 		return nil, schemaErr(identity.CodeInvalidEvent, "invalid type definition", se)
 	}
 	def := new(Definition)
-	if err := json.Unmarshal(b, def, json.RejectUnknownMembers(true)); err != nil {
+	if err := typedjson.DecodeAt(t, i, def); err != nil {
 		return nil, identity.Wrap(identity.CodeInvalidEvent, "type definition", err)
 	}
 	cs, canon, err := cache.compile(def.Schema, lim)

@@ -13,22 +13,25 @@ import (
 	"github.com/agentprotocols/go-sdk/internal/strictjson"
 )
 
+// declarationSeeds seed the declaration fuzz targets.
+var declarationSeeds = []string{
+	`{"use":"adp:reactions/1.0"}`,
+	`{"use":"adp:deliberation/1.0","types":["poll.vote"],"overrides":{"poll.vote":{"roles":["moderator","speaker","observer"],"instructions":"","rate_hint":3}}}`,
+	`{"pack":"https://p.example/x.json","digest":"sha256:Mg4SSnKBKXJ1_HhySVqmXv-Pa9WPVvTRm9CfIayMpIo"}`,
+	seedTypeDefine,
+	`{"type":"a.b","kind":"signal","title":"t","schema":{"$defs":{"n":{"items":{"$ref":"#/$defs/n"}}},"$ref":"#/$defs/n"},"extra":{"z":1,"a":[0.5]},"status":"disabled","max_payload_hint":9}`,
+	`{"type":"a.b","kind":"signal","title":"t","schema":{"$ref":"file:///etc/passwd"}}`,
+	`{"type":"a.b","kind":"message","title":"t","schema":{"$schema":"http://json-schema.org/draft-07/schema#"}}`,
+	`{"type":"room.b","kind":"message","title":"t","schema":{}}`,
+	`{"use":"adp:reactions/1.0","overrides":{"reaction.create":{"kind":"message"}}}`,
+}
+
 // FuzzParseDeclaration: parsing never panics and fails only with
 // invalid_event; an accepted declaration re-serializes to a fixed point,
 // and when it applies, the registry snapshot survives JSON and Restore
 // unchanged.
 func FuzzParseDeclaration(f *testing.F) {
-	for _, s := range []string{
-		`{"use":"adp:reactions/1.0"}`,
-		`{"use":"adp:deliberation/1.0","types":["poll.vote"],"overrides":{"poll.vote":{"roles":["moderator","speaker","observer"],"instructions":"","rate_hint":3}}}`,
-		`{"pack":"https://p.example/x.json","digest":"sha256:Mg4SSnKBKXJ1_HhySVqmXv-Pa9WPVvTRm9CfIayMpIo"}`,
-		seedTypeDefine,
-		`{"type":"a.b","kind":"signal","title":"t","schema":{"$defs":{"n":{"items":{"$ref":"#/$defs/n"}}},"$ref":"#/$defs/n"},"extra":{"z":1,"a":[0.5]},"status":"disabled","max_payload_hint":9}`,
-		`{"type":"a.b","kind":"signal","title":"t","schema":{"$ref":"file:///etc/passwd"}}`,
-		`{"type":"a.b","kind":"message","title":"t","schema":{"$schema":"http://json-schema.org/draft-07/schema#"}}`,
-		`{"type":"room.b","kind":"message","title":"t","schema":{}}`,
-		`{"use":"adp:reactions/1.0","overrides":{"reaction.create":{"kind":"message"}}}`,
-	} {
+	for _, s := range declarationSeeds {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -122,15 +122,42 @@ func ValidateBuiltin(typ string, payload []byte) error {
 // fields' own UnmarshalJSON and UnmarshalText methods run); its failures
 // are invalid_event with the cause in Err.
 func DecodeBuiltin(typ string, payload []byte, v any) error {
-	s := kernel().payload[typ]
-	if s == nil {
-		return invalidEvent("%q is not a built-in event type", clip(typ))
-	}
 	p := getDecoder(len(payload))
 	defer putDecoder(p, len(payload))
 	var tape *typedjson.Tape
 	if v != nil {
 		tape = &p.tape
+	}
+	if err := checkBuiltin(p, typ, payload, tape); err != nil {
+		return err
+	}
+	if v == nil {
+		return nil
+	}
+	if err := typedjson.Decode(tape, v); err != nil {
+		return identity.Wrap(identity.CodeInvalidEvent, "payload", err)
+	}
+	return nil
+}
+
+// ParseTypeDefine is [ValidateBuiltin] of a type.define payload followed
+// by [ParseDeclaration] of it, both from one parse of the payload; its
+// failures are theirs.
+func ParseTypeDefine(payload []byte) (Declaration, error) {
+	p := getDecoder(len(payload))
+	defer putDecoder(p, len(payload))
+	if err := checkBuiltin(p, "type.define", payload, &p.tape); err != nil {
+		return Declaration{}, err
+	}
+	return parseDeclarationAt(&p.tape, 0, defaultCache, defaultLimits)
+}
+
+// checkBuiltin parses payload with p, recording it on tape if not nil,
+// and evaluates the kernel schema of typ on the tree.
+func checkBuiltin(p *pooledDecoder, typ string, payload []byte, tape *typedjson.Tape) error {
+	s := kernel().payload[typ]
+	if s == nil {
+		return invalidEvent("%q is not a built-in event type", clip(typ))
 	}
 	tree, err := p.decode(payload, tape)
 	if err != nil {
@@ -138,12 +165,6 @@ func DecodeBuiltin(typ string, payload []byte, v any) error {
 	}
 	if se := s.validate(tree); se != nil {
 		return schemaErr(identity.CodeInvalidEvent, typ+" payload is invalid", se)
-	}
-	if v == nil {
-		return nil
-	}
-	if err := typedjson.Decode(tape, v); err != nil {
-		return identity.Wrap(identity.CodeInvalidEvent, "payload", err)
 	}
 	return nil
 }

@@ -103,7 +103,7 @@ func parsePackDocument(raw []byte, cache *SchemaCache, lim limits) ([]*Pack, err
 		}
 		p := &Pack{ID: w.ID, Title: w.Title, Description: w.Description, Extra: w.Extra}
 		for j, tr := range w.Types {
-			def, err := parseDefinition(tr, nil, cache, lim)
+			def, err := parseDefinition(tr, cache, lim)
 			if err != nil {
 				return nil, withContext(err, fmt.Sprintf("packs[%d].types[%d]", i, j))
 			}

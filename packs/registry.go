@@ -425,7 +425,7 @@ func Restore(s Snapshot, opts *Options) (*Registry, error) {
 		if err != nil {
 			return nil, invalidEvent("%s: %v", ctx, err)
 		}
-		def, err := parseDefinition(b, nil, r.schemaCache(), r.lim)
+		def, err := parseDefinition(b, r.schemaCache(), r.lim)
 		if err != nil {
 			return nil, withContext(err, ctx)
 		}

@@ -18,8 +18,9 @@
 // [Decode] walks the tape with one decoder per Go type, built by
 // reflection from the struct fields and json tags and cached. It covers
 // the kinds the payload types use (strings, bools, signed integers,
-// structs, pointers, slices, jsontext.Value, and types with UnmarshalJSON
-// or UnmarshalText methods) exactly as json v2 does: null sets the zero
+// structs, pointers, slices, maps with string keys, jsontext.Value, and
+// types with UnmarshalJSON or UnmarshalText methods) exactly as json v2
+// does: null sets the zero
 // value, an empty array a non-nil empty slice, an integer must be an
 // integer literal within range, unknown members are refused. Any other
 // type, or a struct using tag options it does not interpret, is handed to
@@ -136,16 +137,39 @@ var errUnknownName = errors.New("unknown object member name")
 
 // Decode maps the tape's first value onto the value v points to, which
 // must be zero. It fails with an *Error.
-func Decode(t *Tape, v any) error {
+func Decode(t *Tape, v any) error { return DecodeAt(t, 0, v) }
+
+// DecodeAt is Decode of the tape's node i (a value inside the first).
+func DecodeAt(t *Tape, i int, v any) error {
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return &Error{Err: errors.New("Decode needs a non-nil pointer")}
 	}
-	if len(t.Nodes) == 0 {
-		return &Error{GoType: rv.Type().Elem(), Err: errors.New("empty tape")}
+	if i < 0 || i >= len(t.Nodes) {
+		return &Error{GoType: rv.Type().Elem(), Err: errors.New("no such value on the tape")}
 	}
-	return decoderFor(rv.Type().Elem()).fn(t, 0, rv.Elem())
+	return decoderFor(rv.Type().Elem()).fn(t, i, rv.Elem())
 }
+
+// Register makes Decode map values of type T with fn, ahead of T's methods
+// and of reflection; fn gets the tape and the index of the value's node
+// and must decide exactly as T's UnmarshalJSON would on that value's
+// bytes. It is meant for package initialization: a type holding T whose
+// decoder was built before the call keeps the earlier way.
+func Register[T any](fn func(t *Tape, i int, v *T) error) {
+	typ := reflect.TypeFor[T]()
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	custom[typ] = func(tp *Tape, i int, v reflect.Value) error {
+		if err := fn(tp, i, v.Addr().Interface().(*T)); err != nil {
+			return &Error{Pointer: tp.pointer(i), GoType: typ, Err: err}
+		}
+		return nil
+	}
+}
+
+// custom holds the registered decoders, guarded by buildMu.
+var custom = map[reflect.Type]decodeFunc{}
 
 // decodeFunc maps node i of t onto the addressable value v.
 type decodeFunc func(t *Tape, i int, v reflect.Value) error
@@ -200,6 +224,9 @@ func (b builder) get(t reflect.Type) *typeDecoder {
 }
 
 func (b builder) build(t reflect.Type) decodeFunc {
+	if fn, ok := custom[t]; ok {
+		return fn
+	}
 	switch {
 	case t == jsontextValueType:
 		return decodeRaw
@@ -232,6 +259,10 @@ func (b builder) build(t reflect.Type) decodeFunc {
 			return fallback(t) // base64, in json v2
 		}
 		return decodeSlice(t, b.get(t.Elem()))
+	case reflect.Map:
+		if k := t.Key(); k.Kind() == reflect.String && !implementsAny(k) {
+			return decodeMap(t, b.get(t.Elem()))
+		}
 	case reflect.Struct:
 		if fn := b.decodeStruct(t); fn != nil {
 			return fn
@@ -243,6 +274,12 @@ func (b builder) build(t reflect.Type) decodeFunc {
 // implements reports whether t or *t implements iface, as json v2 asks.
 func implements(t, iface reflect.Type) bool {
 	return t.Implements(iface) || reflect.PointerTo(t).Implements(iface)
+}
+
+// implementsAny reports whether t has any of the methods json v2 uses for
+// decoding.
+func implementsAny(t reflect.Type) bool {
+	return implements(t, unmarshalerFrom) || implements(t, unmarshalerType) || implements(t, textUnmarshaler)
 }
 
 // fallback hands the value's own bytes to json v2, for the types the
@@ -447,6 +484,32 @@ func decodeSlice(t reflect.Type, elem *typeDecoder) decodeFunc {
 				k++
 			}
 			v.Set(s)
+			return nil
+		}
+		return mismatch(tp, i, t)
+	}
+}
+
+// decodeMap maps an object onto a map with string keys: a new map (empty,
+// not nil, for {}), each member's value decoded from zero.
+func decodeMap(t reflect.Type, elem *typeDecoder) decodeFunc {
+	return func(tp *Tape, i int, v reflect.Value) error {
+		n := &tp.Nodes[i]
+		switch n.Kind {
+		case 'n':
+			v.SetZero()
+			return nil
+		case '{':
+			if v.IsNil() {
+				v.Set(reflect.MakeMap(t))
+			}
+			for j := i + 1; j < n.Next; j = tp.Nodes[j].Next {
+				e := reflect.New(t.Elem()).Elem()
+				if err := elem.fn(tp, j, e); err != nil {
+					return err
+				}
+				v.SetMapIndex(reflect.ValueOf(tp.Nodes[j].Name).Convert(t.Key()), e)
+			}
 			return nil
 		}
 		return mismatch(tp, i, t)
