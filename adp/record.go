@@ -32,6 +32,8 @@ type Record struct {
 	// records by hand must too). The record hash does not cover them; the
 	// archive digest events_sha3_256 does, since AppendJSON includes them.
 	Extra envelope.Fields
+
+	wire []byte // the text ParseRecord read, when it was canonical
 }
 
 // NewRecord links env into a chain after prev (nil for the room.create
@@ -114,12 +116,24 @@ func (r *Record) AppendJSON(b []byte) []byte {
 	return append(b[:start], canon...)
 }
 
+// ParsedCanonical returns the bytes [ParseRecord] read when they were byte
+// for byte what [Record.AppendJSON] writes, and nil otherwise (a record
+// with white space, members in another order, escapes in its names or
+// hashes, extra members, an envelope not [envelope.Envelope.ParsedCanonical],
+// or one built by NewRecord). A caller that needs the canonical form, such
+// as the archive digest, uses them instead of re-encoding the record. They
+// alias ParseRecord's input, as the payload does, and must not be
+// modified.
+func (r *Record) ParsedCanonical() []byte { return r.wire }
+
 // MarshalJSON implements json.Marshaler with AppendJSON.
 func (r *Record) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil), nil }
 
-// UnmarshalJSON implements json.Unmarshaler with ParseRecord.
+// UnmarshalJSON implements json.Unmarshaler with ParseRecord. A parsed
+// record aliases its input, which an Unmarshaler must not keep: it parses
+// a copy.
 func (r *Record) UnmarshalJSON(b []byte) error {
-	v, err := ParseRecord(b)
+	v, err := ParseRecord(bytes.Clone(b))
 	if err != nil {
 		return err
 	}
@@ -153,6 +167,9 @@ func ParseRecord(b []byte) (*Record, error) {
 		return parseRecord(b, nil)
 	}
 	r.Envelope = env
+	if !env.ParsedCanonical() {
+		r.wire = nil
+	}
 	return r, nil
 }
 
@@ -169,8 +186,12 @@ func parseRecord(b []byte, members []strictjson.Member) (*Record, error) {
 	r := new(Record)
 	var seen uint8
 	var preNull bool
-	for _, m := range members {
+	// canon: the members came in AppendJSON's order with no escape in
+	// the strings whose text AppendJSON writes itself (see below).
+	canon := len(members) == len(canonicalMembers)
+	for k, m := range members {
 		v := jsontext.Value(m.Value)
+		canon = canon && m.Name == canonicalMembers[k]
 		if m.Name == "envelope" {
 			seen |= 32
 			if plain {
@@ -186,6 +207,7 @@ func parseRecord(b []byte, members []strictjson.Member) (*Record, error) {
 		case "room_id":
 			seen |= 1
 			r.RoomID, err = strictjson.String(v)
+			canon = canon && bytes.IndexByte(v, '\\') < 0
 		case "seq":
 			seen |= 2
 			r.Seq, err = strictjson.Int(v)
@@ -193,10 +215,12 @@ func parseRecord(b []byte, members []strictjson.Member) (*Record, error) {
 			seen |= 4
 			if preNull = string(v) == "null"; !preNull {
 				r.PreHash, err = jsonHash(v)
+				canon = canon && bytes.IndexByte(v, '\\') < 0
 			}
 		case "hash":
 			seen |= 8
 			r.Hash, err = jsonHash(v)
+			canon = canon && bytes.IndexByte(v, '\\') < 0
 		case "received_at":
 			seen |= 16
 			r.ReceivedAt, err = strictjson.Int(v)
@@ -219,8 +243,30 @@ func parseRecord(b []byte, members []strictjson.Member) (*Record, error) {
 	case preNull != (r.Seq == 1):
 		return nil, recordErr("record pre_hash must be null exactly at seq 1", nil)
 	}
+	if canon && (!plain || r.Envelope.ParsedCanonical()) {
+		// AppendJSON writes each member's text as parsed: the envelope
+		// when it is ParsedCanonical, a hash as unescaped base64url (a
+		// bijection), room_id quoted with escapes only where JSON needs
+		// them (so unescaped text is its own quoting), seq and
+		// received_at as integer literals, which strictjson.Int accepts
+		// only in their one canonical spelling. With the members in that
+		// order, the text is AppendJSON's exactly when nothing else took
+		// a byte (white space, an escaped name): when its length is the
+		// sum of its parts. ParseRecord checks the envelope it parsed.
+		n := len(`{"envelope":,"hash":,"pre_hash":,"received_at":,"room_id":,"seq":}`)
+		for _, m := range members {
+			n += len(m.Value)
+		}
+		if n == len(b) {
+			r.wire = b[:n:n]
+		}
+	}
 	return r, nil
 }
+
+// canonicalMembers are a record's members in the order AppendJSON writes
+// them.
+var canonicalMembers = [...]string{"envelope", "hash", "pre_hash", "received_at", "room_id", "seq"}
 
 // CheckHash reports whether r.Hash is the hash of r's acceptance data.
 func (r *Record) CheckHash() error {
@@ -256,6 +302,13 @@ func recordErr(msg string, err error) error {
 }
 
 func jsonHash(v jsontext.Value) (envelope.Hash, error) {
+	// The common case, an unescaped hash, decodes where it stands; any
+	// other (and any failure, for its exact error) goes the long way.
+	var h envelope.Hash
+	if len(v) == 45 && v[0] == '"' && v[44] == '"' && bytes.IndexByte(v, '\\') < 0 &&
+		b64url.DecodeFixedBytes(h[:], v[1:44]) == nil {
+		return h, nil
+	}
 	s, err := strictjson.String(v)
 	if err != nil {
 		return envelope.Hash{}, err

@@ -3,6 +3,7 @@ package adp_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -106,5 +107,78 @@ func FuzzParseRecord(f *testing.F) {
 		if again.Hash != rec.Hash || again.Seq != rec.Seq || again.ComputeHash() != rec.ComputeHash() || !bytes.Equal(again.AppendJSON(nil), out) {
 			t.Fatal("re-marshalling changed the record")
 		}
+		// ParsedCanonical claims only what is true (the input is
+		// AppendJSON's output), agrees between the two parses, and
+		// recognizes AppendJSON's output of a record whose event the
+		// canonical check recognizes.
+		if c := rec.ParsedCanonical(); c != nil && !bytes.Equal(c, out) {
+			t.Fatalf("ParsedCanonical %q, AppendJSON writes %q", c, out)
+		}
+		if !bytes.Equal(rec.ParsedCanonical(), plain.ParsedCanonical()) {
+			t.Fatalf("ParsedCanonical: one pass %q, plain %q", rec.ParsedCanonical(), plain.ParsedCanonical())
+		}
+		if len(rec.Extra) == 0 && strictjson.IsCanonical(rec.Envelope.Canonical()) && !bytes.Equal(again.ParsedCanonical(), out) {
+			t.Fatalf("AppendJSON's own output %q is not ParsedCanonical", out)
+		}
 	})
+}
+
+// TestParsedCanonical: a record as the SDK writes it is recognized as
+// canonical, and every departure from that form is not, while it still
+// parses to the same record.
+func TestParsedCanonical(t *testing.T) {
+	w := adptest.NewWorld(t, "d8ftedhpqhsusbg001tg", nil)
+	w.PublicRoom()
+	w.Say("creator", "hello")
+	for _, r := range w.Records {
+		out := r.AppendJSON(nil)
+		rec, err := adp.ParseRecord(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(rec.ParsedCanonical(), out) || !rec.Envelope.ParsedCanonical() {
+			t.Fatalf("seq %d: the SDK's own record is not ParsedCanonical", r.Seq)
+		}
+		if r.ParsedCanonical() != nil && r.Seq > 1 {
+			t.Fatal("a built record claims parsed bytes")
+		}
+		variants := map[string][]byte{
+			"leading space":     append([]byte(" "), out...),
+			"trailing space":    append(bytes.Clone(out), ' '),
+			"space in envelope": bytes.Replace(out, []byte(`{"envelope":{"event":`), []byte(`{"envelope":{ "event":`), 1),
+			"escaped name":      bytes.Replace(out, []byte(`"seq":`), []byte(`"s\u0065q":`), 1),
+			"escaped hash":      escapeHash(out),
+			"reordered":         reorder(t, out),
+			"extra member":      append(bytes.Clone(out[:len(out)-1]), `,"x":1}`...),
+		}
+		for name, v := range variants {
+			got, err := adp.ParseRecord(v)
+			if err != nil {
+				t.Fatalf("seq %d %s: %v", r.Seq, name, err)
+			}
+			if got.ParsedCanonical() != nil {
+				t.Errorf("seq %d %s: claimed canonical", r.Seq, name)
+			}
+			if got.Hash != r.Hash || got.Envelope.Hash() != r.Envelope.Hash() {
+				t.Errorf("seq %d %s: a different record", r.Seq, name)
+			}
+		}
+	}
+}
+
+// escapeHash spells the record hash's first character as a \u escape.
+func escapeHash(out []byte) []byte {
+	i := bytes.LastIndex(out, []byte(`,"hash":"`)) + len(`,"hash":"`)
+	return append(append(append([]byte{}, out[:i]...), fmt.Sprintf(`\u%04x`, out[i])...), out[i+1:]...)
+}
+
+// reorder moves a record's seq member to the front.
+func reorder(t *testing.T, out []byte) []byte {
+	i := bytes.LastIndex(out, []byte(`,"seq":`))
+	if i < 0 {
+		t.Fatal("no seq")
+	}
+	b := append([]byte(`{`), out[i+1:len(out)-1]...)
+	b = append(append(b, ','), out[1:i]...)
+	return append(b, '}')
 }

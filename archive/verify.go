@@ -527,8 +527,10 @@ func (v *verifier) apply(ctx context.Context, it *item) error {
 		return v.fail(err, rec.Seq, it.line)
 	}
 	if it.canon == nil {
-		v.cbuf = rec.AppendJSON(v.cbuf[:0])
-		it.canon = v.cbuf
+		if it.canon = rec.ParsedCanonical(); it.canon == nil {
+			v.cbuf = rec.AppendJSON(v.cbuf[:0])
+			it.canon = v.cbuf
+		}
 	}
 	v.dg.add(it.canon)
 	if v.mk != nil {
@@ -776,6 +778,11 @@ func (v *verifier) work(b *batch) {
 		}
 		it.rec = rec
 		_ = rec.Envelope.Verify() // remembered on success
+		// The digest covers the canonical form: a line already in it (as
+		// the SDK writes them) is hashed as it stands.
+		if it.canon = rec.ParsedCanonical(); it.canon != nil {
+			continue
+		}
 		if b.canon == nil {
 			b.canon = make([]byte, 0, len(b.data)+len(b.data)/16)
 		}

@@ -1,9 +1,12 @@
 package envelope
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"sync/atomic"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agentprotocols/go-sdk/identity"
 	"github.com/agentprotocols/go-sdk/internal/b64url"
@@ -30,6 +33,9 @@ type Envelope struct {
 	// layers that each insist on a verified envelope pay for one Ed25519
 	// check. The envelope is immutable, so the result cannot go stale.
 	verified uint32
+	// wire is set when the text Parse read was exactly what AppendJSON
+	// writes (see ParsedCanonical).
+	wire bool
 }
 
 // Parse decodes an envelope with the strict rules of Agent Identity: one
@@ -90,9 +96,10 @@ func parseEnvelope(b []byte, protos []Protocol, prefix bool) (*Envelope, int, er
 		return nil, 0, identity.NewError(identity.CodeInvalidEvent, "envelope is not a JSON object")
 	}
 	env := new(Envelope)
-	var hash, sig string
-	var pe *parsedEvent
+	var hash, sig jsontext.Value
+	var pe parsedEvent
 	var seen uint8
+	ordered := true // the members came as event, hash, signature
 	for d.PeekKind() != '}' {
 		name, err := readName(d)
 		if err != nil {
@@ -100,14 +107,17 @@ func parseEnvelope(b []byte, protos []Protocol, prefix bool) (*Envelope, int, er
 		}
 		switch name {
 		case "hash":
+			ordered = ordered && seen == 4
 			seen |= 1
-			hash, err = readString(d)
+			hash, err = readStringValue(d)
 		case "signature":
+			ordered = ordered && seen == 5
 			seen |= 2
-			sig, err = readString(d)
+			sig, err = readStringValue(d)
 		case "event":
+			ordered = ordered && seen == 0
 			seen |= 4
-			if pe, err = decodeEvent(d, b, protos); err != nil {
+			if err = decodeEvent(d, b, protos, &pe); err != nil {
 				return nil, 0, err
 			}
 		default:
@@ -129,14 +139,49 @@ func parseEnvelope(b []byte, protos []Protocol, prefix bool) (*Envelope, int, er
 	if seen != 7 {
 		return nil, 0, identity.NewError(identity.CodeInvalidEvent, "envelope needs hash, event and signature")
 	}
-	if err := b64url.DecodeFixed(env.hash[:], hash); err != nil {
+	hashPlain, err := decodeB64(env.hash[:], hash)
+	if err != nil {
 		return nil, 0, identity.Wrap(identity.CodeInvalidEventHash, "envelope hash", err)
 	}
-	if err := b64url.DecodeFixed(env.sig[:], sig); err != nil {
+	sigPlain, err := decodeB64(env.sig[:], sig)
+	if err != nil {
 		return nil, 0, identity.Wrap(identity.CodeInvalidSignature, "envelope signature", err)
 	}
 	env.event, env.canon, env.sum = pe.Event, pe.canon, Sum(pe.canon)
+	// The text is AppendJSON's exactly when the members came in its order
+	// with a canonical event and unescaped base64url (a bijection: the
+	// text is the encoding of the decoded bytes), and nothing else — no
+	// white space, no escaped name — took a byte: then its length is the
+	// sum of its parts.
+	env.wire = ordered && pe.wire && hashPlain && sigPlain &&
+		n == len(`{"event":,"hash":,"signature":}`)+len(pe.canon)+len(hash)+len(sig)
 	return env, n, nil
+}
+
+// readStringValue reads a JSON string value without decoding it.
+func readStringValue(d *jsontext.Decoder) (jsontext.Value, error) {
+	v, err := d.ReadValue()
+	if err != nil {
+		return nil, err
+	}
+	if v.Kind() != '"' {
+		return nil, strictjson.ErrWrongKind
+	}
+	return v, nil
+}
+
+// decodeB64 decodes the base64url text of the JSON string v into dst: in
+// place when v has no escape (plain reports that case), else after
+// unquoting it.
+func decodeB64(dst []byte, v jsontext.Value) (plain bool, err error) {
+	if bytes.IndexByte(v, '\\') < 0 {
+		return true, b64url.DecodeFixedBytes(dst, v[1:len(v)-1])
+	}
+	s, err := strictjson.String(v)
+	if err != nil {
+		return false, err
+	}
+	return false, b64url.DecodeFixed(dst, s)
 }
 
 // Verify parses b and checks its hash and signature: the stateless part of
@@ -236,6 +281,14 @@ func sign(ctx context.Context, s identity.Signer, ev Event, protos []Protocol) (
 	return env, nil
 }
 
+// ParsedCanonical reports whether the text Parse (or ParsePrefix) read was
+// byte for byte what [Envelope.AppendJSON] writes, so that a caller still
+// holding those bytes (a record parser, an archive digest) can use them as
+// the canonical form without re-encoding. It is false for an envelope made
+// by Sign, and for any text with white space, another member order, an
+// escape in a name or in the hash or signature, or a non-canonical event.
+func (e *Envelope) ParsedCanonical() bool { return e.wire }
+
 // Hash returns the event hash the envelope claims (after Verify, the
 // verified event ID).
 func (e *Envelope) Hash() Hash { return e.hash }
@@ -292,9 +345,11 @@ func (e *Envelope) AppendJSON(b []byte) []byte {
 // MarshalJSON implements json.Marshaler with AppendJSON.
 func (e *Envelope) MarshalJSON() ([]byte, error) { return e.AppendJSON(nil), nil }
 
-// UnmarshalJSON implements json.Unmarshaler with Parse (not Verify).
+// UnmarshalJSON implements json.Unmarshaler with Parse (not Verify). A
+// parsed envelope's payload aliases its input, which an Unmarshaler must
+// not keep: it parses a copy.
 func (e *Envelope) UnmarshalJSON(b []byte) error {
-	v, err := Parse(b)
+	v, err := Parse(bytes.Clone(b))
 	if err != nil {
 		return err
 	}

@@ -288,9 +288,19 @@ func FuzzParse(f *testing.F) {
 		if want, err := strictjson.Canonicalize(env.Event().Payload); err != nil || !bytes.Equal(env.CanonicalPayload(), want) {
 			t.Fatalf("CanonicalPayload %q, want %q (%v)", env.CanonicalPayload(), want, err)
 		}
-		again, err := envelope.Parse(env.AppendJSON(nil))
+		// ParsedCanonical claims only what is true: the text read is
+		// AppendJSON's output. And AppendJSON's output of an event that
+		// IsCanonical recognizes is recognized in turn.
+		out := env.AppendJSON(nil)
+		if env.ParsedCanonical() && !bytes.Equal(bytes.TrimRight(b, " \t\r\n"), out) {
+			t.Fatalf("ParsedCanonical for %q, AppendJSON writes %q", b, out)
+		}
+		again, err := envelope.Parse(out)
 		if err != nil {
 			t.Fatalf("re-marshalled envelope rejected: %v", err)
+		}
+		if strictjson.IsCanonical(env.Canonical()) && !again.ParsedCanonical() {
+			t.Fatalf("AppendJSON's own output %q is not ParsedCanonical", out)
 		}
 		if !bytes.Equal(again.Canonical(), env.Canonical()) || again.Hash() != env.Hash() {
 			t.Fatal("re-marshalling changed the event")

@@ -114,6 +114,7 @@ func (e *Event) appendJSON(b []byte) ([]byte, error) {
 type parsedEvent struct {
 	Event
 	canon []byte
+	wire  bool // the text read was canonical: canon is a copy of it
 }
 
 // parseEvent decodes one event object strictly (duplicates, Unicode, number
@@ -124,8 +125,8 @@ func parseEvent(raw []byte, protos []Protocol) (*parsedEvent, error) {
 	pd := strictjson.GetDecoder(raw)
 	defer pd.Release()
 	d := pd.Decoder
-	pe, err := decodeEvent(d, raw, protos)
-	if err != nil {
+	pe := new(parsedEvent)
+	if err := decodeEvent(d, raw, protos, pe); err != nil {
 		return nil, err
 	}
 	if err := strictjson.End(d); err != nil {
@@ -134,33 +135,34 @@ func parseEvent(raw []byte, protos []Protocol) (*parsedEvent, error) {
 	return pe, nil
 }
 
-// decodeEvent reads the event object at the decoder's position in one pass;
-// buf is the decoder's whole input, which payload and Ext values slice.
-func decodeEvent(d *jsontext.Decoder, buf []byte, protos []Protocol) (*parsedEvent, error) {
+// decodeEvent reads the event object at the decoder's position in one pass
+// into pe, which the caller provides (the envelope parse keeps it on its
+// stack); buf is the decoder's whole input, which payload and Ext values
+// slice.
+func decodeEvent(d *jsontext.Decoder, buf []byte, protos []Protocol, pe *parsedEvent) error {
 	begin := valueStart(buf, d.InputOffset())
 	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
-		return nil, identity.NewError(identity.CodeInvalidEvent, "event is not a JSON object")
+		return identity.NewError(identity.CodeInvalidEvent, "event is not a JSON object")
 	}
-	pe := new(parsedEvent)
 	e := &pe.Event
 	var seen uint8
-	var actor string
+	var actor jsontext.Value
 	for d.PeekKind() != '}' {
 		name, err := readName(d)
 		if err != nil {
-			return nil, identity.Wrap(identity.CodeInvalidEvent, "event", err)
+			return identity.Wrap(identity.CodeInvalidEvent, "event", err)
 		}
 		var bit uint8
 		switch name {
 		case "protocol":
 			bit = 1
-			e.Protocol, err = readString(d)
+			e.Protocol, err = readProtocol(d)
 		case "type":
 			bit = 2
 			e.Type, err = readString(d)
 		case "actor":
 			bit = 4
-			actor, err = readString(d)
+			actor, err = readStringValue(d)
 		case "created_at":
 			bit = 8
 			e.CreatedAt, err = readInt(d)
@@ -179,36 +181,37 @@ func decodeEvent(d *jsontext.Decoder, buf []byte, protos []Protocol) (*parsedEve
 			e.Ext = append(e.Ext, Field{Name: name, Value: v})
 		}
 		if err != nil {
-			return nil, identity.Wrap(identity.CodeInvalidEvent, "event."+name, err)
+			return identity.Wrap(identity.CodeInvalidEvent, "event."+name, err)
 		}
 		seen |= bit
 	}
 	if _, err := d.ReadToken(); err != nil {
-		return nil, identity.Wrap(identity.CodeInvalidEvent, "event", err)
+		return identity.Wrap(identity.CodeInvalidEvent, "event", err)
 	}
 	if seen != 63 {
 		for i, n := range []string{"protocol", "type", "actor", "created_at", "nonce", "payload"} {
 			if seen&(1<<i) == 0 {
-				return nil, identity.Errorf(identity.CodeInvalidEvent, "event has no %q member", n)
+				return identity.Errorf(identity.CodeInvalidEvent, "event has no %q member", n)
 			}
 		}
 	}
 	if err := checkShape(e, protos); err != nil {
-		return nil, err
+		return err
 	}
-	id, err := identity.ParseAgentID(actor)
-	if err != nil {
-		return nil, err
+	if err := parseActor(&e.Actor, actor); err != nil {
+		return err
 	}
-	e.Actor = id
 	raw := buf[begin:d.InputOffset()]
 	if strictjson.IsCanonical(raw) {
 		// Most events arrive canonical; copying beats re-canonicalizing.
-		pe.canon = bytes.Clone(raw)
-	} else if pe.canon, err = strictjson.CanonicalizeValidated(raw); err != nil {
-		return nil, identity.Wrap(identity.CodeInvalidEvent, "event", err)
+		pe.canon, pe.wire = bytes.Clone(raw), true
+		return nil
 	}
-	return pe, nil
+	var err error
+	if pe.canon, err = strictjson.CanonicalizeValidated(raw); err != nil {
+		return identity.Wrap(identity.CodeInvalidEvent, "event", err)
+	}
+	return nil
 }
 
 // readName reads an object member name without allocating when it has no
@@ -236,6 +239,40 @@ func internName(b []byte) string {
 
 var knownNames = []string{"protocol", "type", "actor", "created_at", "nonce", "payload",
 	"hash", "event", "signature", "room_id", "base_seq", "base_hash", "mentions"}
+
+// readProtocol is readString that does not allocate for the built-in
+// protocols' names.
+func readProtocol(d *jsontext.Decoder) (string, error) {
+	v, err := d.ReadValue()
+	if err != nil {
+		return "", err
+	}
+	if len(v) > 2 && v[0] == '"' {
+		switch string(v[1 : len(v)-1]) {
+		case DiscourseName:
+			return DiscourseName, nil
+		case ProfileName:
+			return ProfileName, nil
+		}
+	}
+	return strictjson.String(v)
+}
+
+// parseActor decodes the Agent ID in the JSON string v: where it stands
+// when it has no escape, else after unquoting it (identity.ParseAgentID's
+// checks and errors either way).
+func parseActor(id *identity.AgentID, v jsontext.Value) error {
+	if bytes.IndexByte(v, '\\') < 0 {
+		return id.UnmarshalText(v[1 : len(v)-1])
+	}
+	s, err := strictjson.String(v)
+	if err != nil {
+		return identity.Wrap(identity.CodeInvalidEvent, "event.actor", err)
+	}
+	a, err := identity.ParseAgentID(s)
+	*id = a
+	return err
+}
 
 func readString(d *jsontext.Decoder) (string, error) {
 	v, err := d.ReadValue()

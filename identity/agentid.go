@@ -3,7 +3,6 @@ package identity
 import (
 	"crypto/ed25519"
 	"errors"
-	"strings"
 
 	"github.com/agentprotocols/go-sdk/internal/b64url"
 )
@@ -35,19 +34,35 @@ type AgentID struct {
 // ParseAgentID decodes s with the five checks of Identity §3: exact prefix,
 // unpadded base64url, exactly 32 bytes, canonical re-encoding and raw key
 // bytes. Curve-point checks happen at signature verification, not here.
-func ParseAgentID(s string) (AgentID, error) {
+func ParseAgentID(s string) (AgentID, error) { return parseAgentID(s, b64url.DecodeFixed) }
+
+// parseAgentID is ParseAgentID for the text as a string or as bytes, which
+// UnmarshalText decodes where they stand.
+func parseAgentID[S string | []byte](s S, decode func([]byte, S) error) (AgentID, error) {
 	var id AgentID
-	if !strings.HasPrefix(s, AgentIDPrefix) {
+	if !hasAgentIDPrefix(s) {
 		return id, Wrap(CodeInvalidActor, "", ErrAgentIDPrefix)
 	}
 	suffix := s[len(AgentIDPrefix):]
 	if len(s) != agentIDLen {
 		return id, Wrap(CodeInvalidActor, "", ErrAgentIDLength)
 	}
-	if err := b64url.DecodeFixed(id.key[:], suffix); err != nil {
+	if err := decode(id.key[:], suffix); err != nil {
 		return AgentID{}, Wrap(CodeInvalidActor, "", ErrAgentIDEncoding)
 	}
 	return id, nil
+}
+
+func hasAgentIDPrefix[S string | []byte](s S) bool {
+	if len(s) < len(AgentIDPrefix) {
+		return false
+	}
+	for i := range len(AgentIDPrefix) {
+		if s[i] != AgentIDPrefix[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // MustParseAgentID is ParseAgentID for constants in tests and examples; it
@@ -85,7 +100,7 @@ func (id AgentID) MarshalText() ([]byte, error) { return id.AppendText(nil), nil
 
 // UnmarshalText implements encoding.TextUnmarshaler with ParseAgentID.
 func (id *AgentID) UnmarshalText(b []byte) error {
-	v, err := ParseAgentID(string(b))
+	v, err := parseAgentID(b, b64url.DecodeFixedBytes)
 	if err != nil {
 		return err
 	}

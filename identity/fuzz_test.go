@@ -18,6 +18,13 @@ func FuzzParseAgentID(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		id, err := identity.ParseAgentID(s)
+		// UnmarshalText decodes the bytes where they stand: the same
+		// verdict, reason and identifier.
+		var fromText identity.AgentID
+		terr := fromText.UnmarshalText([]byte(s))
+		if (err == nil) != (terr == nil) || err != nil && err.Error() != terr.Error() || fromText != id {
+			t.Fatalf("ParseAgentID %v (%v), UnmarshalText %v (%v)", id, err, fromText, terr)
+		}
 		if err != nil {
 			if !errors.Is(err, identity.ErrInvalidActor) {
 				t.Fatalf("error %v is not invalid_actor", err)

@@ -49,11 +49,48 @@ func DecodeFixed(dst []byte, s string) error {
 	if !alphabetOnly(s) {
 		return ErrNotCanonical
 	}
-	n, err := enc.Decode(dst, []byte(s))
+	// Decoded through a stack buffer: converting s to []byte would
+	// allocate for anything longer than 32 bytes (a hash is 43
+	// characters, a signature 86).
+	n, err := decodeString(dst, s)
 	if err != nil || n != len(dst) {
 		return ErrNotCanonical
 	}
 	return nil
+}
+
+// DecodeFixedBytes is [DecodeFixed] for the text as bytes (a JSON string's
+// contents, say), decoded where it stands.
+func DecodeFixedBytes(dst, src []byte) error {
+	if enc.EncodedLen(len(dst)) != len(src) {
+		return ErrLength
+	}
+	if !alphabetOnly(src) {
+		return ErrNotCanonical
+	}
+	n, err := enc.Decode(dst, src)
+	if err != nil || n != len(dst) {
+		return ErrNotCanonical
+	}
+	return nil
+}
+
+// decodeString decodes s into dst through a stack buffer, whole quanta of
+// four characters at a time, with the tail (and its trailing-bit check)
+// last.
+func decodeString(dst []byte, s string) (int, error) {
+	var buf [128]byte
+	n := 0
+	for len(s) > len(buf) {
+		m, err := enc.Decode(dst[n:], buf[:copy(buf[:], s[:len(buf)])])
+		n += m
+		if err != nil {
+			return n, err
+		}
+		s = s[len(buf):]
+	}
+	m, err := enc.Decode(dst[n:], buf[:copy(buf[:], s)])
+	return n + m, err
 }
 
 // inAlphabet marks the 64 base64url characters; a table lookup keeps the
@@ -65,7 +102,7 @@ var inAlphabet = func() (t [256]bool) {
 	return t
 }()
 
-func alphabetOnly(s string) bool {
+func alphabetOnly[S ~string | ~[]byte](s S) bool {
 	for i := 0; i < len(s); i++ {
 		if !inAlphabet[s[i]] {
 			return false

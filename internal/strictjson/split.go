@@ -97,8 +97,11 @@ func SplitObjectAt(b []byte, name string, parse func([]byte) (int, error)) ([]Me
 		if out == nil {
 			out = make([]Member, 0, 8)
 		}
-		if seenName(out, &seen, string(mname)) {
-			return nil, &Error{Pointer: "/" + string(mname), Err: ErrStructure}
+		// Interned first: the set may keep the name, and a conversion
+		// made for it would allocate for every member of every record.
+		key := intern(mname)
+		if seenName(out, &seen, key) {
+			return nil, &Error{Pointer: "/" + key, Err: ErrStructure}
 		}
 		i = skipWS(b, end)
 		if i >= len(b) || b[i] != ':' {
@@ -115,7 +118,7 @@ func SplitObjectAt(b []byte, name string, parse func([]byte) (int, error)) ([]Me
 		} else if vend = valueEnd(b, i); vend < 0 {
 			return nil, &Error{Pointer: "/" + string(mname), Err: ErrStructure}
 		}
-		out = append(out, Member{Name: intern(mname), Value: b[i:vend]})
+		out = append(out, Member{Name: key, Value: b[i:vend]})
 		i = skipWS(b, vend)
 		if i < len(b) && b[i] == ',' {
 			i = skipWS(b, i+1)
@@ -144,6 +147,10 @@ func skipWS(b []byte, i int) int {
 
 // stringEnd returns the index just past the string starting at b[i].
 func stringEnd(b []byte, i int) int {
+	// Most strings have no escape: the first quote ends them.
+	if q := bytes.IndexByte(b[i+1:], '"'); q >= 0 && bytes.IndexByte(b[i+1:i+1+q], '\\') < 0 {
+		return i + 1 + q + 1
+	}
 	for i++; i < len(b); {
 		j := bytes.IndexAny(b[i:], `"\`)
 		if j < 0 {
