@@ -221,6 +221,13 @@ type hostRoom struct {
 
 	subMu sync.Mutex
 	subs  map[*subscriber]struct{}
+
+	// Group commit (a BatchAppender store): writing is set while a
+	// writer leads the room's writes; queue holds the writes waiting for
+	// it, each judged and appended by the next leader.
+	qmu     sync.Mutex
+	writing bool
+	queue   []*roomWrite
 }
 
 // New returns a Host that serves opts.Origin. It loads no room: rooms are

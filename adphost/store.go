@@ -203,6 +203,21 @@ type WriteStateReader interface {
 	WriteState(ctx context.Context, roomID string, actor identity.AgentID, event envelope.Hash) (WriteState, error)
 }
 
+// BatchAppender is an optional extension of a Store whose appends cost a
+// durable commit each (adphost/pgstore). When writes of one room queue
+// behind the room's lock, the Host judges them in order and appends them
+// with one AppendBatch (group commit); a Store without it gets one Append
+// each.
+type BatchAppender interface {
+	// AppendBatch appends the records of cs, which follow each other in
+	// one room (cs[i+1].Record links to cs[i].Record) and carry no Index,
+	// atomically: all of them or, with an error, none. Its errors are
+	// Append's; ErrHeadMoved means the first record does not follow the
+	// log's last, and any other error (a duplicate, a used nonce, a full
+	// quota of one of them) does not say which commit failed.
+	AppendBatch(ctx context.Context, cs []*Commit) error
+}
+
 // JoinRequestIndex is an optional extension of a Store that indexes join
 // requests by applicant and by creation time. The Host then finds one
 // agent's requests for a room (an applicant's read of a private room,

@@ -162,8 +162,17 @@ func (h *Host) commit(ctx context.Context, hr *hostRoom, env *envelope.Envelope,
 	if err != nil {
 		return nil, h.orDuplicate(ctx, env, err)
 	}
+	if _, ok := h.store.(BatchAppender); ok {
+		return h.commitGrouped(ctx, hr, &roomWrite{env: env, ev: ev, pf: pf})
+	}
 	hr.mu.Lock()
 	defer hr.mu.Unlock()
+	return h.commitLocked(ctx, hr, env, ev, pf)
+}
+
+// commitLocked is commit's loop under the room's lock: judge, append, and
+// on a lost append race catch up and judge again.
+func (h *Host) commitLocked(ctx context.Context, hr *hostRoom, env *envelope.Envelope, ev *adp.Event, pf *prefetch) (*adp.Record, error) {
 	if pf != nil && pf.ok && pf.st.Head > hr.room.Latest().Seq {
 		// Another process appended: judge on its records (the head
 		// read of the room's lookup, folded into the prefetch).
@@ -228,48 +237,9 @@ func (e *busyError) Unwrap() error { return e.err }
 // tryCommit is one attempt of commit (hr.mu held).
 func (h *Host) tryCommit(ctx context.Context, hr *hostRoom, env *envelope.Envelope, ev *adp.Event) (*adp.Record, error) {
 	now := h.now()
-	ms := now.UnixMilli()
-	if refusal, err := h.privateGate(ctx, hr.room, ev); err != nil {
+	c, hint, err := h.precheck(ctx, hr, ev, now)
+	if err != nil {
 		return nil, err
-	} else if refusal != nil {
-		if h.behind(ctx, hr) {
-			return nil, ErrHeadMoved // the actor may have joined elsewhere
-		}
-		return nil, h.outsider(ctx, ev, now, refusal)
-	}
-	if err := h.checkRoomLimits(hr.room, ev); err != nil {
-		return nil, err
-	}
-	q, limit := h.rateClass(hr, ev)
-	var quota *Quota
-	if limit >= 0 {
-		quota = &Quota{Key: q.String(), Limit: limit, Now: ms, Window: rateWindow}
-		// Checked before the rules, so that an agent over its quota is
-		// told so first; Append checks it again atomically.
-		if used, err := h.store.QuotaUsed(ctx, *quota); err != nil {
-			return nil, err
-		} else if used >= limit {
-			return nil, QuotaError(*quota)
-		}
-	}
-	// A hinted type's events also share the agent's one hinted ceiling.
-	// The append takes the type's own window atomically; the ceiling is
-	// checked here and counted after the append, so concurrent writers in
-	// other rooms (or processes) may pass it by at most one each.
-	ceiling, climit, hinted := h.hintedCeiling(q, ev)
-	if hinted {
-		cq := Quota{Key: ceiling.String(), Limit: climit, Now: ms, Window: rateWindow}
-		if used, err := h.store.QuotaUsed(ctx, cq); err != nil {
-			return nil, err
-		} else if used >= climit {
-			return nil, QuotaError(cq)
-		}
-	}
-	c := &Commit{
-		// The durable nonce cache, checked and advanced atomically with
-		// the append: the Verifier's is per process and lost on restart.
-		Nonce: NonceAdvance{Actor: ev.Actor, Nonce: ev.Nonce, Now: ms, ExpiresAt: now.Add(2 * h.window).UnixMilli()},
-		Quota: quota,
 	}
 	if adp.IsBuiltin(ev.Type) && ev.Type != adp.TypeMessageCreate {
 		// A lifecycle or membership write changes the room's index entry,
@@ -318,25 +288,92 @@ func (h *Host) tryCommit(ctx context.Context, hr *hostRoom, env *envelope.Envelo
 			}
 		}
 	}
-	rec := c.Record
 	hr.seq.Store(hr.room.Latest().Seq)
-	if hinted {
+	h.stored(ctx, hr, ev, c.Record, hint, now)
+	if snapshotDue(c.Record.Seq, int64(h.snapEvery)) {
+		h.snapshot(ctx, hr)
+	}
+	h.afterAccept(ctx, hr, ev, c.Record)
+	return c.Record, nil
+}
+
+// hintedUse is the hinted ceiling a write counts against once stored.
+type hintedUse struct {
+	key   rateKey
+	limit int
+	ok    bool
+}
+
+// precheck is the part of a write's judgment before the room's rules
+// (hr.mu held): the private gate, the room's limits and the quotas. It
+// returns the Commit without its record.
+func (h *Host) precheck(ctx context.Context, hr *hostRoom, ev *adp.Event, now time.Time) (*Commit, hintedUse, error) {
+	ms := now.UnixMilli()
+	if refusal, err := h.privateGate(ctx, hr.room, ev); err != nil {
+		return nil, hintedUse{}, err
+	} else if refusal != nil {
+		if h.behind(ctx, hr) {
+			return nil, hintedUse{}, ErrHeadMoved // the actor may have joined elsewhere
+		}
+		return nil, hintedUse{}, h.outsider(ctx, ev, now, refusal)
+	}
+	if err := h.checkRoomLimits(hr.room, ev); err != nil {
+		return nil, hintedUse{}, err
+	}
+	q, limit := h.rateClass(hr, ev)
+	var quota *Quota
+	if limit >= 0 {
+		quota = &Quota{Key: q.String(), Limit: limit, Now: ms, Window: rateWindow}
+		// Checked before the rules, so that an agent over its quota is
+		// told so first; Append checks it again atomically.
+		if used, err := h.store.QuotaUsed(ctx, *quota); err != nil {
+			return nil, hintedUse{}, err
+		} else if used >= limit {
+			return nil, hintedUse{}, QuotaError(*quota)
+		}
+	}
+	// A hinted type's events also share the agent's one hinted ceiling.
+	// The append takes the type's own window atomically; the ceiling is
+	// checked here and counted after the append, so concurrent writers in
+	// other rooms (or processes) may pass it by at most one each.
+	var hint hintedUse
+	hint.key, hint.limit, hint.ok = h.hintedCeiling(q, ev)
+	if hint.ok {
+		cq := Quota{Key: hint.key.String(), Limit: hint.limit, Now: ms, Window: rateWindow}
+		if used, err := h.store.QuotaUsed(ctx, cq); err != nil {
+			return nil, hintedUse{}, err
+		} else if used >= hint.limit {
+			return nil, hintedUse{}, QuotaError(cq)
+		}
+	}
+	return &Commit{
+		// The durable nonce cache, checked and advanced atomically with
+		// the append: the Verifier's is per process and lost on restart.
+		Nonce: NonceAdvance{Actor: ev.Actor, Nonce: ev.Nonce, Now: ms, ExpiresAt: now.Add(2 * h.window).UnixMilli()},
+		Quota: quota,
+	}, hint, nil
+}
+
+// stored is the bookkeeping of a record the Store has (hr.mu held): the
+// hinted ceiling and, for a room's first record, the cache.
+func (h *Host) stored(ctx context.Context, hr *hostRoom, ev *adp.Event, rec *adp.Record, hint hintedUse, now time.Time) {
+	if hint.ok {
 		// The record is stored: a refusal here (a racing writer took the
 		// last use first) is the overshoot allowed above, not an error.
-		h.take(ctx, ceiling, climit, now)
+		h.take(ctx, hint.key, hint.limit, now)
 	}
 	if rec.Seq == 1 {
 		h.addRoom(hr)
 	}
-	if snapshotDue(rec.Seq, int64(h.snapEvery)) {
-		// A snapshot is a shortcut for rebuilding the replica; a failure
-		// to store one costs a longer rebuild, not the write.
-		if snap, err := hr.room.Snapshot(); err == nil {
-			h.store.PutSnapshot(ctx, hr.id, rec.Seq, snap)
-		}
+}
+
+// snapshot stores a snapshot of hr's replica (hr.mu held). A snapshot is
+// a shortcut for rebuilding the replica; a failure to store one costs a
+// longer rebuild, not the write.
+func (h *Host) snapshot(ctx context.Context, hr *hostRoom) {
+	if snap, err := hr.room.Snapshot(); err == nil {
+		h.store.PutSnapshot(ctx, hr.id, hr.room.Latest().Seq, snap)
 	}
-	h.afterAccept(ctx, hr, ev, rec)
-	return rec, nil
 }
 
 // snapshotDue reports whether the record at seq is followed by a stored

@@ -56,6 +56,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
 	"slices"
 	"strconv"
@@ -151,6 +152,7 @@ type Store struct {
 var (
 	_ adphost.Store            = (*Store)(nil)
 	_ adphost.WriteStateReader = (*Store)(nil)
+	_ adphost.BatchAppender    = (*Store)(nil)
 )
 
 // Open connects to the database at url (a PostgreSQL connection URL or
@@ -395,6 +397,88 @@ func (s *Store) Append(ctx context.Context, c *adphost.Commit) error {
 		return adphost.NonceError(max)
 	case what == "quota":
 		return adphost.QuotaError(*c.Quota)
+	}
+	return fmt.Errorf("pgstore: %w", err)
+}
+
+// AppendBatch implements adphost.BatchAppender: the records of cs, which
+// follow each other in one room, in one transaction sent as one pipeline
+// (group commit): the room's head moves from the first record's
+// predecessor to the last record, the records go in with one multi-row
+// statement, the actors' nonces with another (each actor checked against
+// its first nonce of the batch and advanced to its last), and the quota
+// windows one statement each. Any failed check rolls it all back.
+func (s *Store) AppendBatch(ctx context.Context, cs []*adphost.Commit) error {
+	if len(cs) == 0 {
+		return nil
+	}
+	if len(cs) == 1 {
+		return s.Append(ctx, cs[0])
+	}
+	n := len(cs)
+	seqs, events, bodies := make([]int64, n), make([][]byte, n), make([][]byte, n)
+	type nonceRow struct {
+		first, last, now, exp int64
+	}
+	byActor := map[string]*nonceRow{}
+	for i, c := range cs {
+		rec := c.Record
+		if c.Index != nil || rec.Seq == 1 || rec.RoomID != cs[0].Record.RoomID ||
+			(i > 0 && (rec.Seq != cs[i-1].Record.Seq+1 || rec.PreHash != cs[i-1].Record.Hash)) {
+			return errors.New("pgstore: a batch is consecutive records of one room, without index entries")
+		}
+		ev := rec.Envelope.Hash()
+		seqs[i], events[i], bodies[i] = rec.Seq, ev[:], rec.AppendJSON(nil)
+		a := c.Nonce
+		if r := byActor[a.Actor.String()]; r == nil {
+			byActor[a.Actor.String()] = &nonceRow{a.Nonce, a.Nonce, a.Now, a.ExpiresAt}
+		} else if a.Nonce <= r.last {
+			return adphost.NonceError(r.last)
+		} else {
+			r.last, r.exp = a.Nonce, a.ExpiresAt
+		}
+	}
+	// Nonce rows are locked in actor order, so that batches of two
+	// processes sharing actors cannot deadlock.
+	actors := slices.Sorted(maps.Keys(byActor))
+	firsts, lasts, nows, exps := make([]int64, len(actors)), make([]int64, len(actors)), make([]int64, len(actors)), make([]int64, len(actors))
+	for i, a := range actors {
+		r := byActor[a]
+		firsts[i], lasts[i], nows[i], exps[i] = r.first, r.last, r.now, r.exp
+	}
+	first, last := cs[0].Record, cs[n-1].Record
+	b := &pgx.Batch{}
+	b.Queue(`WITH w AS (UPDATE adp_rooms SET last_seq = $2, last_hash = $3, last_activity = $5
+			WHERE room_id = $1 AND last_seq = $6 - 1 AND last_hash = $4 RETURNING 1)
+		SELECT adp_assert(count(*) = 1, 'head') FROM w`,
+		first.RoomID, last.Seq, last.Hash[:], first.PreHash[:], last.ReceivedAt, first.Seq)
+	b.Queue(`WITH w AS (INSERT INTO adp_records (room_id, seq, event_hash, body)
+			SELECT $1, * FROM unnest($2::bigint[], $3::bytea[], $4::bytea[]) ON CONFLICT DO NOTHING RETURNING 1)
+		SELECT adp_assert(count(*) = $5, 'event') FROM w`, first.RoomID, seqs, events, bodies, n)
+	b.Queue(`WITH v AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[]) AS v(actor, first, last, now, exp)),
+		w AS (INSERT INTO adp_nonces AS n (actor, nonce, expires_at) SELECT actor, last, exp FROM v
+			ON CONFLICT (actor) DO UPDATE SET nonce = excluded.nonce, expires_at = excluded.expires_at
+			WHERE EXISTS (SELECT 1 FROM v WHERE v.actor = n.actor AND (n.expires_at <= v.now OR v.first > n.nonce)) RETURNING 1)
+		SELECT adp_assert(count(*) = $6, 'nonce') FROM w`, actors, firsts, lasts, nows, exps, len(actors))
+	for _, c := range cs {
+		if c.Quota != nil {
+			queueQuota(b, *c.Quota, true)
+		}
+	}
+	err := s.pool.SendBatch(ctx, b).Close()
+	if err == nil {
+		s.announce(last.RoomID, last.Seq)
+		return nil
+	}
+	switch what := assertion(err); {
+	case what == "head":
+		return adphost.ErrHeadMoved
+	case what == "event" || isUnique(err):
+		return adphost.ErrDuplicateEvent
+	case what == "nonce":
+		return &identity.Error{Code: identity.CodeNonceNotGreater, Message: "a nonce of the batch is not greater than its actor's greatest accepted nonce"}
+	case what == "quota":
+		return identity.NewError(identity.CodeRateLimited, "a quota of the batch is used up")
 	}
 	return fmt.Errorf("pgstore: %w", err)
 }

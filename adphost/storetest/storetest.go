@@ -47,6 +47,7 @@ func Run(t *testing.T, open Open) {
 		{"JoinRequestIndex", joinRequestIndex},
 		{"Statuses", statuses},
 		{"Paging", paging},
+		{"AppendBatch", appendBatch},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.f(t, open(t)) })
 	}
@@ -636,4 +637,94 @@ func Chain(t *testing.T, room string, n int) []*adp.Record {
 		c.add(c.next("alice"))
 	}
 	return c.recs[:n]
+}
+
+// appendBatch, for a Store with group commit (adphost.BatchAppender):
+// consecutive records of one room go in together with their nonces; a
+// batch whose first record does not follow the log, or with one record
+// whose envelope is already accepted, or with one used nonce, changes
+// nothing at all.
+func appendBatch(t *testing.T, s adphost.Store) {
+	ba, isBatch := s.(adphost.BatchAppender)
+	if !isBatch {
+		t.Skip("the store has no group commit")
+	}
+	ctx := t.Context()
+	c := newChain(t, "batch")
+	ok(t, s.Append(ctx, Commit(c.recs[0])))
+	batchOf := func(names ...string) []*adphost.Commit {
+		var cs []*adphost.Commit
+		saved := len(c.recs)
+		for _, n := range names {
+			r := c.next(n)
+			c.add(r)
+			cs = append(cs, Commit(r))
+		}
+		c.recs = c.recs[:saved]
+		return cs
+	}
+	unchanged := func(what string, head int64) {
+		t.Helper()
+		if h := try(s.Head(ctx, "batch")).get(t); h != head {
+			t.Fatalf("%s: head %d, want %d", what, h, head)
+		}
+	}
+	cs := batchOf("alice", "bob", "alice")
+	ok(t, ba.AppendBatch(ctx, cs))
+	for _, c2 := range cs {
+		c.add(c2.Record)
+	}
+	unchanged("a batch of 3", 4)
+	recs := try(s.Records(ctx, "batch", 1, 10)).get(t)
+	if len(recs) != 3 {
+		t.Fatalf("%d records after the batch", len(recs))
+	}
+	for i, r := range recs {
+		sameRecord(t, r, cs[i].Record)
+		sameRecord(t, try(s.RecordByEvent(ctx, r.Envelope.Hash())).get(t), r)
+	}
+	if n, _ := must2(t)(s.MaxNonce(ctx, cs[2].Nonce.Actor)); n != cs[2].Nonce.Nonce {
+		t.Fatalf("alice's nonce %d, want her last of the batch %d", n, cs[2].Nonce.Nonce)
+	}
+
+	// Not following the log: a batch built on seq 2.
+	stale := c.recs[:2]
+	c2 := &chain{t: t, room: "batch", recs: slices.Clone(stale), n: 100}
+	var old []*adphost.Commit
+	for _, n := range []string{"carol", "dave"} {
+		r := c2.next(n)
+		c2.add(r)
+		old = append(old, Commit(r))
+	}
+	if err := ba.AppendBatch(ctx, old); !errors.Is(err, adphost.ErrHeadMoved) {
+		t.Fatalf("a batch off the head: %v", err)
+	}
+	unchanged("a batch off the head", 4)
+
+	// One accepted envelope in the batch.
+	dup := batchOf("carol", "dave")
+	again := *cs[0].Record
+	again.RoomID, again.Seq, again.PreHash = "batch", dup[1].Record.Seq, dup[0].Record.Hash
+	again.Hash = again.ComputeHash()
+	dupBatch := []*adphost.Commit{dup[0], {Record: &again, Nonce: adphost.NonceAdvance{Actor: dup[1].Nonce.Actor, Nonce: dup[1].Nonce.Nonce, Now: dup[1].Nonce.Now, ExpiresAt: dup[1].Nonce.ExpiresAt}}}
+	if err := ba.AppendBatch(ctx, dupBatch); err == nil {
+		t.Fatal("a batch with an accepted envelope was appended")
+	}
+	unchanged("a batch with an accepted envelope", 4)
+	if try(s.RecordByEvent(ctx, dup[0].Record.Envelope.Hash())).get(t) != nil {
+		t.Fatal("the batch's other record is kept")
+	}
+
+	// One used nonce in the batch.
+	used := batchOf("carol", "alice")
+	used[1].Nonce.Nonce = cs[2].Nonce.Nonce
+	if err := ba.AppendBatch(ctx, used); !errors.Is(err, identity.ErrNonceNotGreater) {
+		t.Fatalf("a batch with a used nonce: %v", err)
+	}
+	unchanged("a batch with a used nonce", 4)
+	if n, _ := must2(t)(s.MaxNonce(ctx, used[0].Nonce.Actor)); n != 0 {
+		t.Fatalf("carol's nonce advanced to %d by a failed batch", n)
+	}
+	ok(t, ba.AppendBatch(ctx, batchOf("carol", "dave")))
+	unchanged("a batch after the failures", 6)
 }
