@@ -22,13 +22,12 @@ import (
 // so that the batch loses the append race.
 type batchStore struct {
 	*adphost.MemoryStore
-	gate     chan struct{} // closed: open
-	entered  chan struct{} // one value per append that reached the gate
-	states   atomic.Int64  // write states read: writes on their way to the room's lock
-	mu       sync.Mutex
-	batches  []int
-	steal    []*adp.Record // appended, one per batch, ahead of the batch
-	appended func(seq int64)
+	gate    chan struct{} // closed: open
+	entered chan struct{} // one value per append that reached the gate
+	states  atomic.Int64  // write states read: writes on their way to the room's lock
+	mu      sync.Mutex
+	batches []int
+	steal   []*adp.Record // appended, one per batch, ahead of the batch
 }
 
 func (b *batchStore) wait() {
