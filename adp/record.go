@@ -155,7 +155,8 @@ func ParseRecord(b []byte) (*Record, error) {
 	// parsed again the plain way (split first, then each member in
 	// order), so that the refusal names the same first failure.
 	var env *envelope.Envelope
-	members, err := strictjson.SplitObjectAt(b, "envelope", func(v []byte) (n int, err error) {
+	var buf [len(canonicalMembers)]strictjson.Member
+	members, err := strictjson.SplitObjectAt(buf[:0], b, "envelope", func(v []byte) (n int, err error) {
 		env, n, err = envelope.ParsePrefix(v)
 		return n, err
 	})

@@ -36,6 +36,9 @@ type Envelope struct {
 	// wire is set when the text Parse read was exactly what AppendJSON
 	// writes (see ParsedCanonical).
 	wire bool
+	// ext holds the event's protocol fields (ADP's four) in the same
+	// allocation as the envelope.
+	ext [4]Field
 }
 
 // Parse decodes an envelope with the strict rules of Agent Identity: one
@@ -97,7 +100,7 @@ func parseEnvelope(b []byte, protos []Protocol, prefix bool) (*Envelope, int, er
 	}
 	env := new(Envelope)
 	var hash, sig jsontext.Value
-	var pe parsedEvent
+	pe := parsedEvent{ext: &env.ext}
 	var seen uint8
 	ordered := true // the members came as event, hash, signature
 	for d.PeekKind() != '}' {

@@ -115,6 +115,8 @@ type parsedEvent struct {
 	Event
 	canon []byte
 	wire  bool // the text read was canonical: canon is a copy of it
+	// ext, when set, is the storage for the first protocol fields.
+	ext *[4]Field
 }
 
 // parseEvent decodes one event object strictly (duplicates, Unicode, number
@@ -176,7 +178,11 @@ func decodeEvent(d *jsontext.Decoder, buf []byte, protos []Protocol, pe *parsedE
 			var v jsontext.Value
 			v, err = walkValue(d, buf)
 			if e.Ext == nil {
-				e.Ext = make(Fields, 0, 4) // ADP's four: one allocation
+				if pe.ext != nil {
+					e.Ext = pe.ext[:0]
+				} else {
+					e.Ext = make(Fields, 0, 4) // ADP's four: one allocation
+				}
 			}
 			e.Ext = append(e.Ext, Field{Name: name, Value: v})
 		}

@@ -34,23 +34,39 @@ type AgentID struct {
 // ParseAgentID decodes s with the five checks of Identity §3: exact prefix,
 // unpadded base64url, exactly 32 bytes, canonical re-encoding and raw key
 // bytes. Curve-point checks happen at signature verification, not here.
-func ParseAgentID(s string) (AgentID, error) { return parseAgentID(s, b64url.DecodeFixed) }
-
-// parseAgentID is ParseAgentID for the text as a string or as bytes, which
-// UnmarshalText decodes where they stand.
-func parseAgentID[S string | []byte](s S, decode func([]byte, S) error) (AgentID, error) {
+func ParseAgentID(s string) (AgentID, error) {
 	var id AgentID
-	if !hasAgentIDPrefix(s) {
-		return id, Wrap(CodeInvalidActor, "", ErrAgentIDPrefix)
+	if err := checkAgentIDText(s); err != nil {
+		return id, err
 	}
-	suffix := s[len(AgentIDPrefix):]
-	if len(s) != agentIDLen {
-		return id, Wrap(CodeInvalidActor, "", ErrAgentIDLength)
-	}
-	if err := decode(id.key[:], suffix); err != nil {
+	if err := b64url.DecodeFixed(id.key[:], s[len(AgentIDPrefix):]); err != nil {
 		return AgentID{}, Wrap(CodeInvalidActor, "", ErrAgentIDEncoding)
 	}
 	return id, nil
+}
+
+// parseAgentIDBytes is ParseAgentID for the text as bytes, decoded where
+// they stand.
+func parseAgentIDBytes(b []byte) (AgentID, error) {
+	var id AgentID
+	if err := checkAgentIDText(b); err != nil {
+		return id, err
+	}
+	if err := b64url.DecodeFixedBytes(id.key[:], b[len(AgentIDPrefix):]); err != nil {
+		return AgentID{}, Wrap(CodeInvalidActor, "", ErrAgentIDEncoding)
+	}
+	return id, nil
+}
+
+// checkAgentIDText checks the prefix and the length, in that order.
+func checkAgentIDText[S string | []byte](s S) error {
+	if !hasAgentIDPrefix(s) {
+		return Wrap(CodeInvalidActor, "", ErrAgentIDPrefix)
+	}
+	if len(s) != agentIDLen {
+		return Wrap(CodeInvalidActor, "", ErrAgentIDLength)
+	}
+	return nil
 }
 
 func hasAgentIDPrefix[S string | []byte](s S) bool {
@@ -100,7 +116,7 @@ func (id AgentID) MarshalText() ([]byte, error) { return id.AppendText(nil), nil
 
 // UnmarshalText implements encoding.TextUnmarshaler with ParseAgentID.
 func (id *AgentID) UnmarshalText(b []byte) error {
-	v, err := parseAgentID(b, b64url.DecodeFixedBytes)
+	v, err := parseAgentIDBytes(b)
 	if err != nil {
 		return err
 	}

@@ -57,9 +57,11 @@ func seenName(out []Member, seen *map[string]struct{}, name string) bool {
 // matching brackets outside strings, which is exact for valid values and
 // harmless for invalid ones: a wrong boundary makes the value fail its
 // validation.
-func SplitObject(b []byte) ([]Member, error) { return SplitObjectAt(b, "", nil) }
+func SplitObject(b []byte) ([]Member, error) { return SplitObjectAt(nil, b, "", nil) }
 
-// SplitObjectAt is SplitObject, except that the value of the member named
+// SplitObjectAt is SplitObject returning the members in dst's storage,
+// when it has room (a caller that does not keep them can pass a buffer on
+// its stack), except that the value of the member named
 // name is not scanned for its end: parse reads it from the start of the
 // bytes it is given (the value and everything after it) and returns the
 // length of the value it parsed. The member's Value is those bytes. An
@@ -70,13 +72,13 @@ func SplitObject(b []byte) ([]Member, error) { return SplitObjectAt(b, "", nil) 
 // members are those SplitObject returns; on an error the two may report
 // different failures, so a caller that must name the first failure as
 // SplitObject would re-runs SplitObject then.
-func SplitObjectAt(b []byte, name string, parse func([]byte) (int, error)) ([]Member, error) {
+func SplitObjectAt(dst []Member, b []byte, name string, parse func([]byte) (int, error)) ([]Member, error) {
 	i := skipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return nil, &Error{Err: ErrWrongKind}
 	}
 	i = skipWS(b, i+1)
-	var out []Member
+	out := dst[:0]
 	var seen map[string]struct{}
 	if i < len(b) && b[i] == '}' {
 		return out, endOnly(b, i+1)
