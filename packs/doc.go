@@ -42,7 +42,9 @@
 //
 // Payloads are parsed with the SDK's strict JSON policy, and numbers are
 // validated as the IEEE 754 doubles that RFC 8785 canonicalization, and
-// hence the signature, sees.
+// hence the signature, sees. [DecodeBuiltin] and [ParseTypeDefine] also
+// give a built-in payload's typed value, and [ParseDeclaration] a
+// declaration's, from the same single parse the kernel schema evaluates.
 //
 // # Schemas
 //

@@ -332,9 +332,24 @@ func libQuote(s string) string {
 // work. FuzzValidatePayload checks decodeJSON accepts exactly what
 // strictjson.Validate accepts.
 func decodeJSON(b []byte) (any, error) {
-	p := getDecoder(len(b))
-	defer putDecoder(p, len(b))
-	return p.decode(b, nil)
+	var p *pooledDecoder
+	if len(b) <= maxPooledInput {
+		p = decoderPool.Get().(*pooledDecoder)
+		defer decoderPool.Put(p) // its tape is empty: see putDecoder
+	} else {
+		p = newPooledDecoder()
+	}
+	p.r.Reset(b)
+	p.d.Reset(&p.r, jsontext.AllowDuplicateNames(true))
+	v, err := parseValue(p.d, nil)
+	if err == nil {
+		err = strictjson.End(p.d)
+	}
+	p.r.Reset(nil)
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
 // getDecoder returns a decoder for an input of n bytes: a pooled one
@@ -367,7 +382,7 @@ func (p *pooledDecoder) decode(b []byte, tape *typedjson.Tape) (any, error) {
 	if tape != nil {
 		tape.Reset(b)
 	}
-	v, err := decodeValue(p.d, tape, "")
+	v, err := decodeValue(p.d, tape)
 	if err == nil {
 		err = strictjson.End(p.d)
 	}
@@ -399,15 +414,30 @@ func newPooledDecoder() *pooledDecoder {
 var decoderPool = sync.Pool{New: func() any { return newPooledDecoder() }}
 
 // decodeValue decodes the next value, recording it on tape when tape is
-// not nil; name is the member name it stands under ("" in an array or at
-// the top).
-func decodeValue(d *jsontext.Decoder, tape *typedjson.Tape, name string) (any, error) {
-	kind := d.PeekKind()
-	at := -1
+// not nil. parseValue's loops make the same choice inline, so that a parse
+// without a tape (a room-defined type's payload) pays one nil check per
+// value.
+func decodeValue(d *jsontext.Decoder, tape *typedjson.Tape) (any, error) {
 	if tape != nil {
-		at = tape.Begin(byte(kind), name, int(d.InputOffset()))
+		return recordValue(d, tape)
 	}
-	var out any
+	return parseValue(d, nil)
+}
+
+// recordValue is parseValue with the value's node on tape.
+func recordValue(d *jsontext.Decoder, tape *typedjson.Tape) (any, error) {
+	at := tape.Begin(byte(d.PeekKind()), int(d.InputOffset()))
+	v, err := parseValue(d, tape)
+	if err == nil {
+		tape.End(at, int(d.InputOffset()), v)
+	}
+	return v, err
+}
+
+// parseValue decodes the next value, and its members and elements as
+// decodeValue does.
+func parseValue(d *jsontext.Decoder, tape *typedjson.Tape) (any, error) {
+	kind := d.PeekKind()
 	switch kind {
 	case '{':
 		if _, err := d.ReadToken(); err != nil {
@@ -420,7 +450,13 @@ func decodeValue(d *jsontext.Decoder, tape *typedjson.Tape, name string) (any, e
 				return nil, syntaxErr(d, err)
 			}
 			name := tok.String()
-			v, err := decodeValue(d, tape, name)
+			var v any
+			if tape != nil {
+				tape.Member(name)
+				v, err = recordValue(d, tape)
+			} else {
+				v, err = parseValue(d, nil)
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -433,14 +469,20 @@ func decodeValue(d *jsontext.Decoder, tape *typedjson.Tape, name string) (any, e
 		if _, err := d.ReadToken(); err != nil {
 			return nil, syntaxErr(d, err)
 		}
-		out = m
+		return m, nil
 	case '[':
 		if _, err := d.ReadToken(); err != nil {
 			return nil, syntaxErr(d, err)
 		}
 		a := make([]any, 0, 4)
 		for d.PeekKind() != ']' {
-			v, err := decodeValue(d, tape, "")
+			var v any
+			var err error
+			if tape != nil {
+				v, err = recordValue(d, tape)
+			} else {
+				v, err = parseValue(d, nil)
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -449,7 +491,7 @@ func decodeValue(d *jsontext.Decoder, tape *typedjson.Tape, name string) (any, e
 		if _, err := d.ReadToken(); err != nil {
 			return nil, syntaxErr(d, err)
 		}
-		out = a
+		return a, nil
 	case '0':
 		raw, err := d.ReadValue()
 		if err != nil {
@@ -462,27 +504,24 @@ func decodeValue(d *jsontext.Decoder, tape *typedjson.Tape, name string) (any, e
 		if err != nil {
 			return nil, &strictjson.Error{Pointer: string(d.StackPointer()), Err: err}
 		}
-		out = f
+		return f, nil
 	default: // strings, literals, and errors
 		tok, err := d.ReadToken()
 		if err != nil {
 			return nil, syntaxErr(d, err)
 		}
+		var v any
 		switch tok.Kind() {
 		case '"':
-			out = tok.String()
+			v = tok.String()
 		case 't', 'f':
-			out = tok.Bool()
+			v = tok.Bool()
 		case 'n':
-			out = nil
 		default:
 			return nil, &strictjson.Error{Pointer: string(d.StackPointer()), Err: fmt.Errorf("unexpected %v", tok.Kind())}
 		}
+		return v, nil
 	}
-	if tape != nil {
-		tape.End(at, int(d.InputOffset()), out)
-	}
-	return out, nil
 }
 
 func syntaxErr(d *jsontext.Decoder, err error) error {

@@ -74,23 +74,28 @@ type Node struct {
 type Tape struct {
 	Src   []byte
 	Nodes []Node
+
+	name string // for the next Begin, set by Member
 }
 
 // Reset empties the tape for a parse of src, keeping its capacity.
 func (t *Tape) Reset(src []byte) {
-	clear(t.Nodes) // drop the strings for the collector
-	t.Nodes, t.Src = t.Nodes[:0], src
+	clear(t.Nodes) // drop the values for the collector
+	t.Nodes, t.Src, t.name = t.Nodes[:0], src, ""
 }
 
-// Begin records the start of a value of the given kind found under name,
-// where off is the decoder's input offset before it (the value starts
-// after any whitespace, ':' or ','). It returns the node's index for
-// [Tape.End].
-func (t *Tape) Begin(kind byte, name string, off int) int {
+// Member sets the member name the next value recorded is found under.
+func (t *Tape) Member(name string) { t.name = name }
+
+// Begin records the start of a value of the given kind, where off is the
+// decoder's input offset before it (the value starts after any
+// whitespace, ':' or ','). It returns the node's index for [Tape.End].
+func (t *Tape) Begin(kind byte, off int) int {
 	for off < len(t.Src) && isSep(t.Src[off]) {
 		off++
 	}
-	t.Nodes = append(t.Nodes, Node{Kind: kind, Start: off, Name: name})
+	t.Nodes = append(t.Nodes, Node{Kind: kind, Start: off, Name: t.name})
+	t.name = ""
 	return len(t.Nodes) - 1
 }
 

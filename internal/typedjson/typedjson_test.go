@@ -21,7 +21,10 @@ func record(b []byte) (*Tape, error) {
 	d := jsontext.NewDecoder(bytes.NewReader(b))
 	var walk func(name string) error
 	walk = func(name string) error {
-		at := t.Begin(byte(d.PeekKind()), name, int(d.InputOffset()))
+		if name != "" {
+			t.Member(name)
+		}
+		at := t.Begin(byte(d.PeekKind()), int(d.InputOffset()))
 		var val any
 		switch d.PeekKind() {
 		case '{', '[':
