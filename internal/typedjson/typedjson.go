@@ -468,7 +468,10 @@ func decodePointer(t reflect.Type, elem *typeDecoder) decodeFunc {
 	}
 }
 
+// decodeSlice maps an array onto a new slice of exactly its length ([] is
+// an empty, non-nil slice, shared as json v2 shares it).
 func decodeSlice(t reflect.Type, elem *typeDecoder) decodeFunc {
+	empty := reflect.MakeSlice(t, 0, 0)
 	return func(tp *Tape, i int, v reflect.Value) error {
 		n := &tp.Nodes[i]
 		switch n.Kind {
@@ -480,15 +483,22 @@ func decodeSlice(t reflect.Type, elem *typeDecoder) decodeFunc {
 			for j := i + 1; j < n.Next; j = tp.Nodes[j].Next {
 				count++
 			}
-			s := reflect.MakeSlice(t, count, count)
+			if count == 0 {
+				v.Set(empty)
+				return nil
+			}
+			// Grow in place allocates only the array (MakeSlice would
+			// also allocate the header it returns).
+			v.SetZero()
+			v.Grow(count)
+			v.SetLen(count)
 			k := 0
 			for j := i + 1; j < n.Next; j = tp.Nodes[j].Next {
-				if err := elem.fn(tp, j, s.Index(k)); err != nil {
+				if err := elem.fn(tp, j, v.Index(k)); err != nil {
 					return err
 				}
 				k++
 			}
-			v.Set(s)
 			return nil
 		}
 		return mismatch(tp, i, t)
