@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/adphost"
 	"github.com/agentprotocols/go-sdk/adphost/pgstore"
 	"github.com/agentprotocols/go-sdk/adphost/storetest"
 	"github.com/agentprotocols/go-sdk/internal/pgtest"
@@ -15,16 +16,21 @@ import (
 
 // BenchmarkAppend: the database CPU of the append transaction and of the
 // write-state read, without a host: 8 rooms, 2 appenders each (one room's
-// appends serialized, as under a host's room lock).
+// appends serialized, as under a host's room lock), each append of one
+// record (batch=1) or of batch consecutive records with AppendBatch
+// (group commit).
 //
 //	go test ./adphost/pgstore -run '^$' -bench Append -benchtime 4000x
 func BenchmarkAppend(b *testing.B) {
-	for _, read := range []bool{false, true} {
-		b.Run(fmt.Sprintf("read=%v", read), func(b *testing.B) { benchAppend(b, read) })
+	for _, c := range []struct {
+		read  bool
+		batch int
+	}{{false, 1}, {true, 1}, {false, 2}, {false, 8}} {
+		b.Run(fmt.Sprintf("read=%v/batch=%d", c.read, c.batch), func(b *testing.B) { benchAppend(b, c.read, c.batch) })
 	}
 }
 
-func benchAppend(b *testing.B, read bool) {
+func benchAppend(b *testing.B, read bool, batch int) {
 	ctx := context.Background()
 	s, err := pgstore.Open(ctx, pgtest.Database(b), nil)
 	if err != nil {
@@ -72,15 +78,19 @@ func benchAppend(b *testing.B, read bool) {
 						mu.Unlock()
 						return
 					}
-					rec := chains[r][next]
-					next++
-					c := storetest.Commit(rec)
-					if read {
-						if _, err := s.WriteState(ctx, rec.RoomID, c.Nonce.Actor, rec.Envelope.Hash()); err != nil {
-							b.Error(err)
+					end := min(next+batch, len(chains[r]))
+					var cs []*adphost.Commit
+					for _, rec := range chains[r][next:end] {
+						c := storetest.Commit(rec)
+						if read {
+							if _, err := s.WriteState(ctx, rec.RoomID, c.Nonce.Actor, rec.Envelope.Hash()); err != nil {
+								b.Error(err)
+							}
 						}
+						cs = append(cs, c)
 					}
-					if err := s.Append(ctx, c); err != nil {
+					next = end
+					if err := s.AppendBatch(ctx, cs); err != nil {
 						b.Error(err)
 					}
 					mu.Unlock()
