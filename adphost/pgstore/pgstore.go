@@ -350,23 +350,35 @@ func (s *Store) Append(ctx context.Context, c *adphost.Commit) error {
 			SELECT adp_assert(count(*) = 1, 'head') FROM w`,
 			rec.RoomID, rec.Seq, rec.Hash[:], rec.PreHash[:],
 			string(c.Index.Summary.Visibility), c.Index.Summary.Creator.String(), summary, rec.ReceivedAt)
-	} else {
-		b.Queue(`WITH w AS (UPDATE adp_rooms SET last_seq = $2, last_hash = $3, last_activity = $5
-			WHERE room_id = $1 AND last_seq = $2 - 1 AND last_hash = $4 RETURNING 1)
-			SELECT adp_assert(count(*) = 1, 'head') FROM w`,
-			rec.RoomID, rec.Seq, rec.Hash[:], rec.PreHash[:], rec.ReceivedAt)
 	}
-	// The room row is locked now: (room_id, seq) cannot collide, so a
-	// conflict here is the envelope hash.
-	b.Queue(`WITH w AS (INSERT INTO adp_records (room_id, seq, event_hash, body) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING 1)
-		SELECT adp_assert(count(*) = 1, 'event') FROM w`,
-		rec.RoomID, rec.Seq, evHash[:], rec.AppendJSON(nil))
 	n := c.Nonce
-	b.Queue(`WITH w AS (INSERT INTO adp_nonces AS n (actor, nonce, expires_at) VALUES ($1, $2, $4)
-		ON CONFLICT (actor) DO UPDATE SET nonce = excluded.nonce, expires_at = excluded.expires_at
-		WHERE n.expires_at <= $3 OR excluded.nonce > n.nonce RETURNING 1)
-		SELECT adp_assert(count(*) = 1, 'nonce') FROM w`,
-		n.Actor.String(), n.Nonce, n.Now, n.ExpiresAt)
+	if c.Index == nil {
+		// The common write (no index entry): head, record and nonce in
+		// one statement, the record inserted only once the head moved.
+		// The assertions run in order, so a moved head is reported as
+		// such whatever else fails.
+		b.Queue(`WITH h AS (UPDATE adp_rooms SET last_seq = $2, last_hash = $3, last_activity = $5
+				WHERE room_id = $1 AND last_seq = $2 - 1 AND last_hash = $4 RETURNING 1),
+			r AS (INSERT INTO adp_records (room_id, seq, event_hash, body) SELECT $1, $2, $6, $7 FROM h ON CONFLICT DO NOTHING RETURNING 1),
+			n AS (INSERT INTO adp_nonces AS n (actor, nonce, expires_at) VALUES ($8, $9, $11)
+				ON CONFLICT (actor) DO UPDATE SET nonce = excluded.nonce, expires_at = excluded.expires_at
+				WHERE n.expires_at <= $10 OR excluded.nonce > n.nonce RETURNING 1)
+			SELECT adp_assert((SELECT count(*) FROM h) = 1, 'head'), adp_assert((SELECT count(*) FROM r) = 1, 'event'),
+				adp_assert((SELECT count(*) FROM n) = 1, 'nonce')`,
+			rec.RoomID, rec.Seq, rec.Hash[:], rec.PreHash[:], rec.ReceivedAt, evHash[:], rec.AppendJSON(nil),
+			n.Actor.String(), n.Nonce, n.Now, n.ExpiresAt)
+	} else {
+		// The room row is locked now: (room_id, seq) cannot collide, so a
+		// conflict here is the envelope hash.
+		b.Queue(`WITH w AS (INSERT INTO adp_records (room_id, seq, event_hash, body) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING 1)
+			SELECT adp_assert(count(*) = 1, 'event') FROM w`,
+			rec.RoomID, rec.Seq, evHash[:], rec.AppendJSON(nil))
+		b.Queue(`WITH w AS (INSERT INTO adp_nonces AS n (actor, nonce, expires_at) VALUES ($1, $2, $4)
+			ON CONFLICT (actor) DO UPDATE SET nonce = excluded.nonce, expires_at = excluded.expires_at
+			WHERE n.expires_at <= $3 OR excluded.nonce > n.nonce RETURNING 1)
+			SELECT adp_assert(count(*) = 1, 'nonce') FROM w`,
+			n.Actor.String(), n.Nonce, n.Now, n.ExpiresAt)
+	}
 	if q := c.Quota; q != nil {
 		queueQuota(b, *q, true)
 	}
