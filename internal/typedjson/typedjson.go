@@ -232,20 +232,18 @@ func (b builder) build(t reflect.Type) decodeFunc {
 	if fn, ok := custom[t]; ok {
 		return fn
 	}
+	// As in json v2, methods are used on the value a pointer points to,
+	// never on the pointer (which null sets to nil).
 	switch {
+	case t.Kind() == reflect.Pointer:
+		return decodePointer(t, b.get(t.Elem()))
 	case t == jsontextValueType:
 		return decodeRaw
 	case implements(t, unmarshalerFrom):
 		return fallback(t)
 	case implements(t, unmarshalerType):
-		if t.Kind() == reflect.Pointer {
-			return fallback(t)
-		}
 		return decodeUnmarshaler(t)
 	case implements(t, textUnmarshaler):
-		if t.Kind() == reflect.Pointer {
-			return fallback(t)
-		}
 		return decodeText(t)
 	case t.PkgPath() == "time" && (t.Name() == "Time" || t.Name() == "Duration"):
 		return fallback(t) // json v2 has its own formats for these
@@ -257,8 +255,6 @@ func (b builder) build(t reflect.Type) decodeFunc {
 		return decodeBool(t)
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		return decodeInt(t)
-	case reflect.Pointer:
-		return decodePointer(t, b.get(t.Elem()))
 	case reflect.Slice:
 		if t.Elem().Kind() == reflect.Uint8 {
 			return fallback(t) // base64, in json v2

@@ -125,6 +125,9 @@ type all struct {
 	Text   text                  `json:"text"`
 	Texts  []text                `json:"texts"`
 	Un     raw                   `json:"un"`
+	PText  *text                 `json:"ptext"`
+	PUn    *raw                  `json:"pun"`
+	PRaw   *jsontext.Value       `json:"praw"`
 	Tree   *node                 `json:"tree"`
 	F      float64               `json:"f"`
 	U      uint8                 `json:"u"`
@@ -153,7 +156,8 @@ var decodeSeeds = []string{
 	`{"slice":[{"a":1,"z":2}]}`, `{"map":{"k":{"A":1}}}`, `{"S":"x"}`, `{"Untag":"u"}`, `{"untag":"u"}`, `{"Skip":"x"}`, `{"hidden":"x"}`,
 	`{"map_t":{"a":1,"bad":2}}`, `{"raw":{ "a" : [1, 2] }}`, `{"raw":"\u00e9"}`,
 	`{"text":"a\u00e9\n"}`, `{"text":"bad"}`, `{"text":1}`, `{"texts":["x",null,"y"]}`,
-	`{"un":0}`, `{"un":[1, {}]}`, `{"tree":{"name":"a","children":[{"name":"b","children":[]},null]}}`,
+	`{"un":0}`, `{"un":[1, {}]}`, `{"un":null}`, `{"ptext":null,"pun":null,"praw":null}`, `{"ptext":"a","pun":[],"praw":{}}`,
+	`{"ptext":"bad"}`, `{"pun":0}`, `{"ptext":1}`, `{"tree":{"name":"a","children":[{"name":"b","children":[]},null]}}`,
 	`{"f":1e300,"u":255,"arr":[1,2],"bytes":"AAE=","any":{"x":[1,"y",null]},"time":"2026-12-01T00:00:00Z","dur":"1s"}`,
 	`{"u":256}`, `{"arr":[1]}`, `{"bytes":"*"}`, `{"time":1}`,
 	`{"emb":{"a":1,"c":"x"}}`, `{"emb":{"inner":{}}}`, `{"tag":{"n":"5"}}`, `{"tag":{"n":5}}`,
