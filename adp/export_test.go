@@ -1,8 +1,12 @@
 package adp
 
 import (
+	"bytes"
+	"slices"
+
 	"github.com/go-json-experiment/json"
 
+	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/identity"
 	"github.com/agentprotocols/go-sdk/packs"
 )
@@ -40,4 +44,23 @@ func referenceDecode(typ string, raw []byte, v any) error {
 		return identity.Wrap(identity.CodeInvalidEvent, "payload", err)
 	}
 	return nil
+}
+
+// SnapshotReflect is Room.Snapshot as it was written before the index was
+// encoded by hand: the whole snapshot struct through json.Marshal, the
+// event hashes sorted afresh. TestSnapshotEncoding pins the two to the
+// same bytes.
+func SnapshotReflect(r *Room) ([]byte, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	s := snapshot{Version: 1, ID: r.id, State: r.st, Registry: r.st.Registry.Snapshot()}
+	if m, ok := r.index.(*MemoryIndex); ok {
+		s.Records = m.records
+		s.Events = make([]envelope.Hash, 0, len(m.events))
+		for h := range m.events {
+			s.Events = append(s.Events, h)
+		}
+		slices.SortFunc(s.Events, func(a, b envelope.Hash) int { return bytes.Compare(a[:], b[:]) })
+	}
+	return json.Marshal(s, json.Deterministic(true))
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/adp/adptest"
+	"github.com/agentprotocols/go-sdk/identity"
 )
 
 // Prepare judges a write as Accept does without changing the room; Commit
@@ -73,5 +74,44 @@ func TestPrepareCommitIsAccept(t *testing.T) {
 	}
 	if now, _ := twin.Snapshot(); !bytes.Equal(moved, now) {
 		t.Fatal("a refused Commit changed the room")
+	}
+}
+
+// PrepareEvent judges the event ParseEvent read exactly as Prepare judges
+// its envelope, and takes no Event that ParseEvent did not make.
+func TestPrepareEvent(t *testing.T) {
+	w := adptest.NewWorld(t, "d8ftedhpqhsusbg001tg", nil)
+	w.PublicRoom()
+	w.Join("alice", adp.RoleSpeaker)
+	env, err := adp.NewMessage(w.Ctx, w.Author("alice"), w.Base(adp.TypeMessageCreate), adp.Message{ContentType: "text/plain", Content: adp.TextContent("hi")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := adp.ParseEvent(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := w.Room.Prepare(w.Ctx, env, w.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := w.Room.PrepareEvent(w.Ctx, ev, w.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Record.Hash != want.Record.Hash || got.Record.Seq != want.Record.Seq {
+		t.Fatalf("PrepareEvent: record %d %s, Prepare's %d %s", got.Record.Seq, got.Record.Hash, want.Record.Seq, want.Record.Hash)
+	}
+	if err := got.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	// The same event again is refused as Prepare refuses it.
+	_, werr := w.Room.Prepare(w.Ctx, env, w.Now)
+	_, gerr := w.Room.PrepareEvent(w.Ctx, ev, w.Now)
+	if werr == nil || gerr == nil || werr.Error() != gerr.Error() {
+		t.Fatalf("resubmitted: PrepareEvent %v, Prepare %v", gerr, werr)
+	}
+	if _, err := w.Room.PrepareEvent(w.Ctx, &adp.Event{Event: ev.Event, Hash: ev.Hash, RoomID: ev.RoomID}, w.Now); !errors.Is(err, identity.ErrInvalidEvent) {
+		t.Fatalf("hand-made Event: %v, want invalid_event", err)
 	}
 }

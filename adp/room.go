@@ -173,7 +173,7 @@ func (r *Room) ID() string { return r.id }
 func (r *Room) Check(ctx context.Context, env *envelope.Envelope, at time.Time) error {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	_, err := r.check(ctx, env, r.clock(at))
+	_, err := r.check(ctx, env, nil, r.clock(at))
 	return err
 }
 
@@ -202,7 +202,7 @@ func (r *Room) Accept(ctx context.Context, env *envelope.Envelope, at time.Time)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ms := r.clock(at)
-	c, err := r.check(ctx, env, ms)
+	c, err := r.check(ctx, env, nil, ms)
 	if err != nil {
 		return nil, err
 	}
@@ -231,10 +231,26 @@ type Pending struct {
 // at exactly as Accept does and returns the record Accept would append.
 // The room does not change until [Pending.Commit].
 func (r *Room) Prepare(ctx context.Context, env *envelope.Envelope, at time.Time) (*Pending, error) {
+	return r.prepare(ctx, env, nil, at)
+}
+
+// PrepareEvent is [Room.Prepare] for an envelope the caller has already
+// read with [ParseEvent] (a host routes a write by its room and type
+// before judging it): ev is not parsed again. ev must come from
+// ParseEvent; any other Event is refused with invalid_event.
+func (r *Room) PrepareEvent(ctx context.Context, ev *Event, at time.Time) (*Pending, error) {
+	if ev.env == nil {
+		return nil, identity.NewError(identity.CodeInvalidEvent, "the event was not read by ParseEvent")
+	}
+	return r.prepare(ctx, ev.env, ev, at)
+}
+
+// prepare is Prepare, with env's event already parsed when ev is not nil.
+func (r *Room) prepare(ctx context.Context, env *envelope.Envelope, ev *Event, at time.Time) (*Pending, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	ms := r.clock(at)
-	c, err := r.check(ctx, env, ms)
+	c, err := r.check(ctx, env, ev, ms)
 	if err != nil {
 		return nil, err
 	}
@@ -258,7 +274,10 @@ func (p *Pending) Commit() error {
 	if p.change == nil {
 		return identity.Errorf(CodeInvalidRecord, "record %d is already committed", p.Record.Seq)
 	}
-	if err := r.checkLink(p.Record); err != nil {
+	// The record hash is the one Prepare computed from the record, which
+	// is immutable: only the link to the room's latest record can have
+	// gone stale.
+	if err := r.checkChain(p.Record); err != nil {
 		return err
 	}
 	r.commit(p.change, p.Record)
@@ -278,7 +297,7 @@ func (r *Room) Apply(ctx context.Context, rec *Record) error {
 	if err := r.checkLink(rec); err != nil {
 		return err
 	}
-	c, err := r.check(ctx, rec.Envelope, rec.ReceivedAt)
+	c, err := r.check(ctx, rec.Envelope, nil, rec.ReceivedAt)
 	if err != nil {
 		return err
 	}
@@ -287,6 +306,14 @@ func (r *Room) Apply(ctx context.Context, rec *Record) error {
 }
 
 func (r *Room) checkLink(rec *Record) error {
+	if err := r.checkChain(rec); err != nil {
+		return err
+	}
+	return rec.CheckHash()
+}
+
+// checkChain is checkLink without the record hash.
+func (r *Room) checkChain(rec *Record) error {
 	switch {
 	case rec.RoomID != r.id:
 		return identity.Errorf(CodeInvalidRecord, "record %d: room_id %q is not %q", rec.Seq, clip(rec.RoomID), clip(r.id))
@@ -302,7 +329,7 @@ func (r *Room) checkLink(rec *Record) error {
 		// already passed.
 		return identity.Errorf(CodeInvalidRecord, "record %d: received_at %d is before the previous record's %d", rec.Seq, rec.ReceivedAt, r.st.Latest.ReceivedAt)
 	}
-	return rec.CheckHash()
+	return nil
 }
 
 // change is the outcome of a successful check: the effects to commit.
@@ -313,15 +340,18 @@ type change struct {
 	apply    func(s *state, seq int64)
 }
 
-// check runs the full rule table for env at time at (Unix ms). It never
-// mutates r.
-func (r *Room) check(ctx context.Context, env *envelope.Envelope, at int64) (*change, error) {
+// check runs the full rule table for env at time at (Unix ms), with env's
+// event already parsed when ev is not nil (see Room.PrepareEvent). It
+// never mutates r.
+func (r *Room) check(ctx context.Context, env *envelope.Envelope, ev *Event, at int64) (*change, error) {
 	if err := env.Verify(); err != nil {
 		return nil, err
 	}
-	ev, err := ParseEvent(env)
-	if err != nil {
-		return nil, err
+	if ev == nil {
+		var err error
+		if ev, err = ParseEvent(env); err != nil {
+			return nil, err
+		}
 	}
 	if ev.Type == TypeRoomCreate {
 		return r.checkCreate(ctx, ev, at)

@@ -1,13 +1,11 @@
 package adp
 
 import (
-	"bytes"
-	"slices"
-
 	"github.com/go-json-experiment/json"
 
 	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/internal/b64url"
 	"github.com/agentprotocols/go-sdk/internal/strictjson"
 	"github.com/agentprotocols/go-sdk/packs"
 )
@@ -27,19 +25,50 @@ type snapshot struct {
 // Snapshot returns the room state as strict JSON, for a host to persist and
 // RestoreRoom to load. With the default MemoryIndex the index is included;
 // a custom Index is the caller's to persist.
+//
+// The index is most of a long room's snapshot, so it is written without
+// reflection, and the event hashes (sorted, so that the bytes depend only
+// on the history) are kept sorted between snapshots: each snapshot sorts
+// only the events accepted since the previous one and merges them in.
+// The bytes are those json.Marshal(…, json.Deterministic(true)) gives for
+// the whole snapshot struct (TestSnapshotEncoding).
 func (r *Room) Snapshot() ([]byte, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	s := snapshot{Version: 1, ID: r.id, State: r.st, Registry: r.st.Registry.Snapshot()}
-	if m, ok := r.index.(*MemoryIndex); ok {
-		s.Records = m.records
-		s.Events = make([]envelope.Hash, 0, len(m.events))
-		for h := range m.events {
-			s.Events = append(s.Events, h)
-		}
-		slices.SortFunc(s.Events, func(a, b envelope.Hash) int { return bytes.Compare(a[:], b[:]) })
+	head, err := json.Marshal(s, json.Deterministic(true))
+	m, ok := r.index.(*MemoryIndex)
+	if err != nil || !ok {
+		return head, err
 	}
-	return json.Marshal(s, json.Deterministic(true))
+	events := m.sortedEvents()
+	b := make([]byte, 0, len(head)+(len(m.records)+len(events))*(hashJSONLen+1)+len(`,"records":[],"events":[]`))
+	b = append(b, head[:len(head)-1]...) // without the closing brace
+	if m.records != nil { // omitzero omits only a nil slice
+		b = appendHashList(b, `,"records":[`, m.records)
+	}
+	b = appendHashList(b, `,"events":[`, events) // never nil, as before
+	return append(b, '}'), nil
+}
+
+// hashJSONLen is the length of a hash as a JSON string: 43 base64url
+// characters and the quotes.
+const hashJSONLen = 45
+
+// appendHashList appends name and the hashes as a JSON array of strings,
+// as json.Marshal writes a []envelope.Hash member (base64url needs no
+// escaping).
+func appendHashList(b []byte, name string, hs []envelope.Hash) []byte {
+	b = append(b, name...)
+	for i := range hs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = b64url.AppendEncode(b, hs[i][:])
+		b = append(b, '"')
+	}
+	return append(b, ']')
 }
 
 // RestoreRoom loads a Snapshot. opts must configure the room as it was
@@ -77,6 +106,7 @@ func RestoreRoom(b []byte, opts *RoomOptions) (*Room, error) {
 		for _, h := range s.Events {
 			m.events[h] = struct{}{}
 		}
+		m.restoreSorted(s.Events)
 	}
 	return r, nil
 }

@@ -133,7 +133,7 @@ func (h *Host) commitBatch(ctx context.Context, hr *hostRoom, batch []*roomWrite
 		c, hint, err := h.precheck(ctx, hr, w.ev, now)
 		var p *adp.Pending
 		if err == nil {
-			p, err = hr.room.Prepare(ctx, w.env, now)
+			p, err = hr.room.PrepareEvent(ctx, w.ev, now) // w.ev is w.env's, read once
 		}
 		if err == nil {
 			err = p.Commit() // the next write is judged after this one

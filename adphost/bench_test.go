@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"runtime"
 	"sync"
 	"testing"
@@ -230,4 +231,38 @@ func BenchmarkHistoryPaging(b *testing.B) {
 	// Ed25519 verifications per second (the client checks signatures on
 	// every core, so two free cores can exceed 1).
 	b.ReportMetric(rate/floorRate, "x-floor")
+}
+
+// BenchmarkHostWriteCallgrind writes 10,000 signal envelopes through the
+// handler into one room, as BenchmarkHostWrite does at -benchtime 10000x,
+// or runs as many floor verifications, once: for valgrind, whose
+// instruction counts do not depend on the machine's load. The
+// environment variable CALLGRIND_MODE picks what runs after the common
+// setup (the host, the room and the signed envelopes): "write", "floor"
+// or "none"; each mode's total instructions (callgrind's I refs) minus
+// those of "none", divided by 10,000, is its cost per write or verify:
+//
+//	CGO_ENABLED=0 go test -c -o adphost.test ./adphost
+//	CALLGRIND_MODE=write GOMAXPROCS=1 GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind \
+//	  ./adphost.test -test.run '^$' -test.bench HostWriteCallgrind -test.benchtime 1x
+func BenchmarkHostWriteCallgrind(b *testing.B) {
+	const writes = 10_000
+	h, c := newBenchHost(b)
+	br := prepare(b, h, c, "writer", writes)
+	pub, msg, sig := floorInput()
+	mode := os.Getenv("CALLGRIND_MODE")
+	for b.Loop() {
+		switch mode {
+		case "floor":
+			for range writes {
+				if !ed25519.Verify(pub, msg, sig) {
+					b.Fatal("floor signature does not verify")
+				}
+			}
+		case "write", "":
+			for _, env := range br.envs {
+				post(b, h, "/v1/rooms/"+br.id, env)
+			}
+		}
+	}
 }

@@ -315,12 +315,24 @@ func (h *Host) RoomURL(id string) string { return h.API() + "/rooms/" + id }
 // ServeHTTP implements http.Handler.
 func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	if h.bodyTime > 0 && r.Method != http.MethodGet && r.Method != http.MethodHead {
+	if h.bodyTime > 0 && r.Method != http.MethodGet && r.Method != http.MethodHead && canDeadline(w) {
 		// Where the server supports it (not a test recorder); a body
 		// read past the deadline fails, and readBody says so.
 		http.NewResponseController(w).SetReadDeadline(time.Now().Add(h.bodyTime))
 	}
 	h.mux.ServeHTTP(w, r)
+}
+
+// canDeadline reports whether http.ResponseController can set w's read
+// deadline: w has the method or wraps a writer (which may). For any other
+// writer (a test recorder) the controller would only build an
+// ErrNotSupported error, on every write.
+func canDeadline(w http.ResponseWriter) bool {
+	switch w.(type) {
+	case interface{ SetReadDeadline(time.Time) error }, interface{ Unwrap() http.ResponseWriter }:
+		return true
+	}
+	return false
 }
 
 func (h *Host) routes() {

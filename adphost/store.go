@@ -373,12 +373,18 @@ func (m *MemoryStore) RecordByEvent(_ context.Context, h envelope.Hash) (*adp.Re
 
 // PutSnapshot implements Store.
 func (m *MemoryStore) PutSnapshot(_ context.Context, roomID string, seq int64, snap []byte) error {
+	m.putSnapshot(roomID, seq, slices.Clone(snap))
+	return nil
+}
+
+// putSnapshot is PutSnapshot of a snapshot nobody else holds (the Host's,
+// fresh from adp.Room.Snapshot): kept without a copy.
+func (m *MemoryStore) putSnapshot(roomID string, seq int64, snap []byte) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.snapshots[roomID].seq < seq {
-		m.snapshots[roomID] = memSnapshot{seq, slices.Clone(snap)}
+		m.snapshots[roomID] = memSnapshot{seq, snap}
 	}
-	return nil
 }
 
 // Snapshot implements Store.

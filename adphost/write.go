@@ -271,7 +271,7 @@ func (h *Host) tryCommit(ctx context.Context, hr *hostRoom, env *envelope.Envelo
 		// decreases, even if the clock steps back) without changing the
 		// replica, and Commit applies that judgment once the record is
 		// stored.
-		p, err := hr.room.Prepare(ctx, env, now)
+		p, err := hr.room.PrepareEvent(ctx, ev, now) // ev is env's, read once
 		if err != nil {
 			return nil, h.judged(ctx, hr, err)
 		}
@@ -372,8 +372,18 @@ func (h *Host) stored(ctx context.Context, hr *hostRoom, ev *adp.Event, rec *adp
 // longer rebuild, not the write.
 func (h *Host) snapshot(ctx context.Context, hr *hostRoom) {
 	if snap, err := hr.room.Snapshot(); err == nil {
-		h.store.PutSnapshot(ctx, hr.id, hr.room.Latest().Seq, snap)
+		h.putSnapshot(ctx, hr.id, hr.room.Latest().Seq, snap)
 	}
+}
+
+// putSnapshot stores snap, fresh from adp.Room.Snapshot and held by
+// nobody else: a MemoryStore keeps it without the copy PutSnapshot makes.
+func (h *Host) putSnapshot(ctx context.Context, roomID string, seq int64, snap []byte) {
+	if m, ok := h.store.(*MemoryStore); ok {
+		m.putSnapshot(roomID, seq, snap)
+		return
+	}
+	h.store.PutSnapshot(ctx, roomID, seq, snap)
 }
 
 // snapshotDue reports whether the record at seq is followed by a stored
