@@ -44,7 +44,7 @@ func (r *Room) Snapshot() ([]byte, error) {
 	events := m.sortedEvents()
 	b := make([]byte, 0, len(head)+(len(m.records)+len(events))*(hashJSONLen+1)+len(`,"records":[],"events":[]`))
 	b = append(b, head[:len(head)-1]...) // without the closing brace
-	if m.records != nil { // omitzero omits only a nil slice
+	if m.records != nil {                // omitzero omits only a nil slice
 		b = appendHashList(b, `,"records":[`, m.records)
 	}
 	b = appendHashList(b, `,"events":[`, events) // never nil, as before
