@@ -44,10 +44,11 @@ func (r *Room) Snapshot() ([]byte, error) {
 	events := m.sortedEvents()
 	b := make([]byte, 0, len(head)+(len(m.records)+len(events))*(hashJSONLen+1)+len(`,"records":[],"events":[]`))
 	b = append(b, head[:len(head)-1]...) // without the closing brace
-	if m.records != nil {                // omitzero omits only a nil slice
+	// omitzero omits only a nil slice; the events are never nil.
+	if m.records != nil {
 		b = appendHashList(b, `,"records":[`, m.records)
 	}
-	b = appendHashList(b, `,"events":[`, events) // never nil, as before
+	b = appendHashList(b, `,"events":[`, events)
 	return append(b, '}'), nil
 }
 
