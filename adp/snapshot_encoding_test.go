@@ -3,6 +3,7 @@ package adp_test
 import (
 	"bytes"
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/agentprotocols/go-sdk/adp"
@@ -82,4 +83,30 @@ func reverseEvents(t *testing.T, snap []byte) []byte {
 	out := append([]byte{}, snap[:start]...)
 	out = append(out, bytes.Join(items, []byte(","))...)
 	return append(out, snap[end:]...)
+}
+
+// Snapshots taken at once, while the room takes writes, all see one
+// state each and merge the sorted event list safely (run with -race).
+func TestSnapshotConcurrent(t *testing.T) {
+	w := adptest.NewWorld(t, "d8ftedhpqhsusbg001tg", nil)
+	w.PublicRoom()
+	w.Join("alice", adp.RoleSpeaker)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 20 {
+				if _, err := w.Room.Snapshot(); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	for i := range 20 {
+		w.OK(w.Say("alice", fmt.Sprint("message ", i)))
+	}
+	wg.Wait()
+	want, _ := adp.SnapshotReflect(w.Room)
+	if got, _ := w.Room.Snapshot(); !bytes.Equal(got, want) {
+		t.Fatal("Snapshot after concurrent snapshots differs from the reflected encoding")
+	}
 }

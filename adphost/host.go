@@ -314,7 +314,7 @@ func (h *Host) RoomURL(id string) string { return h.API() + "/rooms/" + id }
 
 // ServeHTTP implements http.Handler.
 func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header()["X-Content-Type-Options"] = []string{"nosniff"} // canonical: Set's work is not needed
 	if h.bodyTime > 0 && r.Method != http.MethodGet && r.Method != http.MethodHead && canDeadline(w) {
 		// Where the server supports it (not a test recorder); a body
 		// read past the deadline fails, and readBody says so.
@@ -496,8 +496,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeRaw(w http.ResponseWriter, status int, b []byte) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
+	// Assigned, not Set: the keys are canonical already.
+	hd := w.Header()
+	hd["Content-Type"] = []string{"application/json"}
+	hd["Cache-Control"] = []string{"no-store"}
 	w.WriteHeader(status)
 	w.Write(b)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/agentprotocols/go-sdk/adp"
@@ -89,8 +90,23 @@ func (h *Host) postEvent(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeRaw(w, http.StatusOK, append(rec.AppendJSON(nil), '\n'))
+	// The answer is written from a pooled buffer: Write does not retain
+	// it (io.Writer), and a write's answer is as large as its body.
+	bp := answerBuffers.Get().(*[]byte)
+	b := append(rec.AppendJSON((*bp)[:0]), '\n')
+	writeRaw(w, http.StatusOK, b)
+	if cap(b) <= maxPooledAnswer {
+		*bp = b
+		answerBuffers.Put(bp)
+	}
 }
+
+// answerBuffers holds the buffers of write answers; one larger than
+// maxPooledAnswer (a record near the envelope bound) is left to the
+// collector rather than kept.
+var answerBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledAnswer = 16 << 10
 
 // readEnvelope reads and strictly parses a write body.
 func readEnvelope(r *http.Request) (*envelope.Envelope, *adp.Event, error) {
