@@ -387,3 +387,52 @@ func TestSharedStoreSameEnvelopeLosesNonceRace(t *testing.T) {
 		t.Fatal("the second host never looked the envelope up")
 	}
 }
+
+// lateStateStore also answers the next hideNonce nonce lookups with none:
+// the lookups of a host that read before another process's append of
+// the same envelope landed, whose replica caught up from that append
+// before it judged the write.
+type lateStateStore struct {
+	lateIndexStore
+	hideNonce atomic.Int32
+}
+
+func (s *lateStateStore) MaxNonce(ctx context.Context, actor identity.AgentID) (int64, int64, error) {
+	if s.hideNonce.Add(-1) >= 0 {
+		return 0, 0, nil
+	}
+	return s.MemoryStore.MaxNonce(ctx, actor)
+}
+
+// TestSharedStoreSameEnvelopeReplicaCaughtUp: as above, but the second
+// host's lookups (resubmission and nonce) both ran before the first
+// host's append, and its replica caught up with that append (here through
+// another agent's write) before it judged the envelope, so the room itself finds the
+// envelope already accepted. The answer must still be the
+// exact-resubmission answer, not invalid_event (TestManyProcessesOneHost
+// met it over PostgreSQL, where a notification caught the replica up).
+func TestSharedStoreSameEnvelopeReplicaCaughtUp(t *testing.T) {
+	ctx := ctxT(t)
+	store := &lateStateStore{lateIndexStore: lateIndexStore{MemoryStore: adphost.NewMemoryStore()}}
+	s := newShared(t, 2, store, &adphost.Options{RateLimits: adphost.Unlimited()})
+	alice := s.client("alice")
+	room := mustv(alice.CreateRoom(ctx, roomSpec(t, adp.VisibilityPublic, "caught up"))).RoomID
+	env := mustv(adp.NewMessage(ctx, alice.Author(), headBase(t, alice, room), text("same")))
+	first := mustv(s.clientWith("alice", s.pinned(0)).Submit(ctx, room, env))
+	// bob's join through the second host makes its replica catch up
+	// past alice's record.
+	mustv(s.clientWith("bob", s.pinned(1)).Join(ctx, room, adp.Join{Role: adp.RoleSpeaker}))
+	second := s.clientWith("alice", s.pinned(1))
+	store.hide.Store(1)
+	store.hideNonce.Store(1)
+	rec, err := second.Submit(ctx, room, env)
+	if err != nil {
+		t.Fatalf("the same envelope on the second host: %v", err)
+	}
+	if rec.Seq != first.Seq || rec.Hash != first.Hash {
+		t.Fatalf("two records for one envelope: %d and %d", first.Seq, rec.Seq)
+	}
+	if store.hide.Load() > 0 || store.hideNonce.Load() > 0 {
+		t.Fatal("the second host never looked the envelope or its nonce up")
+	}
+}

@@ -221,9 +221,12 @@ func (h *Host) commitLocked(ctx context.Context, hr *hostRoom, env *envelope.Env
 // ErrDuplicateEvent when env itself is what advanced the nonce: the same
 // envelope, sent to two processes sharing a Store at once, passes both
 // Verifiers' resubmission lookups before either appends, and the one that
-// loses the nonce race must answer as for an exact resubmission.
+// loses the nonce race must answer as for an exact resubmission. So with
+// an invalid_event refusal: the loser's replica may have caught up with
+// the winner's append before judging env, and the room then finds env
+// already accepted.
 func (h *Host) orDuplicate(ctx context.Context, env *envelope.Envelope, err error) error {
-	if !errors.Is(err, identity.ErrNonceNotGreater) {
+	if !errors.Is(err, identity.ErrNonceNotGreater) && !errors.Is(err, identity.ErrInvalidEvent) {
 		return err
 	}
 	if prior, lerr := h.store.RecordByEvent(ctx, env.Hash()); lerr == nil && prior != nil {
