@@ -179,7 +179,8 @@ func (h *Host) commit(ctx context.Context, hr *hostRoom, env *envelope.Envelope,
 		return nil, h.orDuplicate(ctx, env, err)
 	}
 	if _, ok := h.store.(BatchAppender); ok {
-		return h.commitGrouped(ctx, hr, &roomWrite{env: env, ev: ev, pf: pf})
+		rec, err := h.commitGrouped(ctx, hr, &roomWrite{env: env, ev: ev, pf: pf})
+		return rec, h.orDuplicate(ctx, env, err)
 	}
 	hr.mu.Lock()
 	defer hr.mu.Unlock()
