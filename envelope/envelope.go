@@ -39,6 +39,9 @@ type Envelope struct {
 	// ext holds the event's protocol fields (ADP's four) in the same
 	// allocation as the envelope.
 	ext [4]Field
+	// payload locates the canonical payload in canon, when the event
+	// arrived canonical (payload[1] > 0).
+	payload [2]int
 }
 
 // Parse decodes an envelope with the strict rules of Agent Identity: one
@@ -151,6 +154,9 @@ func parseEnvelope(b []byte, protos []Protocol, prefix bool) (*Envelope, int, er
 		return nil, 0, identity.Wrap(identity.CodeInvalidSignature, "envelope signature", err)
 	}
 	env.event, env.canon, env.sum = pe.Event, pe.canon, Sum(pe.canon)
+	if pe.wire {
+		env.payload = [2]int{pe.payloadStart, pe.payloadEnd}
+	}
 	// The text is AppendJSON's exactly when the members came in its order
 	// with a canonical event and unescaped base64url (a bijection: the
 	// text is the encoding of the decoded bytes), and nothing else — no
@@ -319,6 +325,11 @@ func (e *Envelope) Canonical() []byte { return e.canon }
 // canonical event, not a second canonicalization. The bytes alias the
 // envelope's memory and must not be modified.
 func (e *Envelope) CanonicalPayload() []byte {
+	if e.payload[1] > 0 {
+		// The event arrived canonical: the payload is where Parse
+		// found it.
+		return e.canon[e.payload[0]:e.payload[1]:e.payload[1]]
+	}
 	ms, err := strictjson.SplitObject(e.canon)
 	if err != nil {
 		return nil // not reached: canon is the canonical form of a parsed event

@@ -117,6 +117,8 @@ type parsedEvent struct {
 	wire  bool // the text read was canonical: canon is a copy of it
 	// ext, when set, is the storage for the first protocol fields.
 	ext *[4]Field
+	// payloadEnd > 0 locates the payload in canon when wire is set.
+	payloadStart, payloadEnd int
 }
 
 // parseEvent decodes one event object strictly (duplicates, Unicode, number
@@ -174,6 +176,8 @@ func decodeEvent(d *jsontext.Decoder, buf []byte, protos []Protocol, pe *parsedE
 		case "payload":
 			bit = 32
 			e.Payload, err = walkValue(d, buf)
+			pe.payloadEnd = int(d.InputOffset() - begin)
+			pe.payloadStart = pe.payloadEnd - len(e.Payload)
 		default:
 			var v jsontext.Value
 			v, err = walkValue(d, buf)
@@ -211,7 +215,7 @@ func decodeEvent(d *jsontext.Decoder, buf []byte, protos []Protocol, pe *parsedE
 	if strictjson.IsCanonical(raw) {
 		// Most events arrive canonical; copying beats re-canonicalizing.
 		pe.canon, pe.wire = bytes.Clone(raw), true
-		return nil
+		return nil // the payload's offsets in raw are those in canon
 	}
 	var err error
 	if pe.canon, err = strictjson.CanonicalizeValidated(raw); err != nil {
@@ -300,7 +304,7 @@ func readInt(d *jsontext.Decoder) (int64, error) {
 // bytes sliced from buf.
 func walkValue(d *jsontext.Decoder, buf []byte) (jsontext.Value, error) {
 	start := valueStart(buf, d.InputOffset())
-	if err := strictjson.Walk(d); err != nil {
+	if err := strictjson.WalkIn(d, buf, int(start)); err != nil {
 		return nil, err
 	}
 	return jsontext.Value(buf[start:d.InputOffset():d.InputOffset()]), nil

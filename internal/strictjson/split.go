@@ -91,17 +91,23 @@ func SplitObjectAt(dst []Member, b []byte, name string, parse func([]byte) (int,
 		if end < 0 {
 			return nil, &Error{Err: ErrStructure}
 		}
-		var buf [32]byte
-		mname, err := jsontext.AppendUnquote(buf[:0], b[i:end])
-		if err != nil {
-			return nil, &Error{Err: err}
+		// A record's own member names need no unquoting (they are
+		// ASCII without escapes); any other name is unquoted, which
+		// validates it. Interned first: the set may keep the name, and a
+		// conversion made for it would allocate for every member of
+		// every record.
+		key := knownName(b[i+1 : end-1])
+		if key == "" {
+			var buf [32]byte
+			mname, err := jsontext.AppendUnquote(buf[:0], b[i:end])
+			if err != nil {
+				return nil, &Error{Err: err}
+			}
+			key = intern(mname)
 		}
 		if out == nil {
 			out = make([]Member, 0, 8)
 		}
-		// Interned first: the set may keep the name, and a conversion
-		// made for it would allocate for every member of every record.
-		key := intern(mname)
 		if seenName(out, &seen, key) {
 			return nil, &Error{Pointer: "/" + key, Err: ErrStructure}
 		}
@@ -111,14 +117,14 @@ func SplitObjectAt(dst []Member, b []byte, name string, parse func([]byte) (int,
 		}
 		i = skipWS(b, i+1)
 		var vend int
-		if parse != nil && string(mname) == name {
+		if parse != nil && key == name {
 			n, err := parse(b[i:])
 			if err != nil {
 				return nil, err
 			}
 			vend = i + n
 		} else if vend = valueEnd(b, i); vend < 0 {
-			return nil, &Error{Pointer: "/" + string(mname), Err: ErrStructure}
+			return nil, &Error{Pointer: "/" + key, Err: ErrStructure}
 		}
 		out = append(out, Member{Name: key, Value: b[i:vend]})
 		i = skipWS(b, vend)
@@ -215,6 +221,15 @@ func valueEnd(b []byte, i int) int {
 // intern returns name as a string, without allocating for the members of
 // server records and envelopes, which SplitObject meets on every line.
 func intern(name []byte) string {
+	if k := knownName(name); k != "" {
+		return k
+	}
+	return string(name)
+}
+
+// knownName returns the interned string for one of the record member
+// names, "" for any other name.
+func knownName(name []byte) string {
 	switch string(name) {
 	case "room_id":
 		return "room_id"
@@ -229,5 +244,5 @@ func intern(name []byte) string {
 	case "envelope":
 		return "envelope"
 	}
-	return string(name)
+	return ""
 }

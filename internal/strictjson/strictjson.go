@@ -312,3 +312,68 @@ func Depth(v []byte) int {
 	}
 	return deepest
 }
+
+// WalkIn is Walk for a decoder whose whole input is buf, at the offset
+// start where the next value begins. When a scan of the raw bytes finds
+// the value's end and every number in it within the policy, the decoder
+// reads the value whole (jsontext.Decoder.ReadValue: the same grammar,
+// duplicate and UTF-8 checks), which costs far less than token by token;
+// otherwise Walk reads it, and reports the first violation exactly.
+func WalkIn(d *jsontext.Decoder, buf []byte, start int) error {
+	if !numbersSafe(buf, start) {
+		return Walk(d)
+	}
+	if _, err := d.ReadValue(); err != nil {
+		if err == io.EOF {
+			err = ErrEmpty
+		}
+		return wrapSyntax(d, err)
+	}
+	return nil
+}
+
+// numbersSafe scans the value starting at b[i] (raw, not yet validated)
+// and reports whether it ends and every number literal in it passes
+// CheckNumber. Strings are skipped whole, brackets counted; on valid JSON
+// it sees exactly the number tokens a decoder sees.
+func numbersSafe(b []byte, i int) bool {
+	depth := 0
+	for i < len(b) {
+		switch c := b[i]; {
+		case c == '"':
+			if i = stringEnd(b, i); i < 0 {
+				return false
+			}
+		case c == '{' || c == '[':
+			depth++
+			i++
+			continue
+		case c == '}' || c == ']':
+			if depth--; depth < 0 {
+				return false
+			}
+			i++
+		case c == '-' || c >= '0' && c <= '9':
+			j := i + 1
+			for j < len(b) && (b[j] >= '0' && b[j] <= '9' || b[j] == '.' || b[j] == 'e' || b[j] == 'E' || b[j] == '+' || b[j] == '-') {
+				j++
+			}
+			if CheckNumber(b[i:j]) != nil {
+				return false
+			}
+			i = j
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ',' || c == ':':
+			i++
+			continue
+		default: // true, false, null, or not JSON (the decoder decides)
+			i++
+			for i < len(b) && b[i] >= 'a' && b[i] <= 'z' {
+				i++
+			}
+		}
+		if depth == 0 {
+			return true
+		}
+	}
+	return false
+}

@@ -271,3 +271,24 @@ func TestSplitObjectManyMembers(t *testing.T) {
 		}
 	}
 }
+
+// FuzzWalkIn: WalkIn gives Walk's verdict on every input (and the same
+// number-policy reason), and stops where Walk stops.
+func FuzzWalkIn(f *testing.F) {
+	for _, s := range []string{`{"a":1,"b":[true,false,null],"c":"x\n\u001f"}`, `{"a":9007199254740993}`, `[1e400]`, `"x"`, `-0`, `{"a":1,"a":2}`,
+		`{"a":"\"}"}`, `[1,2,]`, `{"a":[{"b":-1.5e-7}]}`, `{"a":"\xff"}`, `[`, `]`, ` [1] `, `{"a":tru}`, `[1.2.3]`, `[9007199254740991,-9007199254740991]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		d1 := NewDecoder(b)
+		err1 := Walk(d1)
+		d2 := NewDecoder(b)
+		err2 := WalkIn(d2, b, skipWS(b, 0))
+		if (err1 == nil) != (err2 == nil) || errors.Is(err1, ErrUnsafeNumber) != errors.Is(err2, ErrUnsafeNumber) || errors.Is(err1, ErrEmpty) != errors.Is(err2, ErrEmpty) {
+			t.Fatalf("Walk: %v; WalkIn: %v", err1, err2)
+		}
+		if err1 == nil && d1.InputOffset() != d2.InputOffset() {
+			t.Fatalf("Walk stops at %d, WalkIn at %d", d1.InputOffset(), d2.InputOffset())
+		}
+	})
+}
