@@ -94,6 +94,15 @@
 // with subscribers are also compared with the Store every
 // [Options].RepairInterval, which repairs a lost notification.
 //
+// Two optional Store extensions cut a write's round trips on a database:
+// a [WriteStateReader] answers the resubmission lookup, the actor's nonce
+// and the room's head in one read (a write then makes that read and its
+// append, and its lookup skips the head read); a [BatchAppender] gets the
+// writes queued behind a room's lock judged in order and appended in one
+// transaction (group commit), each answered and published only once the
+// batch is stored, and each judged again on its own if the batch fails.
+// An uncontended write leads its own append, with no hand-off.
+//
 // # Running it for real
 //
 // Put TLS and edge rate limits in front of it (a reverse proxy), give it a

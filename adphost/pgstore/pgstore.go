@@ -18,8 +18,14 @@
 // [adphost.ErrDuplicateEvent]); the actor's nonce is checked and advanced
 // in one statement on its row (else nonce_not_greater); the quota window
 // is trimmed, checked and extended in one statement (else rate_limited);
-// and the room's index entry and members are replaced. Commits are as
-// durable as the server's synchronous_commit makes them.
+// and the room's index entry and members are replaced. The common append
+// (no index entry) is one statement: data-modifying CTEs for the head, the
+// record and the nonce, and assertions evaluated in that order.
+// [Store.AppendBatch] is the group commit of [adphost.BatchAppender]:
+// consecutive records of one room with one multi-row statement each for
+// the records and the nonces. Commits are as durable as the server's
+// synchronous_commit makes them. [Store.WriteState] is the one-read
+// [adphost.WriteStateReader].
 //
 // Once the commit has returned, the record is announced as "room seq" on
 // the channel [Channel], from a background sender that coalesces the
