@@ -64,3 +64,10 @@ func SnapshotReflect(r *Room) ([]byte, error) {
 	}
 	return json.Marshal(s, json.Deterministic(true))
 }
+
+// ComputeHashEncoded is ComputeHash from the fields alone, never from the
+// text the record was parsed from.
+func ComputeHashEncoded(r *Record) [32]byte {
+	var buf [256]byte
+	return envelope.Sum(r.appendHashPayload(buf[:0]))
+}

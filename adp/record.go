@@ -35,6 +35,29 @@ type Record struct {
 	Extra envelope.Fields
 
 	wire []byte // the text ParseRecord read, when it was canonical
+	// parsed is what ParseRecord read into the exported fields alongside
+	// wire: wire stands for the record only while they still hold it (a
+	// copy with a field changed, as tests and tools make, does not).
+	parsed wireFields
+}
+
+// wireFields are the exported fields a record's canonical text encodes.
+type wireFields struct {
+	roomID     string
+	seq        int64
+	preHash    envelope.Hash
+	hash       envelope.Hash
+	receivedAt int64
+	env        *envelope.Envelope
+}
+
+// canonicalWire returns wire if it is still the record's canonical text.
+func (r *Record) canonicalWire() []byte {
+	if r.wire == nil || len(r.Extra) != 0 ||
+		r.parsed != (wireFields{r.RoomID, r.Seq, r.PreHash, r.Hash, r.ReceivedAt, r.Envelope}) {
+		return nil
+	}
+	return r.wire
 }
 
 // NewRecord links env into a chain after prev (nil for the room.create
@@ -52,7 +75,31 @@ func NewRecord(roomID string, prev *Record, receivedAt int64, env *envelope.Enve
 // received_at})), the record hash of §15.
 func (r *Record) ComputeHash() envelope.Hash {
 	var buf [256]byte
+	if w := r.canonicalWire(); w != nil {
+		// The hash payload's texts are in the canonical record as it was
+		// read: the envelope hash, and the chain fields it ends with.
+		if b, ok := hashPayloadFromWire(buf[:0], w, len(r.Envelope.Canonical())); ok {
+			return envelope.Sum(b)
+		}
+	}
 	return envelope.Sum(r.appendHashPayload(buf[:0]))
+}
+
+// hashPayloadFromWire writes the record hash payload from w, a record's
+// canonical text whose event is canonLen bytes long: w is
+// {"envelope":{"event":E,"hash":"H","signature":"S"},"hash":"R"T with T
+// the chain fields appendChainFields writes.
+func hashPayloadFromWire(b, w []byte, canonLen int) ([]byte, bool) {
+	const eh = len(`{"envelope":{"event":`) // then the event, then ,"hash":"
+	h := eh + canonLen + len(`,"hash":"`)
+	tail := h + 43 + len(`","signature":"`) + 86 + len(`"},"hash":"`) + 43 + len(`"`)
+	if tail > len(w) || !bytes.HasPrefix(w[tail:], []byte(`,"pre_hash":`)) {
+		return nil, false // not reached for a canonical record
+	}
+	b = append(b, `{"envelope_hash":"`...)
+	b = append(b, w[h:h+43]...)
+	b = append(b, '"')
+	return append(b, w[tail:]...), true
 }
 
 // appendHashPayload writes the record hash payload directly in JCS form:
@@ -125,11 +172,12 @@ func (r *Record) AppendJSON(b []byte) []byte {
 // for byte what [Record.AppendJSON] writes, and nil otherwise (a record
 // with white space, members in another order, escapes in its names or
 // hashes, extra members, an envelope not [envelope.Envelope.ParsedCanonical],
-// or one built by NewRecord). A caller that needs the canonical form, such
-// as the archive digest, uses them instead of re-encoding the record. They
+// one built by NewRecord, or a copy with a field changed since). A caller
+// that needs the canonical form, such as the archive digest, uses them
+// instead of re-encoding the record. They
 // alias ParseRecord's input, as the payload does, and must not be
 // modified.
-func (r *Record) ParsedCanonical() []byte { return r.wire }
+func (r *Record) ParsedCanonical() []byte { return r.canonicalWire() }
 
 // MarshalJSON implements json.Marshaler with AppendJSON.
 func (r *Record) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil), nil }
@@ -176,6 +224,7 @@ func ParseRecord(b []byte) (*Record, error) {
 	if !env.ParsedCanonical() {
 		r.wire = nil
 	}
+	r.parsed.env = env
 	return r, nil
 }
 
@@ -265,6 +314,7 @@ func parseRecord(b []byte, members []strictjson.Member) (*Record, error) {
 		}
 		if n == len(b) {
 			r.wire = b[:n:n]
+			r.parsed = wireFields{r.RoomID, r.Seq, r.PreHash, r.Hash, r.ReceivedAt, r.Envelope}
 		}
 	}
 	return r, nil

@@ -114,6 +114,10 @@ func FuzzParseRecord(f *testing.F) {
 		if c := rec.ParsedCanonical(); c != nil && !bytes.Equal(c, out) {
 			t.Fatalf("ParsedCanonical %q, AppendJSON writes %q", c, out)
 		}
+		// A hash taken from the parsed text is the hash of the fields.
+		if rec.ComputeHash() != adp.ComputeHashEncoded(rec) || plain.ComputeHash() != adp.ComputeHashEncoded(plain) {
+			t.Fatal("ComputeHash from the parsed text differs from the fields' hash")
+		}
 		if !bytes.Equal(rec.ParsedCanonical(), plain.ParsedCanonical()) {
 			t.Fatalf("ParsedCanonical: one pass %q, plain %q", rec.ParsedCanonical(), plain.ParsedCanonical())
 		}
@@ -141,6 +145,27 @@ func TestParsedCanonical(t *testing.T) {
 		}
 		if r.ParsedCanonical() != nil && r.Seq > 1 {
 			t.Fatal("a built record claims parsed bytes")
+		}
+		// A copy with a field changed no longer stands for the text.
+		for name, change := range map[string]func(*adp.Record){
+			"seq":         func(c *adp.Record) { c.Seq += 2 },
+			"pre_hash":    func(c *adp.Record) { c.PreHash[0] ^= 1 },
+			"received_at": func(c *adp.Record) { c.ReceivedAt++ },
+			"room_id":     func(c *adp.Record) { c.RoomID = "x" },
+			"hash":        func(c *adp.Record) { c.Hash[0] ^= 1 },
+			"envelope":    func(c *adp.Record) { c.Envelope = w.Records[0].Envelope },
+		} {
+			c := *rec
+			change(&c)
+			if c.Envelope == rec.Envelope && name == "envelope" {
+				continue // seq 1 is that envelope
+			}
+			if c.ParsedCanonical() != nil {
+				t.Errorf("seq %d: a copy with %s changed still claims the parsed text", r.Seq, name)
+			}
+			if c.ComputeHash() != adp.ComputeHashEncoded(&c) {
+				t.Errorf("seq %d: a copy with %s changed hashes the parsed text", r.Seq, name)
+			}
 		}
 		variants := map[string][]byte{
 			"leading space":     append([]byte(" "), out...),
