@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"reflect"
 	"slices"
+	"sync"
 
 	"github.com/agentprotocols/go-sdk/identity"
 	"github.com/agentprotocols/go-sdk/internal/strictjson"
@@ -211,7 +213,7 @@ func (d *Declaration) UnmarshalJSON(b []byte) error {
 func parseDeclaration(b []byte, cache *SchemaCache, lim limits) (Declaration, error) {
 	p := getDecoder(len(b))
 	defer putDecoder(p, len(b))
-	if _, err := p.decode(b, &p.tape); err != nil {
+	if _, err := p.decode(b, &p.tape, definitionOpaque()); err != nil {
 		return Declaration{}, identity.Wrap(identity.CodeInvalidEvent, "type declaration", err)
 	}
 	return parseDeclarationAt(&p.tape, 0, cache, lim)
@@ -230,6 +232,14 @@ func init() {
 		return nil
 	})
 }
+
+// definitionOpaque is the members a definition keeps as bytes (schema,
+// extra): a declaration's tape need not record their contents. An
+// import has no such members, and a declaration of either shape is read
+// with them.
+var definitionOpaque = sync.OnceValue(func() map[string]bool {
+	return typedjson.OpaqueMembers(reflect.TypeFor[Definition]())
+})
 
 // parseDeclarationAt is parseDeclaration of the value at node i of a
 // strict parse's tape: the tree the kernel schema evaluates and the typed
@@ -281,7 +291,7 @@ func isImport(obj map[string]any) bool {
 func parseDefinition(b []byte, cache *SchemaCache, lim limits) (*Definition, error) {
 	p := getDecoder(len(b))
 	defer putDecoder(p, len(b))
-	if _, err := p.decode(b, &p.tape); err != nil {
+	if _, err := p.decode(b, &p.tape, definitionOpaque()); err != nil {
 		return nil, identity.Wrap(identity.CodeInvalidEvent, "type definition", err)
 	}
 	return parseDefinitionAt(&p.tape, 0, cache, lim)

@@ -2,6 +2,7 @@ package packs
 
 import (
 	_ "embed"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -125,10 +126,14 @@ func DecodeBuiltin(typ string, payload []byte, v any) error {
 	p := getDecoder(len(payload))
 	defer putDecoder(p, len(payload))
 	var tape *typedjson.Tape
+	var opaque map[string]bool
 	if v != nil {
 		tape = &p.tape
+		if t := reflect.TypeOf(v); t.Kind() == reflect.Pointer {
+			opaque = typedjson.OpaqueMembers(t.Elem())
+		}
 	}
-	if err := checkBuiltin(p, typ, payload, tape); err != nil {
+	if err := checkBuiltin(p, typ, payload, tape, opaque); err != nil {
 		return err
 	}
 	if v == nil {
@@ -146,20 +151,21 @@ func DecodeBuiltin(typ string, payload []byte, v any) error {
 func ParseTypeDefine(payload []byte) (Declaration, error) {
 	p := getDecoder(len(payload))
 	defer putDecoder(p, len(payload))
-	if err := checkBuiltin(p, "type.define", payload, &p.tape); err != nil {
+	if err := checkBuiltin(p, "type.define", payload, &p.tape, definitionOpaque()); err != nil {
 		return Declaration{}, err
 	}
 	return parseDeclarationAt(&p.tape, 0, defaultCache, defaultLimits)
 }
 
-// checkBuiltin parses payload with p, recording it on tape if not nil,
-// and evaluates the kernel schema of typ on the tree.
-func checkBuiltin(p *pooledDecoder, typ string, payload []byte, tape *typedjson.Tape) error {
+// checkBuiltin parses payload with p, recording it on tape if not nil
+// (without the contents of the opaque top-level members), and evaluates
+// the kernel schema of typ on the tree.
+func checkBuiltin(p *pooledDecoder, typ string, payload []byte, tape *typedjson.Tape, opaque map[string]bool) error {
 	s := kernel().payload[typ]
 	if s == nil {
 		return invalidEvent("%q is not a built-in event type", clip(typ))
 	}
-	tree, err := p.decode(payload, tape)
+	tree, err := p.decode(payload, tape, opaque)
 	if err != nil {
 		return identity.Wrap(identity.CodeInvalidEvent, typ+" payload", err)
 	}

@@ -366,7 +366,7 @@ func putDecoder(p *pooledDecoder, n int) {
 	if n > maxPooledInput {
 		return
 	}
-	p.tape.Reset(nil)
+	p.tape.Reset(nil, nil)
 	if cap(p.tape.Nodes) > maxPooledNodes {
 		p.tape.Nodes = nil
 	}
@@ -376,11 +376,11 @@ func putDecoder(p *pooledDecoder, n int) {
 // decode is decodeJSON with p's decoder. With a tape it also records
 // every value for the typed mapping (internal/typedjson), in the same
 // pass.
-func (p *pooledDecoder) decode(b []byte, tape *typedjson.Tape) (any, error) {
+func (p *pooledDecoder) decode(b []byte, tape *typedjson.Tape, opaque map[string]bool) (any, error) {
 	p.r.Reset(b)
 	p.d.Reset(&p.r, jsontext.AllowDuplicateNames(true))
 	if tape != nil {
-		tape.Reset(b)
+		tape.Reset(b, opaque)
 	}
 	v, err := decodeValue(p.d, tape)
 	if err == nil {
@@ -426,8 +426,16 @@ func decodeValue(d *jsontext.Decoder, tape *typedjson.Tape) (any, error) {
 
 // recordValue is parseValue with the value's node on tape.
 func recordValue(d *jsontext.Decoder, tape *typedjson.Tape) (any, error) {
-	at := tape.Begin(byte(d.PeekKind()), int(d.InputOffset()))
-	v, err := parseValue(d, tape)
+	at, opaque := tape.Begin(byte(d.PeekKind()), int(d.InputOffset()))
+	var v any
+	var err error
+	if opaque { // kept as bytes by the typed value: only the tree needs it
+		v, err = parseValue(d, nil)
+	} else {
+		tape.Enter()
+		v, err = parseValue(d, tape)
+		tape.Leave()
+	}
 	if err == nil {
 		tape.End(at, int(d.InputOffset()), v)
 	}

@@ -43,6 +43,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,12 +57,14 @@ type Node struct {
 	// Kind is the value's first byte class: '{', '[', '"', '0' (a
 	// number), 't', 'f' or 'n'.
 	Kind byte
-	// Start and End delimit the value's bytes in the tape's source.
-	Start, End int
+	// Start and End delimit the value's bytes in the tape's source (the
+	// strict parser's inputs are far below 2 GiB).
+	Start, End int32
 	// Next is the index of the first node after this value's subtree, so
 	// a container's children are the nodes from its index plus one,
-	// following Next.
-	Next int
+	// following Next. An opaque value (see Tape.Opaque) has no children
+	// on the tape.
+	Next int32
 	// Name is the member name the value was found under, if any.
 	Name string
 	// Val is the value as the recorder's tree holds it (for the schema
@@ -74,14 +77,23 @@ type Node struct {
 type Tape struct {
 	Src   []byte
 	Nodes []Node
+	// Opaque names top-level members whose values the mapping keeps as
+	// bytes (jsontext.Value fields, see [OpaqueMembers]): their subtrees
+	// are not recorded, which bounds the tape of a payload whose bulk is
+	// such a member (message.create's content) to a few nodes.
+	Opaque map[string]bool
 
-	name string // for the next Begin, set by Member
+	name   string // for the next Begin, set by Member
+	depth  int    // of the value being parsed: 1 for the top level's members
+	opaque bool   // the value just begun is opaque
 }
 
-// Reset empties the tape for a parse of src, keeping its capacity.
-func (t *Tape) Reset(src []byte) {
+// Reset empties the tape for a parse of src, keeping its capacity, with
+// the given opaque members (nil for none).
+func (t *Tape) Reset(src []byte, opaque map[string]bool) {
 	clear(t.Nodes) // drop the values for the collector
-	t.Nodes, t.Src, t.name = t.Nodes[:0], src, ""
+	t.Nodes, t.Src, t.Opaque = t.Nodes[:0], src, opaque
+	t.name, t.depth, t.opaque = "", 0, false
 }
 
 // Member sets the member name the next value recorded is found under.
@@ -89,21 +101,61 @@ func (t *Tape) Member(name string) { t.name = name }
 
 // Begin records the start of a value of the given kind, where off is the
 // decoder's input offset before it (the value starts after any
-// whitespace, ':' or ','). It returns the node's index for [Tape.End].
-func (t *Tape) Begin(kind byte, off int) int {
+// whitespace, ':' or ','). It returns the node's index for [Tape.End] and
+// whether the value is opaque: then the recorder parses it without
+// recording its contents, else it brackets them with [Tape.Enter] and
+// [Tape.Leave].
+func (t *Tape) Begin(kind byte, off int) (int, bool) {
 	for off < len(t.Src) && isSep(t.Src[off]) {
 		off++
 	}
-	t.Nodes = append(t.Nodes, Node{Kind: kind, Start: off, Name: t.name})
+	if len(t.Nodes) == cap(t.Nodes) {
+		// Double, rather than append's 1.25× for large slices, so that a
+		// tape of n nodes costs at most 2n nodes of allocation.
+		t.Nodes = slices.Grow(t.Nodes, max(16, len(t.Nodes)))
+	}
+	t.Nodes = append(t.Nodes, Node{Kind: kind, Start: int32(off), Name: t.name})
+	opaque := t.depth == 1 && t.name != "" && t.Opaque[t.name]
 	t.name = ""
-	return len(t.Nodes) - 1
+	return len(t.Nodes) - 1, opaque
 }
+
+// Enter and Leave bracket the contents of a value that is not opaque.
+func (t *Tape) Enter() { t.depth++ }
+
+// Leave ends what Enter began.
+func (t *Tape) Leave() { t.depth-- }
 
 // End records the end offset of node i and its decoded value.
 func (t *Tape) End(i, end int, val any) {
 	n := &t.Nodes[i]
-	n.End, n.Next, n.Val = end, len(t.Nodes), val
+	n.End, n.Next, n.Val = int32(end), int32(len(t.Nodes)), val
 }
+
+// OpaqueMembers returns the JSON names of the fields of struct type t
+// whose type is jsontext.Value, for [Tape.Opaque]: the mapping reads only
+// their bytes. It is nil when t is not such a struct or the mapping hands
+// t to json v2.
+func OpaqueMembers(t reflect.Type) map[string]bool {
+	if v, ok := opaqueCache.Load(t); ok {
+		return v.(map[string]bool)
+	}
+	var m map[string]bool
+	if t.Kind() == reflect.Struct {
+		for name, f := range decoderFor(t).fields {
+			if t.Field(f.index).Type == jsontextValueType {
+				if m == nil {
+					m = make(map[string]bool)
+				}
+				m[name] = true
+			}
+		}
+	}
+	opaqueCache.Store(t, m)
+	return m
+}
+
+var opaqueCache sync.Map // reflect.Type → map[string]bool
 
 func isSep(c byte) bool {
 	switch c {
@@ -180,7 +232,8 @@ var custom = map[reflect.Type]decodeFunc{}
 type decodeFunc func(t *Tape, i int, v reflect.Value) error
 
 type typeDecoder struct {
-	fn decodeFunc
+	fn     decodeFunc
+	fields map[string]field // a struct's, when the mapping walks it itself
 }
 
 var decoders sync.Map // reflect.Type → *typeDecoder
@@ -224,52 +277,52 @@ func (b builder) get(t reflect.Type) *typeDecoder {
 	}
 	d := new(typeDecoder)
 	b[t] = d
-	d.fn = b.build(t)
+	d.fn, d.fields = b.build(t)
 	return d
 }
 
-func (b builder) build(t reflect.Type) decodeFunc {
+func (b builder) build(t reflect.Type) (decodeFunc, map[string]field) {
 	if fn, ok := custom[t]; ok {
-		return fn
+		return fn, nil
 	}
 	// As in json v2, methods are used on the value a pointer points to,
 	// never on the pointer (which null sets to nil).
 	switch {
 	case t.Kind() == reflect.Pointer:
-		return decodePointer(t, b.get(t.Elem()))
+		return decodePointer(t, b.get(t.Elem())), nil
 	case t == jsontextValueType:
-		return decodeRaw
+		return decodeRaw, nil
 	case implements(t, unmarshalerFrom):
-		return fallback(t)
+		return fallback(t), nil
 	case implements(t, unmarshalerType):
-		return decodeUnmarshaler(t)
+		return decodeUnmarshaler(t), nil
 	case implements(t, textUnmarshaler):
-		return decodeText(t)
+		return decodeText(t), nil
 	case t.PkgPath() == "time" && (t.Name() == "Time" || t.Name() == "Duration"):
-		return fallback(t) // json v2 has its own formats for these
+		return fallback(t), nil // json v2 has its own formats for these
 	}
 	switch t.Kind() {
 	case reflect.String:
-		return decodeString(t)
+		return decodeString(t), nil
 	case reflect.Bool:
-		return decodeBool(t)
+		return decodeBool(t), nil
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return decodeInt(t)
+		return decodeInt(t), nil
 	case reflect.Slice:
 		if t.Elem().Kind() == reflect.Uint8 {
-			return fallback(t) // base64, in json v2
+			return fallback(t), nil // base64, in json v2
 		}
-		return decodeSlice(t, b.get(t.Elem()))
+		return decodeSlice(t, b.get(t.Elem())), nil
 	case reflect.Map:
 		if k := t.Key(); k.Kind() == reflect.String && !implementsAny(k) {
-			return decodeMap(t, b.get(t.Elem()))
+			return decodeMap(t, b.get(t.Elem())), nil
 		}
 	case reflect.Struct:
-		if fn := b.decodeStruct(t); fn != nil {
-			return fn
+		if fn, fields := b.decodeStruct(t); fn != nil {
+			return fn, fields
 		}
 	}
-	return fallback(t)
+	return fallback(t), nil
 }
 
 // implements reports whether t or *t implements iface, as json v2 asks.
@@ -476,7 +529,7 @@ func decodeSlice(t reflect.Type, elem *typeDecoder) decodeFunc {
 			return nil
 		case '[':
 			count := 0
-			for j := i + 1; j < n.Next; j = tp.Nodes[j].Next {
+			for j := i + 1; j < int(n.Next); j = int(tp.Nodes[j].Next) {
 				count++
 			}
 			if count == 0 {
@@ -489,7 +542,7 @@ func decodeSlice(t reflect.Type, elem *typeDecoder) decodeFunc {
 			v.Grow(count)
 			v.SetLen(count)
 			k := 0
-			for j := i + 1; j < n.Next; j = tp.Nodes[j].Next {
+			for j := i + 1; j < int(n.Next); j = int(tp.Nodes[j].Next) {
 				if err := elem.fn(tp, j, v.Index(k)); err != nil {
 					return err
 				}
@@ -514,7 +567,7 @@ func decodeMap(t reflect.Type, elem *typeDecoder) decodeFunc {
 			if v.IsNil() {
 				v.Set(reflect.MakeMap(t))
 			}
-			for j := i + 1; j < n.Next; j = tp.Nodes[j].Next {
+			for j := i + 1; j < int(n.Next); j = int(tp.Nodes[j].Next) {
 				e := reflect.New(t.Elem()).Elem()
 				if err := elem.fn(tp, j, e); err != nil {
 					return err
@@ -535,17 +588,17 @@ type field struct {
 // decodeStruct returns nil for a struct whose fields use what the mapping
 // does not interpret: embedded fields, tag options that change decoding,
 // quoted or duplicate names.
-func (b builder) decodeStruct(t reflect.Type) decodeFunc {
+func (b builder) decodeStruct(t reflect.Type) (decodeFunc, map[string]field) {
 	fields := make(map[string]field, t.NumField())
 	for k := range t.NumField() {
 		sf := t.Field(k)
 		tag, hasTag := sf.Tag.Lookup("json")
 		if sf.Anonymous {
-			return nil
+			return nil, nil
 		}
 		if !sf.IsExported() {
 			if hasTag {
-				return nil // json v2 reports an error for these
+				return nil, nil // json v2 reports an error for these
 			}
 			continue
 		}
@@ -557,17 +610,17 @@ func (b builder) decodeStruct(t reflect.Type) decodeFunc {
 			switch o {
 			case "", "omitzero", "omitempty":
 			default:
-				return nil
+				return nil, nil
 			}
 		}
 		if name == "" {
 			name = sf.Name
 		}
 		if strings.HasPrefix(name, "'") {
-			return nil
+			return nil, nil
 		}
 		if _, dup := fields[name]; dup {
-			return nil
+			return nil, nil
 		}
 		fields[name] = field{index: k}
 	}
@@ -583,7 +636,7 @@ func (b builder) decodeStruct(t reflect.Type) decodeFunc {
 			v.SetZero()
 			return nil
 		case '{':
-			for j := i + 1; j < n.Next; j = tp.Nodes[j].Next {
+			for j := i + 1; j < int(n.Next); j = int(tp.Nodes[j].Next) {
 				f, ok := fields[tp.Nodes[j].Name]
 				if !ok {
 					return &Error{Pointer: tp.pointer(j), GoType: t, Err: errUnknownName}
@@ -595,7 +648,7 @@ func (b builder) decodeStruct(t reflect.Type) decodeFunc {
 			return nil
 		}
 		return mismatch(tp, i, t)
-	}
+	}, fields
 }
 
 // pointer returns the JSON Pointer of node i, for errors: the chain of
@@ -604,14 +657,14 @@ func (t *Tape) pointer(i int) string {
 	var toks []string
 	for j := i; j > 0; {
 		parent := j - 1
-		for t.Nodes[parent].Next <= j {
+		for int(t.Nodes[parent].Next) <= j {
 			parent--
 		}
 		if t.Nodes[parent].Kind == '{' {
 			toks = append(toks, strings.ReplaceAll(strings.ReplaceAll(t.Nodes[j].Name, "~", "~0"), "/", "~1"))
 		} else {
 			k := 0
-			for c := parent + 1; c < j; c = t.Nodes[c].Next {
+			for c := parent + 1; c < j; c = int(t.Nodes[c].Next) {
 				k++
 			}
 			toks = append(toks, strconv.Itoa(k))

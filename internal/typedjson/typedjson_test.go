@@ -15,19 +15,23 @@ import (
 
 // record parses b with jsontext (duplicate names refused, as the strict
 // parser does) into a tape, the way packs' recorder does.
-func record(b []byte) (*Tape, error) {
+func record(b []byte, opaque map[string]bool) (*Tape, error) {
 	t := new(Tape)
-	t.Reset(b)
+	t.Reset(b, opaque)
 	d := jsontext.NewDecoder(bytes.NewReader(b))
 	var walk func(name string) error
 	walk = func(name string) error {
 		if name != "" {
 			t.Member(name)
 		}
-		at := t.Begin(byte(d.PeekKind()), int(d.InputOffset()))
+		at, opaque := t.Begin(byte(d.PeekKind()), int(d.InputOffset()))
 		var val any
-		switch d.PeekKind() {
-		case '{', '[':
+		switch {
+		case opaque:
+			if err := d.SkipValue(); err != nil {
+				return err
+			}
+		case d.PeekKind() == '{' || d.PeekKind() == '[':
 			open, err := d.ReadToken()
 			if err != nil {
 				return err
@@ -41,7 +45,10 @@ func record(b []byte) (*Tape, error) {
 					}
 					member = tok.String()
 				}
-				if err := walk(member); err != nil {
+				t.Enter()
+				err := walk(member)
+				t.Leave()
+				if err != nil {
 					return err
 				}
 			}
@@ -168,7 +175,7 @@ var decodeSeeds = []string{
 // same fails unless Decode of b into a new T agrees with json.Unmarshal.
 func same[T any](t *testing.T, b []byte) {
 	t.Helper()
-	tape, err := record(b)
+	tape, err := record(b, OpaqueMembers(reflect.TypeFor[T]()))
 	if err != nil {
 		return // not JSON the recorder accepts: nothing to map
 	}
@@ -200,7 +207,7 @@ func TestDecodeMatchesUnmarshal(t *testing.T) {
 
 // TestErrorPointer checks that a failure names the value that failed.
 func TestErrorPointer(t *testing.T) {
-	tape, err := record([]byte(`{"slice":[{"a":1},{"a":"x"}],"s":""}`))
+	tape, err := record([]byte(`{"slice":[{"a":1},{"a":"x"}],"s":""}`), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,13 +218,35 @@ func TestErrorPointer(t *testing.T) {
 	}
 }
 
+// TestOpaqueMembers checks that a jsontext.Value member at the top level
+// is one node on the tape, whatever it holds.
+func TestOpaqueMembers(t *testing.T) {
+	op := OpaqueMembers(reflect.TypeFor[all]())
+	if !op["raw"] || len(op) != 1 {
+		t.Fatalf("OpaqueMembers(all) = %v", op)
+	}
+	b := []byte(`{"raw":[` + strings.Repeat(`{"a":[1,2]},`, 1000) + `0],"s":"x"}`)
+	tape, err := record(b, op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tape.Nodes) != 3 {
+		t.Fatalf("%d nodes, want 3", len(tape.Nodes))
+	}
+	var got all
+	want := strings.TrimSuffix(string(b[len(`{"raw":`):]), `,"s":"x"}`)
+	if err := Decode(tape, &got); err != nil || string(got.Raw) != want || got.S != "x" {
+		t.Fatalf("got %d bytes (want %d) and %q, %v", len(got.Raw), len(want), got.S, err)
+	}
+}
+
 // TestDeepInput maps a deeply nested value, as a hostile peer might send:
 // the walk recurses once per level of the value, which the recorder
 // (and, in packs, the strict parser's depth limit) bounds.
 func TestDeepInput(t *testing.T) {
 	const depth = 4000
 	b := []byte(strings.Repeat(`{"name":"x","children":[`, depth) + `{"name":"y"}` + strings.Repeat(`]}`, depth))
-	tape, err := record(b)
+	tape, err := record(b, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
