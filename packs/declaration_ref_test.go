@@ -4,12 +4,15 @@ import (
 	"errors"
 	"net/url"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agentprotocols/go-sdk/identity"
 	"github.com/agentprotocols/go-sdk/internal/strictjson"
+	"github.com/agentprotocols/go-sdk/internal/typedjson"
 )
 
 // The two-pass declaration parse that issue 23 replaced (the tree for the
@@ -127,4 +130,23 @@ func codeOf(err error) string {
 		return string(ie.Code)
 	}
 	return "untyped"
+}
+
+// TestTapeBound checks the bound on a hostile built-in payload's tape: a
+// message.create whose content holds 131,073 values records three: the
+// payload object and its two members, not the content's contents.
+func TestTapeBound(t *testing.T) {
+	payload := []byte(`{"content_type":"application/json","content":[` + strings.Repeat("0,", 128<<10) + `0]}`)
+	type message struct { // adp.Message's shape
+		ContentType string         `json:"content_type"`
+		Content     jsontext.Value `json:"content"`
+	}
+	p := newPooledDecoder()
+	err := checkBuiltin(p, "message.create", payload, &p.tape, typedjson.OpaqueMembers(reflect.TypeFor[message]()))
+	if err == nil {
+		t.Fatal("an array content passed the kernel schema")
+	}
+	if n := len(p.tape.Nodes); n != 3 {
+		t.Fatalf("%d nodes on the tape, want 3", n)
+	}
 }
