@@ -200,7 +200,8 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 // [Record.Extra]. It checks the shape only: the record hash, the chain
 // and the envelope signature are checked by [Record.CheckHash],
 // [CheckLink] and [Room.Apply], which runs all three. Failures are *[identity.Error] values with code invalid_record (or the envelope's own
-// code).
+// code). The record refers to b (its envelope's payload and parsed text
+// are slices of it), so b must not be modified or reused afterwards.
 func ParseRecord(b []byte) (*Record, error) {
 	// The envelope is most of a record: it is parsed where it stands,
 	// strictly, and only the structure around it is split; the other

@@ -56,6 +56,9 @@ type Envelope struct {
 // Failures are *[identity.Error] values: invalid_event for shape, invalid_actor
 // for a malformed actor, invalid_event_hash and invalid_signature for
 // malformed encodings of those two members, payload_too_large past [MaxSize].
+//
+// The envelope refers to b (its payload and parsed text are slices of it),
+// so b must not be modified or reused while the envelope is in use.
 func Parse(b []byte) (*Envelope, error) {
 	env, _, err := parse(b, nil, false)
 	return env, err

@@ -299,7 +299,9 @@ func (s *Store) Records(_ context.Context, roomID string, after int64, limit int
 		}
 		c := room.Cursor()
 		for k, v := c.Seek(seqKey(after + 1)); k != nil && len(out) < limit; k, v = c.Next() {
-			rec, err := adp.ParseRecord(v)
+			// bbolt's values live only as long as the transaction, and a
+			// parsed record refers to its input.
+			rec, err := adp.ParseRecord(bytes.Clone(v))
 			if err != nil {
 				return err
 			}
