@@ -230,3 +230,51 @@ func key2(t *testing.T) *identity.PrivateKey {
 	}
 	return k
 }
+
+// TestRecordsOutliveTheFile: records read from the store are the caller's
+// own, not views of bbolt's memory map, which ends with the read
+// transaction (and is unmapped when the file grows or closes).
+func TestRecordsOutliveTheFile(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(filepath.Join(t.TempDir(), "host.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := storetest.Chain(t, "room", 20)
+	for i, r := range recs {
+		c := storetest.Commit(r)
+		c.Nonce.Nonce = int64(i + 1)
+		if err := s.Append(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.Records(ctx, "room", 0, 100)
+	if err != nil || len(got) != len(recs) {
+		t.Fatalf("Records: %d, %v", len(got), err)
+	}
+	one, err := s.RecordByEvent(ctx, recs[3].Envelope.Hash())
+	if err != nil || one == nil {
+		t.Fatalf("RecordByEvent: %v", err)
+	}
+	s.Close() // unmaps the file
+	// The parsed text and the payload are what a parse may share with
+	// its input.
+	same := func(r, built *adp.Record) bool {
+		w := string(built.AppendJSON(nil))
+		want, err := adp.ParseRecord([]byte(w))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pc := r.ParsedCanonical()
+		return (pc == nil || string(pc) == w) && string(r.AppendJSON(nil)) == w &&
+			string(r.Envelope.Event().Payload) == string(want.Envelope.Event().Payload)
+	}
+	for i, r := range got {
+		if !same(r, recs[i]) {
+			t.Fatalf("record %d differs once the file is closed", r.Seq)
+		}
+	}
+	if !same(one, recs[3]) {
+		t.Fatal("RecordByEvent's record differs once the file is closed")
+	}
+}

@@ -10,6 +10,7 @@
 package storetest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -47,6 +48,7 @@ func Run(t *testing.T, open Open) {
 		{"JoinRequestIndex", joinRequestIndex},
 		{"Statuses", statuses},
 		{"Paging", paging},
+		{"RecordsOutliveReads", recordsOutliveReads},
 		{"AppendBatch", appendBatch},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.f(t, open(t)) })
@@ -625,6 +627,45 @@ func paging(t *testing.T, s adphost.Store) {
 	}
 	if page := try(s.Records(ctx, "pg", 25, 100)).get(t); len(page) != 0 {
 		t.Fatalf("records after the end: %d", len(page))
+	}
+}
+
+// recordsOutliveReads: a record returned by Records or RecordByEvent is
+// the caller's, and stays as it was while the Store goes on writing (a
+// record that referred to a storage engine's pages, which bbolt reuses
+// once the read has ended, would change under the caller).
+func recordsOutliveReads(t *testing.T, s adphost.Store) {
+	ctx := t.Context()
+	c := newChain(t, "outlive")
+	ok(t, s.Append(ctx, Commit(c.recs[0])))
+	grow := func(n int) {
+		for range n {
+			r := c.next("alice")
+			cm := Commit(r)
+			cm.Nonce.Nonce = int64(len(c.recs))
+			ok(t, s.Append(ctx, cm))
+			c.add(r)
+		}
+	}
+	grow(30)
+	got := try(s.Records(ctx, "outlive", 0, 100)).get(t)
+	byEvent := try(s.RecordByEvent(ctx, c.recs[5].Envelope.Hash())).get(t)
+	want := make([][]byte, len(got))
+	for i, r := range got {
+		want[i] = r.AppendJSON(nil)
+	}
+	wantByEvent := byEvent.AppendJSON(nil)
+	grow(300) // pages split, copied and freed, and freed pages reused
+	for i := range 50 {
+		ok(t, s.PutSnapshot(ctx, "outlive", int64(i+1), bytes.Repeat([]byte{byte(i)}, 4096)))
+	}
+	for i, r := range got {
+		if b := r.AppendJSON(nil); !bytes.Equal(b, want[i]) {
+			t.Fatalf("record %d changed after later writes:\n%s\nwas\n%s", r.Seq, b, want[i])
+		}
+	}
+	if b := byEvent.AppendJSON(nil); !bytes.Equal(b, wantByEvent) {
+		t.Fatalf("RecordByEvent's record changed after later writes")
 	}
 }
 
