@@ -237,7 +237,7 @@ func init() {
 // extra): a declaration's tape need not record their contents. An
 // import has no such members, and a declaration of either shape is read
 // with them.
-var definitionOpaque = sync.OnceValue(func() map[string]bool {
+var definitionOpaque = sync.OnceValue(func() []string {
 	return typedjson.OpaqueMembers(reflect.TypeFor[Definition]())
 })
 

@@ -126,7 +126,7 @@ func DecodeBuiltin(typ string, payload []byte, v any) error {
 	p := getDecoder(len(payload))
 	defer putDecoder(p, len(payload))
 	var tape *typedjson.Tape
-	var opaque map[string]bool
+	var opaque []string
 	if v != nil {
 		tape = &p.tape
 		if t := reflect.TypeOf(v); t.Kind() == reflect.Pointer {
@@ -160,7 +160,7 @@ func ParseTypeDefine(payload []byte) (Declaration, error) {
 // checkBuiltin parses payload with p, recording it on tape if not nil
 // (without the contents of the opaque top-level members), and evaluates
 // the kernel schema of typ on the tree.
-func checkBuiltin(p *pooledDecoder, typ string, payload []byte, tape *typedjson.Tape, opaque map[string]bool) error {
+func checkBuiltin(p *pooledDecoder, typ string, payload []byte, tape *typedjson.Tape, opaque []string) error {
 	s := kernel().payload[typ]
 	if s == nil {
 		return invalidEvent("%q is not a built-in event type", clip(typ))

@@ -376,7 +376,7 @@ func putDecoder(p *pooledDecoder, n int) {
 // decode is decodeJSON with p's decoder. With a tape it also records
 // every value for the typed mapping (internal/typedjson), in the same
 // pass.
-func (p *pooledDecoder) decode(b []byte, tape *typedjson.Tape, opaque map[string]bool) (any, error) {
+func (p *pooledDecoder) decode(b []byte, tape *typedjson.Tape, opaque []string) (any, error) {
 	p.r.Reset(b)
 	p.d.Reset(&p.r, jsontext.AllowDuplicateNames(true))
 	if tape != nil {

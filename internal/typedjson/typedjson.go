@@ -81,7 +81,7 @@ type Tape struct {
 	// bytes (jsontext.Value fields, see [OpaqueMembers]): their subtrees
 	// are not recorded, which bounds the tape of a payload whose bulk is
 	// such a member (message.create's content) to a few nodes.
-	Opaque map[string]bool
+	Opaque []string
 
 	name   string // for the next Begin, set by Member
 	depth  int    // of the value being parsed: 1 for the top level's members
@@ -90,7 +90,7 @@ type Tape struct {
 
 // Reset empties the tape for a parse of src, keeping its capacity, with
 // the given opaque members (nil for none).
-func (t *Tape) Reset(src []byte, opaque map[string]bool) {
+func (t *Tape) Reset(src []byte, opaque []string) {
 	clear(t.Nodes) // drop the values for the collector
 	t.Nodes, t.Src, t.Opaque = t.Nodes[:0], src, opaque
 	t.name, t.depth, t.opaque = "", 0, false
@@ -115,7 +115,7 @@ func (t *Tape) Begin(kind byte, off int) (int, bool) {
 		t.Nodes = slices.Grow(t.Nodes, max(16, len(t.Nodes)))
 	}
 	t.Nodes = append(t.Nodes, Node{Kind: kind, Start: int32(off), Name: t.name})
-	opaque := t.depth == 1 && t.name != "" && t.Opaque[t.name]
+	opaque := t.depth == 1 && t.name != "" && slices.Contains(t.Opaque, t.name) // a few names: cheaper than a map
 	t.name = ""
 	return len(t.Nodes) - 1, opaque
 }
@@ -135,27 +135,25 @@ func (t *Tape) End(i, end int, val any) {
 // OpaqueMembers returns the JSON names of the fields of struct type t
 // whose type is jsontext.Value, for [Tape.Opaque]: the mapping reads only
 // their bytes. It is nil when t is not such a struct or the mapping hands
-// t to json v2.
-func OpaqueMembers(t reflect.Type) map[string]bool {
+// t to json v2. The slice is shared and must not be modified.
+func OpaqueMembers(t reflect.Type) []string {
 	if v, ok := opaqueCache.Load(t); ok {
-		return v.(map[string]bool)
+		return v.([]string)
 	}
-	var m map[string]bool
+	var names []string
 	if t.Kind() == reflect.Struct {
 		for name, f := range decoderFor(t).fields {
 			if t.Field(f.index).Type == jsontextValueType {
-				if m == nil {
-					m = make(map[string]bool)
-				}
-				m[name] = true
+				names = append(names, name)
 			}
 		}
+		slices.Sort(names)
 	}
-	opaqueCache.Store(t, m)
-	return m
+	opaqueCache.Store(t, names)
+	return names
 }
 
-var opaqueCache sync.Map // reflect.Type → map[string]bool
+var opaqueCache sync.Map // reflect.Type → []string
 
 func isSep(c byte) bool {
 	switch c {
