@@ -107,9 +107,10 @@ func cpu(procs []*hostProc) (hosts, db time.Duration) {
 // BenchmarkHostWrites: accepted writes per second on one room and on 8
 // rooms, memory vs bbolt vs PostgreSQL, one host process vs two (the
 // latter on PostgreSQL only: the other stores are one process's). 16
-// writers, each an agent posting its own pre-signed signal writes in
-// order (signals are anchored, not head-checked, so writers on one room
-// do not refuse each other, §6.1).
+// writers (BENCH_WRITERS=n for another count, a multiple of 16 keeps
+// each room on one process), each an agent posting its own pre-signed
+// signal writes in order (signals are anchored, not head-checked, so
+// writers on one room do not refuse each other, §6.1).
 func BenchmarkHostWrites(b *testing.B) {
 	for _, store := range []string{"memory", "bbolt", "pg"} {
 		for _, rooms := range []int{1, 8} {
@@ -134,7 +135,10 @@ func benchWrites(b *testing.B, store string, nRooms, nProcs int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	const writers = 16
+	writers := 16
+	if n, err := strconv.Atoi(os.Getenv("BENCH_WRITERS")); err == nil && n > 0 {
+		writers = n
+	}
 	now := time.Now()
 	type writer struct {
 		reqs [][]byte // each a whole HTTP/1.1 request
