@@ -228,7 +228,7 @@ func semanticFieldError(err error) *FieldError {
 	case errors.Is(se.Err, json.ErrUnknownName):
 		return &FieldError{Pointer: ptr, Reason: "is not a field defined by " + Protocol}
 	case se.Err != nil && se.JSONKind != '"' && se.JSONKind != 0 && jsonTypeOf(se.GoType) == "a string":
-		return &FieldError{Pointer: ptr, Reason: "must be a string, not a JSON " + kindName(se.JSONKind)}
+		return &FieldError{Pointer: ptr, Reason: "must be a string, not a JSON " + strictjson.KindName(byte(se.JSONKind))}
 	case se.Err != nil:
 		var ie *identity.Error
 		if errors.As(se.Err, &ie) && ie.Code == identity.CodeInvalidActor {
@@ -236,7 +236,7 @@ func semanticFieldError(err error) *FieldError {
 		}
 		return &FieldError{Pointer: ptr, Reason: "invalid value: " + se.Err.Error()}
 	}
-	return &FieldError{Pointer: ptr, Reason: "must be " + jsonTypeOf(se.GoType) + ", not a JSON " + kindName(se.JSONKind)}
+	return &FieldError{Pointer: ptr, Reason: "must be " + jsonTypeOf(se.GoType) + ", not a JSON " + strictjson.KindName(byte(se.JSONKind))}
 }
 
 var textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
@@ -262,24 +262,6 @@ func jsonTypeOf(t reflect.Type) string {
 		return "an integer"
 	}
 	return "of another JSON type"
-}
-
-func kindName(k jsontext.Kind) string {
-	switch k {
-	case '"':
-		return "string"
-	case '0':
-		return "number"
-	case 't', 'f':
-		return "boolean"
-	case 'n':
-		return "null"
-	case '{':
-		return "object"
-	case '[':
-		return "array"
-	}
-	return "value"
 }
 
 // quoteTrunc quotes at most 64 bytes of untrusted text for a message.

@@ -377,3 +377,25 @@ func numbersSafe(b []byte, i int) bool {
 	}
 	return false
 }
+
+// KindName names the JSON type of a value by its first byte, as
+// jsontext.Kind spells it ('{', '[', '"', '0', 't', 'f', 'n'), for error
+// messages: "object", "array", "string", "number", "boolean", "null", or
+// "value" for anything else.
+func KindName(k byte) string {
+	switch k {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case '0':
+		return "number"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "value"
+}

@@ -50,6 +50,8 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/agentprotocols/go-sdk/internal/strictjson"
 )
 
 // Node is one JSON value on a [Tape].
@@ -347,25 +349,7 @@ func fallback(t reflect.Type) decodeFunc {
 }
 
 func mismatch(tp *Tape, i int, t reflect.Type) error {
-	return &Error{Pointer: tp.pointer(i), GoType: t, Err: fmt.Errorf("JSON %s", kindName(tp.Nodes[i].Kind))}
-}
-
-func kindName(k byte) string {
-	switch k {
-	case '{':
-		return "object"
-	case '[':
-		return "array"
-	case '"':
-		return "string"
-	case '0':
-		return "number"
-	case 't', 'f':
-		return "boolean"
-	case 'n':
-		return "null"
-	}
-	return "value"
+	return &Error{Pointer: tp.pointer(i), GoType: t, Err: fmt.Errorf("JSON %s", strictjson.KindName(tp.Nodes[i].Kind))}
 }
 
 func decodeRaw(tp *Tape, i int, v reflect.Value) error {
