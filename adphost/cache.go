@@ -298,15 +298,27 @@ func (h *Host) startListening() {
 }
 
 // kick is a notification: room id has a record seq. A cached replica that
-// is behind catches up in the background; an uncached room is loaded
-// fresh when next used.
+// is behind and has live subscribers catches up in the background; one
+// without catches up when next used, and an uncached room is loaded fresh
+// then.
 func (h *Host) kick(id string, seq int64) {
 	h.mu.Lock()
 	hr := h.cache.rooms[id]
 	h.mu.Unlock()
 	// A replica that has seq already (this process's own appends come
 	// back too) costs no goroutine and no wait on the room's lock.
-	if hr == nil || hr.seq.Load() >= seq || hr.kicked.Swap(true) {
+	if hr == nil || hr.seq.Load() >= seq {
+		return
+	}
+	// Only live subscribers need the record pushed: a read or a write
+	// brings the replica up to the Store's head before it uses it
+	// (lookup's refresh, the write's prefetched head), so a replica no one
+	// follows here waits for its next use. Otherwise every process would
+	// replay every other process's writes to the rooms it has cached.
+	hr.subMu.Lock()
+	idle := len(hr.subs) == 0
+	hr.subMu.Unlock()
+	if idle || hr.kicked.Swap(true) {
 		return
 	}
 	h.bg.Add(1)

@@ -33,6 +33,18 @@ type shared struct {
 
 func newShared(t *testing.T, n int, store adphost.Store, opts *adphost.Options) *shared {
 	t.Helper()
+	stores := make([]adphost.Store, n)
+	for i := range stores {
+		stores[i] = store
+	}
+	return newSharedStores(t, stores, opts)
+}
+
+// newSharedStores is newShared with host i on stores[i] (views of one
+// Store).
+func newSharedStores(t *testing.T, stores []adphost.Store, opts *adphost.Options) *shared {
+	t.Helper()
+	n := len(stores)
 	w := &world{t: t, clock: newClock()}
 	front := httptest.NewUnstartedServer(nil)
 	origin, err := identity.ParseOrigin("http://"+front.Listener.Addr().String(), &identity.OriginOptions{AllowLoopbackHTTP: true})
@@ -40,7 +52,7 @@ func newShared(t *testing.T, n int, store adphost.Store, opts *adphost.Options) 
 		t.Fatal(err)
 	}
 	s := &shared{world: w}
-	for range n {
+	for _, store := range stores {
 		var o adphost.Options
 		if opts != nil {
 			o = *opts
@@ -434,5 +446,45 @@ func TestSharedStoreSameEnvelopeReplicaCaughtUp(t *testing.T) {
 	}
 	if store.hide.Load() > 0 || store.hideNonce.Load() > 0 {
 		t.Fatal("the second host never looked the envelope or its nonce up")
+	}
+}
+
+// recordsCounting is a view of a notifyingStore that counts its reads of
+// rooms' logs.
+type recordsCounting struct {
+	*notifyingStore
+	reads atomic.Int64
+}
+
+func (c *recordsCounting) Records(ctx context.Context, room string, after int64, limit int) ([]*adp.Record, error) {
+	c.reads.Add(1)
+	return c.notifyingStore.Records(ctx, room, after, limit)
+}
+
+// TestSharedStoreIdleReplicaWaits: a host whose cached replica no one
+// follows does not replay another host's writes as their notifications
+// arrive (that would make every process replay every other's writes); it
+// catches up when the room is next used, and answers with the Store's
+// state then.
+func TestSharedStoreIdleReplicaWaits(t *testing.T) {
+	ctx := ctxT(t)
+	shared := &notifyingStore{MemoryStore: adphost.NewMemoryStore()}
+	store := &recordsCounting{notifyingStore: shared} // host 1's view
+	s := newSharedStores(t, []adphost.Store{shared, store}, &adphost.Options{RateLimits: adphost.Unlimited(), RepairInterval: time.Hour})
+	a := s.clientWith("alice", s.pinned(0))
+	room := mustv(a.CreateRoom(ctx, roomSpec(t, adp.VisibilityPublic, "idle"))).RoomID
+	b := s.clientWith("alice", s.pinned(1))
+	mustv(b.Sync(ctx, room)) // host 1 caches the room
+	before := store.reads.Load()
+	for range 10 {
+		env := mustv(adp.NewMessage(ctx, a.Author(), headBase(t, a, room), text("m")))
+		mustv(a.Submit(ctx, room, env))
+	}
+	time.Sleep(50 * time.Millisecond) // time for any background catch-up
+	if n := store.reads.Load() - before; n != 0 {
+		t.Fatalf("host 1 read the log %d times for a replica no one follows", n)
+	}
+	if l := mustv(b.Sync(ctx, room)); l.Seq != 11 {
+		t.Fatalf("host 1 answered seq %d, want 11", l.Seq)
 	}
 }
