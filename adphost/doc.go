@@ -89,8 +89,10 @@
 // While a write keeps losing its room's append race it retries, up to
 // [Options].AppendDeadline, and then answers rate_limited with
 // Retry-After: 1. With a [Notifier] Store, every process
-// learns of every append ("room R has seq N"), reads the records from the
-// Store and feeds its live subscribers in seq order, exactly once; rooms
+// learns of every append ("room R has seq N"); for a cached room with live
+// subscribers it reads the records from the Store and feeds them in seq
+// order, exactly once (a replica no one follows waits for its next use,
+// so processes do not replay each other's writes); rooms
 // with subscribers are also compared with the Store every
 // [Options].RepairInterval, which repairs a lost notification.
 //
