@@ -112,7 +112,7 @@ func (c *stdioConn) readLoop(r *bufio.Reader, maxLine int) {
 		line, tooLong, err := readLine(r, maxLine)
 		if tooLong {
 			c.reject(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: message longer than %d bytes", maxLine))
-		} else if len(bytes.TrimSpace(line)) > 0 {
+		} else if !blank(line) {
 			if msg := c.decode(line); msg != nil {
 				select {
 				case c.in <- msg:
@@ -130,6 +130,12 @@ func (c *stdioConn) readLoop(r *bufio.Reader, maxLine int) {
 		}
 	}
 }
+
+// blank reports whether a line holds only JSON white space (RFC 8259:
+// space, tab, CR, LF), which is skipped. Other white space (a vertical
+// tab, U+00A0) is not JSON's: such a line is answered as any line that is
+// not JSON is, as it is when it is too long to read.
+func blank(line []byte) bool { return len(bytes.Trim(line, " \t\r\n")) == 0 }
 
 // readLine returns the next line without its newline. A line over max
 // bytes is consumed to its end and reported as tooLong, with no content.
@@ -156,7 +162,7 @@ func (c *stdioConn) decode(line []byte) jsonrpc.Message {
 		c.reject(jsonrpc.ID{}, jsonrpc.CodeParseError, "parse error: the line is not JSON")
 		return nil
 	}
-	if t := bytes.TrimSpace(line); t[0] == '[' {
+	if t := bytes.Trim(line, " \t\r\n"); t[0] == '[' {
 		c.reject(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "invalid request: JSON-RPC batches are not supported")
 		return nil
 	}

@@ -20,7 +20,7 @@ func FuzzStdioFraming(f *testing.F) {
 		`{"jsonrpc":"2.0","id":1,"method":"ping"}`, "hello", "{}", `[{"jsonrpc":"2.0","id":78,"method":"ping"}]`,
 		`{"jsonrpc":"1.0","id":5,"method":"ping"}`, `{"jsonrpc":"2.0","id":null,"method":"ping"}`,
 		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`, "\r\n\n", strings.Repeat("x", 300),
-		`{"jsonrpc":"2.0","id":"a","result":{}}`, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\r\n{",
+		`{"jsonrpc":"2.0","id":"a","result":{}}`, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\r\n{", "\v\n \t\n\u00a0",
 	} {
 		f.Add(s)
 	}
@@ -42,7 +42,7 @@ func FuzzStdioFraming(f *testing.F) {
 		wg.Wait()
 		lines := 0
 		for _, l := range strings.Split(input, "\n") {
-			if strings.TrimSpace(l) != "" {
+			if !blank([]byte(l)) {
 				lines++
 			}
 		}
