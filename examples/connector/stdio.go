@@ -138,10 +138,14 @@ func (c *stdioConn) readLoop(r *bufio.Reader, maxLine int) {
 func blank(line []byte) bool { return len(bytes.Trim(line, " \t\r\n")) == 0 }
 
 // readLine returns the next line without its newline. A line over max
-// bytes is consumed to its end and reported as tooLong, with no content.
+// bytes is consumed to its end and reported as tooLong, with no content,
+// unless it is blank: then it is returned empty, and skipped as a short
+// blank line is.
 func readLine(r *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
+	spaceOnly := true
 	for {
 		frag, err := r.ReadSlice('\n')
+		spaceOnly = spaceOnly && blank(frag)
 		if !tooLong {
 			if len(line)+len(frag) > max+2 { // room for "\r\n"
 				tooLong, line = true, nil
@@ -151,6 +155,9 @@ func readLine(r *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
+		}
+		if tooLong && spaceOnly {
+			return nil, false, err
 		}
 		return bytes.TrimRight(line, "\r\n"), tooLong, err
 	}
