@@ -206,13 +206,21 @@ func (r *Room) Accept(ctx context.Context, env *envelope.Envelope, at time.Time)
 	if err != nil {
 		return nil, err
 	}
+	rec := r.nextRecord(env, ms)
+	r.commit(c, rec)
+	return rec, nil
+}
+
+// nextRecord is the record env becomes as the room's next (r.mu held):
+// the next seq, the link to the latest record, received_at ms and the
+// record hash.
+func (r *Room) nextRecord(env *envelope.Envelope, ms int64) *Record {
 	rec := &Record{RoomID: r.id, Seq: r.st.Latest.Seq + 1, ReceivedAt: ms, Envelope: env}
 	if rec.Seq > 1 {
 		rec.PreHash = r.st.Latest.Hash
 	}
 	rec.Hash = rec.ComputeHash()
-	r.commit(c, rec)
-	return rec, nil
+	return rec
 }
 
 // Pending is a write that [Room.Prepare] judged acceptable: [Pending.Record]
@@ -254,11 +262,7 @@ func (r *Room) prepare(ctx context.Context, env *envelope.Envelope, ev *Event, a
 	if err != nil {
 		return nil, err
 	}
-	rec := &Record{RoomID: r.id, Seq: r.st.Latest.Seq + 1, ReceivedAt: ms, Envelope: env}
-	if rec.Seq > 1 {
-		rec.PreHash = r.st.Latest.Hash
-	}
-	rec.Hash = rec.ComputeHash()
+	rec := r.nextRecord(env, ms)
 	return &Pending{Record: rec, room: r, change: c}, nil
 }
 
