@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/agentprotocols/go-sdk/envelope"
+	"github.com/agentprotocols/go-sdk/internal/b64url"
 )
 
 // Index remembers the room history the replayer consults beyond the room
@@ -27,25 +28,32 @@ type Index interface {
 	HasEvent(event envelope.Hash) bool
 }
 
-// MemoryIndex is the default Index: about 80 bytes per record, and 32 more
-// once the room has been snapshotted. It is not safe for concurrent use;
+// MemoryIndex is the default Index: about 80 bytes per record, and 92 more
+// once the room has been snapshotted (its hash lists kept as text). It is not safe for concurrent use;
 // the Room serializes access.
 type MemoryIndex struct {
 	records []envelope.Hash
 	events  map[envelope.Hash]struct{}
-	// sorted keeps the event hashes in order for Room.Snapshot, so that a
-	// snapshot sorts only the events added since the previous one. It is
-	// kept from the first snapshot on (rooms never snapshotted, such as a
-	// verifier's, pay nothing). Add runs under the Room's write lock, so
-	// no snapshot runs meanwhile; the mutex orders snapshots taken at
-	// once under its read lock.
-	sorted struct {
+	// snap keeps the two hash lists of Room.Snapshot as JSON text, so
+	// that a snapshot encodes only the records and events added since the
+	// previous one: records in seq order, events in byte order of their
+	// hashes (merged in). It is kept from the first snapshot on (rooms
+	// never snapshotted, such as a verifier's, pay nothing). Add runs
+	// under the Room's write lock, so no snapshot runs meanwhile; the
+	// mutex orders snapshots taken at once under its read lock.
+	snap struct {
 		sync.Mutex
-		on     bool
-		hashes []envelope.Hash // every event hash but fresh, in order
-		fresh  []envelope.Hash // added since hashes was last merged
+		on      bool
+		records []byte          // m.records[:len(records)/itemLen] as items
+		events  []byte          // every event hash but fresh, as sorted items
+		fresh   []envelope.Hash // added since events was last merged
+		scratch []byte          // the fresh hashes' items, sorted
 	}
 }
+
+// itemLen is the length of one hash in a snapshot list, `"<43
+// base64url characters>",`.
+const itemLen = 46
 
 // NewMemoryIndex returns an empty MemoryIndex.
 func NewMemoryIndex() *MemoryIndex {
@@ -56,57 +64,97 @@ func NewMemoryIndex() *MemoryIndex {
 func (m *MemoryIndex) Add(seq int64, record, event envelope.Hash) {
 	m.records = append(m.records, record)
 	m.events[event] = struct{}{}
-	if m.sorted.on {
-		m.sorted.fresh = append(m.sorted.fresh, event)
+	if m.snap.on {
+		m.snap.fresh = append(m.snap.fresh, event)
 	}
 }
 
-// sortedEvents returns every event hash in byte order. The slice stays
-// valid until the next Add.
-func (m *MemoryIndex) sortedEvents() []envelope.Hash {
-	s := &m.sorted
+// snapshotLists returns the record hashes (in seq order) and the event
+// hashes (in byte order) as the items of JSON arrays of base64url strings,
+// each followed by a comma. The slices stay valid until the next Add.
+func (m *MemoryIndex) snapshotLists() (records, events []byte) {
+	s := &m.snap
 	s.Lock()
 	defer s.Unlock()
 	if !s.on {
 		s.on = true
-		s.hashes = make([]envelope.Hash, 0, len(m.events))
+		hs := make([]envelope.Hash, 0, len(m.events))
 		for h := range m.events {
-			s.hashes = append(s.hashes, h)
+			hs = append(hs, h)
 		}
-		slices.SortFunc(s.hashes, compareHashes)
-		return s.hashes
+		slices.SortFunc(hs, compareHashes)
+		s.events = appendItems(make([]byte, 0, len(hs)*itemLen), hs)
+	} else if len(s.fresh) > 0 {
+		s.events = mergeItems(s.events, s.fresh, &s.scratch)
+		s.fresh = s.fresh[:0]
 	}
-	if len(s.fresh) == 0 {
-		return s.hashes
+	if done := len(s.records) / itemLen; done < len(m.records) {
+		s.records = appendItems(s.records, m.records[done:])
 	}
-	// Merge in place from the back: the fresh hashes sorted, then the
-	// two runs interleaved into the grown slice.
-	slices.SortFunc(s.fresh, compareHashes)
-	old := len(s.hashes)
-	s.hashes = slices.Grow(s.hashes, len(s.fresh))[:old+len(s.fresh)]
-	i, j := old-1, len(s.fresh)-1
-	for k := len(s.hashes) - 1; j >= 0; k-- {
-		if i >= 0 && compareHashes(s.hashes[i], s.fresh[j]) > 0 {
-			s.hashes[k] = s.hashes[i]
-			i--
+	return s.records, s.events
+}
+
+// appendItems appends the hashes as snapshot list items.
+func appendItems(b []byte, hs []envelope.Hash) []byte {
+	for i := range hs {
+		b = append(b, '"')
+		b = b64url.AppendEncode(b, hs[i][:])
+		b = append(b, '"', ',')
+	}
+	return b
+}
+
+// mergeItems merges the fresh hashes (reordered) into items, a sorted
+// list of snapshot items, in place from the back; scratch is reused.
+func mergeItems(items []byte, fresh []envelope.Hash, scratch *[]byte) []byte {
+	slices.SortFunc(fresh, compareHashes)
+	f := appendItems((*scratch)[:0], fresh)
+	*scratch = f
+	old := len(items)
+	items = slices.Grow(items, len(f))[:old+len(f)]
+	i, j := old-itemLen, len(f)-itemLen
+	for k := len(items) - itemLen; j >= 0; k -= itemLen {
+		if i >= 0 && compareItems(items[i:i+itemLen], f[j:j+itemLen]) > 0 {
+			copy(items[k:k+itemLen], items[i:i+itemLen])
+			i -= itemLen
 		} else {
-			s.hashes[k] = s.fresh[j]
-			j--
+			copy(items[k:k+itemLen], f[j:j+itemLen])
+			j -= itemLen
 		}
 	}
-	s.fresh = s.fresh[:0]
-	return s.hashes
+	return items
+}
+
+// b64digit maps each base64url character to its value: comparing two
+// encodings digit by digit orders them as their bytes (the 6-bit digits
+// are the bits of the hash in order, padded alike).
+var b64digit = func() (t [256]byte) {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	for i := range len(alphabet) {
+		t[alphabet[i]] = byte(i)
+	}
+	return t
+}()
+
+// compareItems compares two snapshot items by the hashes they encode.
+func compareItems(a, b []byte) int {
+	for k := 1; k <= 43; k++ {
+		if da, db := b64digit[a[k]], b64digit[b[k]]; da != db {
+			return int(da) - int(db)
+		}
+	}
+	return 0
 }
 
 // restoreSorted takes the event hashes of a snapshot as the sorted list
 // when they are (strictly) sorted and are exactly the index's events.
 func (m *MemoryIndex) restoreSorted(events []envelope.Hash) {
-	s := &m.sorted
+	s := &m.snap
 	s.Lock()
 	defer s.Unlock()
-	s.on, s.hashes, s.fresh = false, nil, nil
+	s.on, s.records, s.events, s.fresh = false, nil, nil, nil
 	if len(events) == len(m.events) && slices.IsSortedFunc(events, compareHashes) {
-		s.on, s.hashes = true, slices.Clip(events)
+		s.on, s.events = true, appendItems(make([]byte, 0, len(events)*itemLen), events)
 	}
 }
 

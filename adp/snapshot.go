@@ -5,7 +5,6 @@ import (
 
 	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/identity"
-	"github.com/agentprotocols/go-sdk/internal/b64url"
 	"github.com/agentprotocols/go-sdk/internal/strictjson"
 	"github.com/agentprotocols/go-sdk/packs"
 )
@@ -27,9 +26,10 @@ type snapshot struct {
 // a custom Index is the caller's to persist.
 //
 // The index is most of a long room's snapshot, so it is written without
-// reflection, and the event hashes (sorted, so that the bytes depend only
-// on the history) are kept sorted between snapshots: each snapshot sorts
-// only the events accepted since the previous one and merges them in.
+// reflection, and its two hash lists are kept as text between snapshots
+// (the event hashes sorted, so that the bytes depend only on the
+// history): each snapshot encodes only the records and events accepted
+// since the previous one, and merges the new events in.
 // The bytes are those json.Marshal(…, json.Deterministic(true)) gives for
 // the whole snapshot struct (TestSnapshotEncoding).
 func (r *Room) Snapshot() ([]byte, error) {
@@ -41,33 +41,23 @@ func (r *Room) Snapshot() ([]byte, error) {
 	if err != nil || !ok {
 		return head, err
 	}
-	events := m.sortedEvents()
-	b := make([]byte, 0, len(head)+(len(m.records)+len(events))*(hashJSONLen+1)+len(`,"records":[],"events":[]`))
+	records, events := m.snapshotLists()
+	b := make([]byte, 0, len(head)+len(records)+len(events)+len(`,"records":[],"events":[]}`))
 	b = append(b, head[:len(head)-1]...) // without the closing brace
 	// omitzero omits only a nil slice; the events are never nil.
 	if m.records != nil {
-		b = appendHashList(b, `,"records":[`, m.records)
+		b = appendList(b, `,"records":[`, records)
 	}
-	b = appendHashList(b, `,"events":[`, events)
+	b = appendList(b, `,"events":[`, events)
 	return append(b, '}'), nil
 }
 
-// hashJSONLen is the length of a hash as a JSON string: 43 base64url
-// characters and the quotes.
-const hashJSONLen = 45
-
-// appendHashList appends name and the hashes as a JSON array of strings,
-// as json.Marshal writes a []envelope.Hash member (base64url needs no
-// escaping).
-func appendHashList(b []byte, name string, hs []envelope.Hash) []byte {
+// appendList appends name and the items (each ending in a comma) as a
+// JSON array, as json.Marshal writes a []envelope.Hash member.
+func appendList(b []byte, name string, items []byte) []byte {
 	b = append(b, name...)
-	for i := range hs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, '"')
-		b = b64url.AppendEncode(b, hs[i][:])
-		b = append(b, '"')
+	if len(items) > 0 {
+		b = append(b, items[:len(items)-1]...)
 	}
 	return append(b, ']')
 }
