@@ -68,14 +68,11 @@ func ReadError(resp *http.Response) error {
 	if resp.Body != nil {
 		body, err = io.ReadAll(io.LimitReader(resp.Body, MaxErrorBodySize+1))
 	}
-	if err == nil && len(body) <= MaxErrorBodySize && parseErrorBody(body, e) {
+	if err == nil && len(body) <= MaxErrorBodySize && parseErrorBody(body, e, resp.StatusCode) {
 		return e
 	}
 	e.Code = statusCode(resp.StatusCode)
-	e.Message = "HTTP " + strconv.Itoa(resp.StatusCode)
-	if t := http.StatusText(resp.StatusCode); t != "" {
-		e.Message += " " + t
-	}
+	e.Message = statusLine(resp.StatusCode)
 	e.Err = ErrNoErrorBody
 	if err != nil {
 		e.Err = fmt.Errorf("%w: %w", ErrNoErrorBody, err)
@@ -83,21 +80,39 @@ func ReadError(resp *http.Response) error {
 	return e
 }
 
-func parseErrorBody(b []byte, e *Error) bool {
+// parseErrorBody reads an error body's code, message and data into e.
+// The code decides what the caller sees (errors.Is against its sentinel),
+// so a body with a code keeps it even when its message is missing or not
+// a string (the message is then the status line's); without a code the
+// body counts as absent.
+func parseErrorBody(b []byte, e *Error, status int) bool {
 	var w wireError
 	if !isObject(b) || strictjson.UnmarshalOpen(b, &w) != nil {
 		return false
 	}
-	code, ok1 := jsonString(w.Error.Code)
-	msg, ok2 := jsonString(w.Error.Message)
-	if !ok1 || !ok2 || code == "" {
+	code, ok := jsonString(w.Error.Code)
+	if !ok || code == "" {
 		return false
+	}
+	msg, ok := jsonString(w.Error.Message)
+	if !ok || msg == "" {
+		msg = statusLine(status)
 	}
 	e.Code, e.Message = Code(code), msg
 	if len(w.Error.Data) > 0 {
 		e.Data = w.Error.Data.Clone()
 	}
 	return true
+}
+
+// statusLine is "HTTP 409 Conflict", the message of an answer that gave
+// none.
+func statusLine(status int) string {
+	s := "HTTP " + strconv.Itoa(status)
+	if t := http.StatusText(status); t != "" {
+		s += " " + t
+	}
+	return s
 }
 
 // statusCode picks an error code for a response without an error body.

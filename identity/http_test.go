@@ -153,7 +153,10 @@ func TestReadError(t *testing.T) {
 		{"empty 418", 418, nil, ``, identity.CodeInvalidRequest, "HTTP 418 I'm a teapot", true, 0},
 		{"redirect", 302, nil, ``, identity.CodeInternalError, "HTTP 302 Found", true, 0},
 		{"duplicate code member", 400, nil, `{"error":{"code":"a","code":"b","message":"m"}}`, identity.CodeInvalidRequest, "HTTP 400 Bad Request", true, 0},
-		{"missing message", 400, nil, `{"error":{"code":"invalid_event"}}`, identity.CodeInvalidRequest, "HTTP 400 Bad Request", true, 0},
+		// The code is what callers test: kept when the message is not.
+		{"missing message", 409, nil, `{"error":{"code":"nonce_not_greater"}}`, identity.CodeNonceNotGreater, "HTTP 409 Conflict", false, 0},
+		{"message not a string", 400, nil, `{"error":{"code":"invalid_event","message":7}}`, identity.CodeInvalidEvent, "HTTP 400 Bad Request", false, 0},
+		{"empty message", 400, nil, `{"error":{"code":"invalid_event","message":""}}`, identity.CodeInvalidEvent, "HTTP 400 Bad Request", false, 0},
 		{"empty code", 400, nil, `{"error":{"code":"","message":"m"}}`, identity.CodeInvalidRequest, "HTTP 400 Bad Request", true, 0},
 		{"code not a string", 400, nil, `{"error":{"code":1,"message":"m"}}`, identity.CodeInvalidRequest, "HTTP 400 Bad Request", true, 0},
 		{"error not an object", 400, nil, `{"error":"invalid_event"}`, identity.CodeInvalidRequest, "HTTP 400 Bad Request", true, 0},
