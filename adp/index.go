@@ -29,8 +29,8 @@ type Index interface {
 }
 
 // MemoryIndex is the default Index: about 80 bytes per record, and 92 more
-// once the room has been snapshotted (its hash lists kept as text). It is not safe for concurrent use;
-// the Room serializes access.
+// once the room has been snapshotted (its hash lists kept as text). It is
+// not safe for concurrent use; the Room serializes access.
 type MemoryIndex struct {
 	records []envelope.Hash
 	events  map[envelope.Hash]struct{}
