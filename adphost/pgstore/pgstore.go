@@ -400,12 +400,7 @@ func (s *Store) Append(ctx context.Context, c *adphost.Commit) error {
 		s.announce(rec.RoomID, rec.Seq)
 		return nil
 	}
-	switch what := assertion(err); {
-	case what == "head":
-		return adphost.ErrHeadMoved
-	case what == "event" || isUnique(err):
-		return adphost.ErrDuplicateEvent
-	case what == "nonce":
+	return appendError(err, func() error {
 		// The refusal carries the actor's nonce: one more read, on the
 		// refusal path only.
 		max, _, rerr := s.MaxNonce(ctx, c.Nonce.Actor)
@@ -413,8 +408,22 @@ func (s *Store) Append(ctx context.Context, c *adphost.Commit) error {
 			return rerr
 		}
 		return adphost.NonceError(max)
+	}, func() error { return adphost.QuotaError(*c.Quota) })
+}
+
+// appendError maps the failure of an append's transaction to the Store's
+// errors: the head or an event assertion, a unique violation, or the
+// nonce or quota assertion, whose errors nonce and quota build.
+func appendError(err error, nonce, quota func() error) error {
+	switch what := assertion(err); {
+	case what == "head":
+		return adphost.ErrHeadMoved
+	case what == "event" || isUnique(err):
+		return adphost.ErrDuplicateEvent
+	case what == "nonce":
+		return nonce()
 	case what == "quota":
-		return adphost.QuotaError(*c.Quota)
+		return quota()
 	}
 	return fmt.Errorf("pgstore: %w", err)
 }
@@ -488,17 +497,9 @@ func (s *Store) AppendBatch(ctx context.Context, cs []*adphost.Commit) error {
 		s.announce(last.RoomID, last.Seq)
 		return nil
 	}
-	switch what := assertion(err); {
-	case what == "head":
-		return adphost.ErrHeadMoved
-	case what == "event" || isUnique(err):
-		return adphost.ErrDuplicateEvent
-	case what == "nonce":
+	return appendError(err, func() error {
 		return &identity.Error{Code: identity.CodeNonceNotGreater, Message: "a nonce of the batch is not greater than its actor's greatest accepted nonce"}
-	case what == "quota":
-		return identity.NewError(identity.CodeRateLimited, "a quota of the batch is used up")
-	}
-	return fmt.Errorf("pgstore: %w", err)
+	}, func() error { return identity.NewError(identity.CodeRateLimited, "a quota of the batch is used up") })
 }
 
 // assertion names the adp_assert that failed err, or "".
