@@ -280,3 +280,86 @@ func BenchmarkHostWriteCallgrind(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkHostWriteStages times, one at a time and warm, the stages of a
+// BenchmarkHostWrite write that run outside the handler's bookkeeping, on
+// the same envelopes (ns/op is per envelope): the budget BENCHMARKS.md
+// draws for a write. Run with -cpu 1.
+func BenchmarkHostWriteStages(b *testing.B) {
+	const n = 2000
+	h, c := newBenchHost(b)
+	br := prepare(b, h, c, "writer", n)
+	envs := make([]*envelope.Envelope, n)
+	recs := make([]*adp.Record, n)
+	for i, raw := range br.envs {
+		rec, err := adp.ParseRecord(post(b, h, "/v1/rooms/"+br.id, raw))
+		if err != nil {
+			b.Fatal(err)
+		}
+		envs[i], recs[i] = rec.Envelope, rec
+	}
+	d, err := packs.ParseDeclaration([]byte(benchType))
+	if err != nil {
+		b.Fatal(err)
+	}
+	reg := packs.NewRegistry(nil)
+	if err := reg.Declare(context.Background(), 1, d); err != nil {
+		b.Fatal(err)
+	}
+	per := func(b *testing.B, f func(i int) error) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if err := f(i % n); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	}
+	b.Run("floor", func(b *testing.B) {
+		pub, msg, sig := floorInput()
+		per(b, func(int) error {
+			if !ed25519.Verify(pub, msg, sig) {
+				return fmt.Errorf("floor signature does not verify")
+			}
+			return nil
+		})
+	})
+	b.Run("envelope.Parse", func(b *testing.B) {
+		per(b, func(i int) error { _, err := envelope.Parse(br.envs[i]); return err })
+	})
+	b.Run("envelope.Parse+Verify", func(b *testing.B) {
+		per(b, func(i int) error {
+			env, err := envelope.Parse(br.envs[i])
+			if err == nil {
+				err = env.Verify()
+			}
+			return err
+		})
+	})
+	b.Run("identity.VerifySignature", func(b *testing.B) {
+		per(b, func(i int) error {
+			h, sig := envs[i].Hash(), envs[i].Signature()
+			return envs[i].Actor().Verify(h[:], sig[:])
+		})
+	})
+	b.Run("adp.ParseEvent", func(b *testing.B) {
+		per(b, func(i int) error { _, err := adp.ParseEvent(envs[i]); return err })
+	})
+	b.Run("type-schema", func(b *testing.B) {
+		per(b, func(i int) error {
+			ev, err := adp.ParseEvent(envs[i])
+			if err == nil {
+				err = reg.Validate(ev.Type, ev.Payload)
+			}
+			return err
+		})
+	})
+	b.Run("Record.ComputeHash", func(b *testing.B) {
+		per(b, func(i int) error { recs[i].ComputeHash(); return nil })
+	})
+	b.Run("Record.AppendJSON", func(b *testing.B) {
+		var buf []byte
+		per(b, func(i int) error { buf = recs[i].AppendJSON(buf[:0]); return nil })
+	})
+}
