@@ -332,24 +332,9 @@ func libQuote(s string) string {
 // work. FuzzValidatePayload checks decodeJSON accepts exactly what
 // strictjson.Validate accepts.
 func decodeJSON(b []byte) (any, error) {
-	var p *pooledDecoder
-	if len(b) <= maxPooledInput {
-		p = decoderPool.Get().(*pooledDecoder)
-		defer decoderPool.Put(p) // its tape is empty: see putDecoder
-	} else {
-		p = newPooledDecoder()
-	}
-	p.r.Reset(b)
-	p.d.Reset(&p.r, jsontext.AllowDuplicateNames(true))
-	v, err := parseValue(p.d, nil)
-	if err == nil {
-		err = strictjson.End(p.d)
-	}
-	p.r.Reset(nil)
-	if err != nil {
-		return nil, err
-	}
-	return v, nil
+	p := getDecoder(len(b))
+	defer putDecoder(p, len(b))
+	return p.decode(b, nil, nil)
 }
 
 // getDecoder returns a decoder for an input of n bytes: a pooled one
