@@ -61,7 +61,8 @@ type Tool struct {
 	InputSchema json.RawMessage
 	// OutputSchema is the JSON Schema of the structured result, derived
 	// from the result type's JSON names: open and without required
-	// members, so it describes rather than constrains.
+	// members, so it describes rather than constrains. Its root is
+	// "type": "object", as MCP requires.
 	OutputSchema json.RawMessage
 	// Annotations are the tool's hints.
 	Annotations ToolAnnotations

@@ -46,6 +46,26 @@ func TestToolTable(t *testing.T) {
 	}
 }
 
+// TestToolSchemaRootsAreObjects: MCP (Tool.inputSchema and
+// Tool.outputSchema in the 2025-11-25 schema) requires "type": "object"
+// at the root of both schemas, exactly; a pointer result type must not
+// make the root nullable. Members may still be null.
+func TestToolSchemaRootsAreObjects(t *testing.T) {
+	for _, tl := range Tools() {
+		for what, raw := range map[string]json.RawMessage{"input": tl.InputSchema, "output": tl.OutputSchema} {
+			var root struct {
+				Type json.RawMessage `json:"type"`
+			}
+			if err := json.Unmarshal(raw, &root); err != nil {
+				t.Fatal(err)
+			}
+			if string(root.Type) != `"object"` {
+				t.Errorf("%s: %s schema root type %s, want \"object\"", tl.Name, what, root.Type)
+			}
+		}
+	}
+}
+
 func mustMap(t *testing.T, raw json.RawMessage) schema {
 	var m schema
 	if err := json.Unmarshal(raw, &m); err != nil {

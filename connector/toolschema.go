@@ -177,9 +177,18 @@ func firstCause(ve *jsonschema.ValidationError) (field, reason string) {
 // the member names and JSON types a framework may rely on. It is open
 // (additionalProperties is not restricted) and requires nothing, so a
 // result that adds a member, or omits an omitempty one, still conforms; a
-// slice or map may be null (a nil Go slice). Raw JSON members
-// (jsontext.Value, json.RawMessage) are unconstrained.
+// member slice, map or pointer may be null (a nil Go value). Raw JSON
+// members (jsontext.Value, json.RawMessage) are unconstrained.
+//
+// The root is the result itself, which a successful call never leaves
+// null: a pointer result type is described by its element, so the root
+// is "type": "object" as MCP requires of Tool.outputSchema (2025-11-25
+// schema; clients such as the TypeScript SDK refuse the whole tools/list
+// otherwise).
 func outputSchema(t reflect.Type) schema {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
 	return typeSchema(t, map[reflect.Type]bool{})
 }
 

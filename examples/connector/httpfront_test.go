@@ -19,13 +19,14 @@ type rawHTTP struct {
 	t       *testing.T
 	url     string
 	session string
+	version string // the MCP-Protocol-Version header, when set
 }
 
 func newRawHTTP(t *testing.T, ts *httptest.Server) *rawHTTP {
 	t.Helper()
 	r := &rawHTTP{t: t, url: ts.URL}
 	resp := r.post(initBody, nil)
-	r.session = resp.Header.Get("Mcp-Session-Id")
+	r.session, r.version = resp.Header.Get("Mcp-Session-Id"), "2025-11-25"
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || r.session == "" {
@@ -45,7 +46,9 @@ func (r *rawHTTP) post(body string, mut func(*http.Request)) *http.Response {
 	req.Header.Set("Authorization", "Bearer "+testToken)
 	if r.session != "" {
 		req.Header.Set("Mcp-Session-Id", r.session)
-		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	}
+	if r.version != "" {
+		req.Header.Set("Mcp-Protocol-Version", r.version)
 	}
 	if mut != nil {
 		mut(req)

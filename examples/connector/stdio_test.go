@@ -23,6 +23,18 @@ type rawStdio struct {
 
 func newRawStdio(t *testing.T, srv *Server, maxLine int) *rawStdio {
 	t.Helper()
+	r := startRawStdio(t, srv, maxLine)
+	r.send(initBody)
+	if l := r.recv(); !strings.Contains(l, `"protocolVersion"`) {
+		t.Fatalf("initialize: %s", l)
+	}
+	r.send(`{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}`)
+	return r
+}
+
+// startRawStdio is a rawStdio that has sent nothing yet (no initialize).
+func startRawStdio(t *testing.T, srv *Server, maxLine int) *rawStdio {
+	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -42,11 +54,6 @@ func newRawStdio(t *testing.T, srv *Server, maxLine int) *rawStdio {
 		}
 		close(r.lines)
 	}()
-	r.send(initBody)
-	if l := r.recv(); !strings.Contains(l, `"protocolVersion"`) {
-		t.Fatalf("initialize: %s", l)
-	}
-	r.send(`{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}`)
 	return r
 }
 
