@@ -7,7 +7,7 @@
 // Imports only point to the left, and layering_test.go holds them there:
 //
 //	internal/{b64url,strictjson,untrusted} ← identity ← internal/httpc ← envelope
-//	  ← profile, packs ← adp ← archive, sse ← adphost, connector, adpconform ← examples, cmd
+//	  ← profile, packs ← adp ← archive, sse ← adphost, connector, adpconform ← examples, cmd, interop
 //
 // internal is two floors: its wire helpers sit below identity, and the one
 // HTTP client layer (internal/httpc) sits above it, because it mints

@@ -18,7 +18,7 @@ const modulePath = "github.com/agentprotocols/go-sdk"
 // layers is the chain the root package doc draws, bottom first:
 //
 //	internal/{b64url,strictjson,untrusted,…} ← identity ← internal/httpc ← envelope
-//	← profile, packs ← adp ← archive, sse ← adphost, connector, adpconform ← examples, cmd
+//	← profile, packs ← adp ← archive, sse ← adphost, connector, adpconform ← examples, cmd, interop
 //
 // A package is placed by the longest entry that is its path or a parent of
 // it. It may import packages of lower layers, and packages under its own
@@ -35,7 +35,7 @@ var layers = [][]string{
 	{"adp"},
 	{"archive", "sse"},
 	{"adphost", "connector", "adpconform"},
-	{"examples", "cmd"},
+	{"examples", "cmd", "interop"},
 	{"."},
 }
 
