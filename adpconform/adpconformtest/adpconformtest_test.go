@@ -78,3 +78,6 @@ func TestRun(t *testing.T) {
 		})
 	}
 }
+
+// TestConformanceExample runs the test that ExampleRun and README.md show.
+func TestConformanceExample(t *testing.T) { conformance(t) }
