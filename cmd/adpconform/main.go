@@ -35,10 +35,18 @@ import (
 	"github.com/agentprotocols/go-sdk/adpconform"
 	"github.com/agentprotocols/go-sdk/identity"
 	"github.com/agentprotocols/go-sdk/internal/b64url"
+	"github.com/agentprotocols/go-sdk/internal/cli"
 )
 
-const usage = `usage: adpconform --list
-       adpconform [--json] [--info] [--only IDS] [--moderator-key FILE] [--parallel N] [--timeout D] [--activation-slack D] ORIGIN
+const usage = `usage: adpconform [flags] ORIGIN
+       adpconform --list
+
+adpconform runs the ADP conformance suite against the host whose API is at
+ORIGIN: https://host.example, or http://127.0.0.1:PORT for a development
+host on this machine. It makes fresh agents and rooms over the host's
+public HTTP API and prints one line per check: the §24 item, the section,
+MUST or SHOULD, the check, pass / fail / skip and the evidence.
+
 exit status: 0 no MUST check failed, 1 a MUST check failed, 2 usage or setup error
 `
 
@@ -51,7 +59,6 @@ func main() {
 // run is the whole command; it returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("adpconform", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	list := fs.Bool("list", false, "list the checks (item, section, level, ID, title) and exit")
 	info := fs.Bool("info", false, "print the readings under each check")
@@ -60,8 +67,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	parallel := fs.Int("parallel", 0, "checks run at once (default 8)")
 	timeout := fs.Duration("timeout", 0, "bound on one check (default 40s)")
 	slack := fs.Duration("activation-slack", 0, "how long past start_time the host's scheduler may take to activate a room (default 5s)")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if status, done := cli.Parse(fs, args, usage, stdout, stderr); done {
+		return status
 	}
 	if *list {
 		for _, c := range adpconform.Checks() {
@@ -70,8 +77,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if fs.NArg() != 1 {
-		fmt.Fprint(stderr, usage)
-		return 2
+		fmt.Fprintf(stderr, "adpconform: want one ORIGIN argument, have %d (see adpconform --help)\n", fs.NArg())
+		return cli.StatusUsage
 	}
 	opts := &adpconform.Options{AllowLoopbackHTTP: true, Parallel: *parallel, Timeout: *timeout, ActivationSlack: *slack}
 	if *only != "" {
