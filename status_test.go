@@ -40,6 +40,8 @@ var wantStatus = map[identity.Code]int{
 	"type_disabled":              400,
 	"payload_schema_violation":   400,
 	"pack_unavailable":           400,
+	"type_conflict":              409,
+	"invalid_type_schema":        400,
 	"room_not_found":             404,
 	"join_request_not_found":     404,
 	"agent_status_not_found":     404,

@@ -31,6 +31,10 @@ var defaultStatus = map[Code]int{
 	"type_disabled":            400,
 	"payload_schema_violation": 400,
 	"pack_unavailable":         400,
+	// ADP 2026-09-24 draft §19: a declaration conflicting with the
+	// registry, a schema outside the type schema profile.
+	"type_conflict":       409,
+	"invalid_type_schema": 400,
 	// SDK-only: a schema this implementation cannot evaluate (RE2 lacks
 	// ECMA-262 look-around); the request was understood, not processable.
 	"schema_unsupported": 422,

@@ -318,6 +318,11 @@ func (g *schemaGraph) index(v any, ptr string, base *url.URL, depth int) error {
 				if _, err := base.Parse(s); err != nil {
 					return invalidEvent("type schema %s %q is not a URI reference", kw, clip(s))
 				}
+				// Type schema profile rule 1 (2026-09-24 §12.3.1): a
+				// fragment, resolved inside the schema.
+				if g.lim.draft.rules().profile && kw == "$ref" && !strings.HasPrefix(s, "#") {
+					return invalidEvent("type schema $ref %q is not a fragment (#…) of the schema itself", clip(s))
+				}
 				g.refs = append(g.refs, schemaRef{s, base})
 			}
 		}
@@ -423,6 +428,16 @@ func (g *schemaGraph) node(v any, ptr string) *costNode {
 	if !ok {
 		return n // boolean schema, or a value the metaschema rejects anyway
 	}
+	profile := g.lim.draft.rules().profile
+	if profile {
+		// Type schema profile rule 1 (2026-09-24 §12.3.1).
+		for _, kw := range profileForbidden {
+			if _, ok := obj[kw]; ok {
+				g.fail(invalidEvent("type schema uses %s, which the type schema profile excludes", kw))
+				return n
+			}
+		}
+	}
 	child := func(k string) (any, string) { return obj[k], ptr + "/" + escapePointer(k) }
 	one := func(k string) *costNode {
 		c, p := child(k)
@@ -495,16 +510,36 @@ func (g *schemaGraph) node(v any, ptr string) *costNode {
 			n.items = append(n.items, list(k)...)
 		case "propertyNames":
 			n.names = append(n.names, one(k))
+		case "$defs", "definitions", "contentSchema":
+			// Never evaluated unless referenced, but still schemas whose
+			// patterns the profile governs: build their nodes (outside
+			// every cost list) so that the checks above reach them.
+			if profile && k == "contentSchema" {
+				one(k)
+			} else if profile {
+				byName(k)
+			}
 		}
 	}
 	return n
 }
+
+// profileForbidden are the keywords rule 1 of the type schema profile
+// excludes (2026-09-24 §12.3.1).
+var profileForbidden = [...]string{"$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor", "$vocabulary"}
 
 // pattern compiles a pattern once, within the per-location bound, and
 // returns its program size.
 func (g *schemaGraph) pattern(p string) int {
 	if cp, ok := g.patterns[p]; ok {
 		return cp.insts
+	}
+	if g.lim.draft.rules().profile {
+		// Type schema profile rule 2 (2026-09-24 §12.3.1).
+		if err := checkIRegexp(p); err != nil {
+			g.fail(invalidEvent("type schema pattern %q is not in the type schema profile's I-Regexp: %v", clip(p), err))
+			return 0
+		}
 	}
 	cp, err := compilePattern(p, g.lim.patternInsts)
 	if err != nil {

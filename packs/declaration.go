@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/agentprotocols/go-sdk/identity"
@@ -161,12 +162,23 @@ type Declaration struct {
 // redefinition keeps its kind and the room stays within MaxDefinitions are
 // registry questions, answered by Registry.Declare.
 func ParseDeclaration(b []byte) (Declaration, error) {
-	return parseDeclaration(b, defaultCache, defaultLimits)
+	return DefaultDraft.ParseDeclaration(b)
+}
+
+// ParseDeclaration is [ParseDeclaration] under the draft's kernel schema,
+// type names and type schema rules.
+func (d Draft) ParseDeclaration(b []byte) (Declaration, error) {
+	return parseDeclaration(b, defaultCache, d.limits())
 }
 
 // ParseDeclarations parses a JSON array of declarations, such as
 // room.create.payload.types.
 func ParseDeclarations(b []byte) ([]Declaration, error) {
+	return DefaultDraft.ParseDeclarations(b)
+}
+
+// ParseDeclarations is [ParseDeclarations] in the draft.
+func (draft Draft) ParseDeclarations(b []byte) ([]Declaration, error) {
 	if err := strictjson.Validate(b); err != nil {
 		return nil, identity.Wrap(identity.CodeInvalidEvent, "types", err)
 	}
@@ -180,7 +192,7 @@ func ParseDeclarations(b []byte) ([]Declaration, error) {
 		if err != nil {
 			return nil, identity.Wrap(identity.CodeInvalidEvent, "types", err)
 		}
-		decl, err := ParseDeclaration(v)
+		decl, err := draft.ParseDeclaration(v)
 		if err != nil {
 			return nil, withContext(err, fmt.Sprintf("types[%d]", i))
 		}
@@ -221,10 +233,15 @@ func parseDeclaration(b []byte, cache *SchemaCache, lim limits) (Declaration, er
 
 // The typed decoding of a payload holding declarations (room.create's
 // types) parses each one from the payload's own parse, as UnmarshalJSON
-// would from its bytes.
+// would from its bytes, under the draft the payload is read in (the
+// tape's Context; the default draft without one).
 func init() {
 	typedjson.Register(func(t *typedjson.Tape, i int, d *Declaration) error {
-		decl, err := parseDeclarationAt(t, i, defaultCache, defaultLimits)
+		lim := defaultLimits
+		if l, ok := t.Context.(*limits); ok {
+			lim = *l
+		}
+		decl, err := parseDeclarationAt(t, i, defaultCache, lim)
 		if err != nil {
 			return err
 		}
@@ -253,7 +270,7 @@ func parseDeclarationAt(t *typedjson.Tape, i int, cache *SchemaCache, lim limits
 		def, err := parseDefinitionAt(t, i, cache, lim)
 		return Declaration{Definition: def}, err
 	}
-	if se := kernel().packImport.validate(obj); se != nil {
+	if se := lim.draft.kernel().packImport.validate(obj); se != nil {
 		return Declaration{}, schemaErr(identity.CodeInvalidEvent, "invalid pack import", se)
 	}
 	imp := new(Import)
@@ -301,11 +318,11 @@ func parseDefinition(b []byte, cache *SchemaCache, lim limits) (*Definition, err
 func parseDefinitionAt(t *typedjson.Tape, i int, cache *SchemaCache, lim limits) (*Definition, error) {
 	v := t.Nodes[i].Val
 	if obj, ok := v.(map[string]any); ok {
-		if name, ok := obj["type"].(string); ok && !ValidTypeName(name) {
-			return nil, invalidEvent("type name %q is not dotted lowercase, or is reserved (room., type., built-in)", clip(name))
+		if name, ok := obj["type"].(string); ok && !lim.draft.ValidTypeName(name) {
+			return nil, invalidEvent("type name %q is not dotted lowercase, or is reserved (%s, built-in)", clip(name), strings.Join(lim.draft.rules().reserved, ", "))
 		}
 	}
-	if se := kernel().typeDef.validate(v); se != nil {
+	if se := lim.draft.kernel().typeDef.validate(v); se != nil {
 		return nil, schemaErr(identity.CodeInvalidEvent, "invalid type definition", se)
 	}
 	def := new(Definition)

@@ -32,7 +32,7 @@ func referenceParseDeclaration(b []byte, cache *SchemaCache, lim limits) (Declar
 		def, err := referenceParseDefinition(b, obj, cache, lim)
 		return Declaration{Definition: def}, err
 	}
-	if se := kernel().packImport.validate(obj); se != nil {
+	if se := DefaultDraft.kernel().packImport.validate(obj); se != nil {
 		return Declaration{}, schemaErr(identity.CodeInvalidEvent, "invalid pack import", se)
 	}
 	imp := new(Import)
@@ -61,7 +61,7 @@ func referenceParseDefinition(b []byte, v any, cache *SchemaCache, lim limits) (
 			return nil, invalidEvent("type name %q is not dotted lowercase, or is reserved (room., type., built-in)", clip(name))
 		}
 	}
-	if se := kernel().typeDef.validate(v); se != nil {
+	if se := DefaultDraft.kernel().typeDef.validate(v); se != nil {
 		return nil, schemaErr(identity.CodeInvalidEvent, "invalid type definition", se)
 	}
 	def := new(Definition)
@@ -142,7 +142,7 @@ func TestTapeBound(t *testing.T) {
 		Content     jsontext.Value `json:"content"`
 	}
 	p := newPooledDecoder()
-	err := checkBuiltin(p, "message.create", payload, &p.tape, typedjson.OpaqueMembers(reflect.TypeFor[message]()))
+	err := DefaultDraft.checkBuiltin(p, "message.create", payload, &p.tape, typedjson.OpaqueMembers(reflect.TypeFor[message]()))
 	if err == nil {
 		t.Fatal("an array content passed the kernel schema")
 	}

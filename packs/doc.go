@@ -4,6 +4,32 @@
 // validation of event payloads, including the kernel schemas of the eleven
 // built-in event types.
 //
+// # Drafts
+//
+// The package speaks both drafts of ADP 1.0 the SDK does ([Draft]): the
+// 2026-07-04 draft, the default, which the section numbers in this
+// documentation follow, and the 2026-09-24 draft. Package-level functions
+// follow the default draft, exactly as before the second draft existed;
+// the methods of the same names on [Draft] and [Options.Draft] select
+// one. What differs is one row per draft in a table (kernel.go):
+//
+//   - the kernel schema and the built-in types (eleven; twelve with
+//     room.join.request), and the registered packs document;
+//   - reserved type-name prefixes (message. too in the later draft);
+//   - pack digest algorithms (sha256; sha256 or sha3-256);
+//   - the type schema profile of the later draft (§12.3.1): every $ref a
+//     fragment, no $dynamicRef, $dynamicAnchor, $recursiveRef,
+//     $recursiveAnchor or $vocabulary, every pattern and patternProperties
+//     key an I-Regexp without \p{…}/\P{…} and without "." outside a
+//     class, "^" and "$" only as first and last character; a schema it
+//     refuses is invalid_type_schema ([ErrInvalidTypeSchema]);
+//   - the conflict rules of the later draft (§12.4): a name twice in one
+//     declaration list or pack import, a kind change, a subset or
+//     override naming a type the pack lacks are type_conflict
+//     ([ErrTypeConflict]); the seed lets a later declaration in a
+//     room.create redefine an earlier one and says invalid_event for the
+//     rest.
+//
 // # Declarations
 //
 // A room declares types in room.create.payload.types and in type.define

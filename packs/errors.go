@@ -16,6 +16,12 @@ const (
 	CodeTypeDisabled           identity.Code = "type_disabled"
 	CodePayloadSchemaViolation identity.Code = "payload_schema_violation"
 	CodePackUnavailable        identity.Code = "pack_unavailable"
+	// CodeTypeConflict and CodeInvalidTypeSchema are codes of the
+	// 2026-09-24 draft (§19): a declaration that duplicates a type or
+	// changes its kind (§12.4), and a type schema outside the type schema
+	// profile (§12.3.1). The seed draft reports both as invalid_event.
+	CodeTypeConflict      identity.Code = "type_conflict"
+	CodeInvalidTypeSchema identity.Code = "invalid_type_schema"
 )
 
 // CodeSchemaUnsupported is not a protocol code: the SDK reports with it a
@@ -34,6 +40,8 @@ var (
 	ErrTypeDisabled           = identity.NewError(CodeTypeDisabled, "event type is disabled in this room")
 	ErrPayloadSchemaViolation = identity.NewError(CodePayloadSchemaViolation, "payload does not satisfy the type's schema")
 	ErrPackUnavailable        = identity.NewError(CodePackUnavailable, "type pack cannot be resolved or its digest does not match")
+	ErrTypeConflict           = identity.NewError(CodeTypeConflict, "a declaration duplicates a type or changes an existing type's kind")
+	ErrInvalidTypeSchema      = identity.NewError(CodeInvalidTypeSchema, "a type schema violates the type schema profile")
 )
 
 // SchemaError locates the first failing JSON Schema keyword. It is the Err

@@ -51,3 +51,38 @@ func Example() {
 	// true true /severity
 	// true
 }
+
+// The 2026-09-24 draft's registry: a pattern outside the type schema
+// profile is invalid_type_schema, and a redefinition changing a type's
+// kind is type_conflict.
+func ExampleDraft() {
+	d, err := packs.ParseDraft("2026-09-24")
+	if err != nil {
+		log.Fatal(err)
+	}
+	reg := packs.NewRegistry(&packs.Options{Draft: d})
+	ctx := context.Background()
+
+	_, err = d.ParseDeclaration([]byte(`{"type":"ticket.open","kind":"message","title":"Ticket",
+		"schema":{"type":"object","properties":{"id":{"type":"string","pattern":"^T-\\d+$"}}}}`))
+	fmt.Println(errors.Is(err, packs.ErrInvalidTypeSchema))
+
+	decl, err := d.ParseDeclaration([]byte(`{"type":"ticket.open","kind":"message","title":"Ticket",
+		"schema":{"type":"object","properties":{"id":{"type":"string","pattern":"^T-[0-9]+$"}}}}`))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(reg.Declare(ctx, 1, decl))
+
+	claim, err := d.ParseDeclaration([]byte(`{"type":"ticket.open","kind":"control","title":"Ticket","schema":{}}`))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(errors.Is(reg.Declare(ctx, 2, claim), packs.ErrTypeConflict))
+	fmt.Println(d.ValidTypeName("message.edit"), packs.Draft20260704.ValidTypeName("message.edit"))
+	// Output:
+	// true
+	// <nil>
+	// true
+	// false true
+}

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/sha3"
 	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -40,7 +42,7 @@ type Fetcher interface {
 // Archives include these so verification needs no network (§13.5, §19).
 type PackDocument struct {
 	Pack   string // the URI the declaration named
-	Digest string // "sha256:<base64url>" of Raw
+	Digest string // "<algorithm>:<base64url>" of Raw (sha256; sha3-256 in the 2026-09-24 draft)
 	Raw    []byte // the document exactly as fetched
 }
 
@@ -66,7 +68,7 @@ func (p *PackDocument) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return fmt.Errorf("pack document: %w", err)
 	}
-	if err := VerifyDigest(raw, w.Digest); err != nil {
+	if err := anyDigest(raw, w.Digest); err != nil {
 		return err
 	}
 	*p = PackDocument{Pack: w.Pack, Digest: w.Digest, Raw: raw}
@@ -80,31 +82,52 @@ func Digest(raw []byte) string {
 	return "sha256:" + b64url.Encode(sum[:])
 }
 
-// VerifyDigest checks raw against a "sha256:<base64url>" digest. Any other
+// VerifyDigest checks raw against a "sha256:<base64url>" digest, the
+// default draft's only form; see [Draft.VerifyDigest].
+func VerifyDigest(raw []byte, digest string) error { return DefaultDraft.VerifyDigest(raw, digest) }
+
+// VerifyDigest checks raw against a digest "<algorithm>:<base64url>" whose
+// algorithm the draft admits: sha256 in the 2026-07-04 draft (§13.5),
+// sha256 or sha3-256 in the 2026-09-24 draft (§12.5). Any other
 // algorithm, a malformed digest or a mismatch is pack_unavailable: the
-// host cannot verify the pack (§13.5).
-func VerifyDigest(raw []byte, digest string) error {
-	want, err := parseDigest(digest)
+// host cannot verify the pack.
+func (d Draft) VerifyDigest(raw []byte, digest string) error {
+	alg, err := d.parseDigest(digest)
 	if err != nil {
 		return err
 	}
-	got := sha256.Sum256(raw)
-	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+	got := alg.sum(raw)
+	if subtle.ConstantTimeCompare(got[:], alg.want[:]) != 1 {
 		return packUnavailable("pack document does not match digest %s", clip(digest))
 	}
 	return nil
 }
 
-func parseDigest(digest string) ([32]byte, error) {
-	var sum [32]byte
-	rest, ok := strings.CutPrefix(digest, "sha256:")
-	if !ok {
-		return sum, packUnavailable("digest %q: only sha256:<base64url> is supported", clip(digest))
+// parsedDigest is a digest's algorithm and value.
+type parsedDigest struct {
+	sha3 bool // sha3-256, else sha256
+	want [32]byte
+}
+
+func (p parsedDigest) sum(raw []byte) [32]byte {
+	if p.sha3 {
+		return sha3.Sum256(raw)
 	}
-	if err := b64url.DecodeFixed(sum[:], rest); err != nil {
-		return sum, packUnavailable("digest %q: %v", clip(digest), err)
+	return sha256.Sum256(raw)
+}
+
+// parseDigest splits a digest whose algorithm the draft admits.
+func (d Draft) parseDigest(digest string) (parsedDigest, error) {
+	var p parsedDigest
+	alg, rest, ok := strings.Cut(digest, ":")
+	if !ok || !slices.Contains(d.rules().digests, alg) {
+		return p, packUnavailable("digest %q: the %s draft admits only %s:<base64url>", clip(digest), d, strings.Join(d.rules().digests, "|"))
 	}
-	return sum, nil
+	p.sha3 = alg == "sha3-256"
+	if err := b64url.DecodeFixed(p.want[:], rest); err != nil {
+		return p, packUnavailable("digest %q: %v", clip(digest), err)
+	}
+	return p, nil
 }
 
 // HTTPSFetcher fetches pack documents over HTTPS only, following at most
@@ -115,6 +138,7 @@ func parseDigest(digest string) ([32]byte, error) {
 // internal networks (SSRF) supplies a Client whose Transport dials only
 // permitted addresses.
 type HTTPSFetcher struct {
+	Draft    Draft         // whose digest algorithms it admits; zero: the default draft
 	Client   *http.Client  // nil: http.DefaultClient's transport
 	MaxBytes int64         // 0: DefaultMaxPackBytes
 	Timeout  time.Duration // 0: DefaultFetchTimeout
@@ -122,7 +146,7 @@ type HTTPSFetcher struct {
 
 // Fetch implements Fetcher. Every failure is pack_unavailable.
 func (f *HTTPSFetcher) Fetch(ctx context.Context, uri, digest string) ([]byte, error) {
-	if _, err := parseDigest(digest); err != nil {
+	if _, err := f.Draft.parseDigest(digest); err != nil {
 		return nil, err
 	}
 	u, err := url.Parse(uri)
@@ -180,10 +204,21 @@ func (f *HTTPSFetcher) Fetch(ctx context.Context, uri, digest string) ([]byte, e
 	if int64(len(raw)) > max {
 		return nil, packUnavailable("pack %q is more than %d bytes", clip(uri), max)
 	}
-	if err := VerifyDigest(raw, digest); err != nil {
+	if err := f.Draft.VerifyDigest(raw, digest); err != nil {
 		return nil, err
 	}
 	return raw, nil
+}
+
+// anyDigest verifies raw against a digest of any algorithm some draft
+// admits. A registry admits a digest by its own draft before it fetches or
+// restores a document, so the places that only compare a document with
+// the digest it is stored under need not know the draft.
+func anyDigest(raw []byte, digest string) error {
+	if strings.HasPrefix(digest, "sha3-256:") {
+		return Draft20260924.VerifyDigest(raw, digest)
+	}
+	return Draft20260704.VerifyDigest(raw, digest)
 }
 
 // StaticFetcher serves pack documents from a fixed set, such as the ones an
@@ -196,7 +231,7 @@ type StaticFetcher []PackDocument
 func (s StaticFetcher) Fetch(_ context.Context, uri, digest string) ([]byte, error) {
 	for _, d := range s {
 		if d.Digest == digest {
-			if err := VerifyDigest(d.Raw, digest); err != nil {
+			if err := anyDigest(d.Raw, digest); err != nil {
 				return nil, err
 			}
 			return bytes.Clone(d.Raw), nil

@@ -90,8 +90,8 @@ func FuzzValidatePayload(f *testing.F) {
 	for _, d := range reg.Definitions() {
 		schemas = append(schemas, d.schema)
 	}
-	for _, b := range builtins {
-		schemas = append(schemas, kernel().payload[b.typ])
+	for _, b := range DefaultDraft.rules().builtins {
+		schemas = append(schemas, DefaultDraft.kernel().payload[b.typ])
 	}
 	for _, p := range []string{benchReaction, benchPoll, seedRoomCreate, seedJoinReview, seedMessage12, seedTypeDefine, seedFinding,
 		`{"operation":"merge_nodes","node_ids":["a"],"node_id":"b"}`, `{"session_id":"s","end_of_candidates":true}`,

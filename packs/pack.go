@@ -19,6 +19,15 @@ import (
 //go:embed packs.json
 var registeredJSON []byte
 
+// registered20260924JSON is a byte-exact copy of the 2026-09-24 draft's
+// agent-discourse/1.0.packs.json (ldclabs/agent-protocols @ d1e038b1,
+// sha256 0ea3515795e18f1c…): claim.update added to moderation,
+// session.candidate dropped from realtime, integer reaction scores, no
+// version member.
+//
+//go:embed packs-2026-09-24.json
+var registered20260924JSON []byte
+
 // Pack is a versioned set of type definitions (§13.5).
 type Pack struct {
 	ID          string         `json:"id"`    // the use id, such as "adp:reactions/1.0"
@@ -33,30 +42,51 @@ type registeredSet struct {
 	packs map[string]*Pack
 }
 
-// registered parses the embedded packs once, on first use. It panics if the
-// embedded file is broken, which the tests rule out.
-var registered = sync.OnceValue(func() *registeredSet {
-	ps, err := parsePackDocument(registeredJSON, defaultCache, defaultLimits)
-	if err != nil {
-		panic("packs: embedded registered packs: " + err.Error())
-	}
-	rs := &registeredSet{packs: make(map[string]*Pack, len(ps))}
-	for _, p := range ps {
-		rs.ids = append(rs.ids, p.ID)
-		rs.packs[p.ID] = p
-	}
-	return rs
-})
+// registeredSets parses each draft's embedded packs once, on first use. It
+// panics if an embedded file is broken, which the tests rule out.
+var registeredSets [len(typeRules)]func() *registeredSet
 
-// RegisteredPackIDs returns the ids of the registered packs (Appendix A) in
-// document order, for the discovery document's registered_packs.
-func RegisteredPackIDs() []string { return slices.Clone(registered().ids) }
+func init() {
+	for i := range typeRules {
+		if typeRules[i].registered != nil {
+			d := Draft(i)
+			registeredSets[i] = sync.OnceValue(func() *registeredSet {
+				ps, err := parsePackDocument(d.rules().registered, defaultCache, d.limits())
+				if err != nil {
+					panic("packs: embedded registered packs: " + err.Error())
+				}
+				rs := &registeredSet{packs: make(map[string]*Pack, len(ps))}
+				for _, p := range ps {
+					rs.ids = append(rs.ids, p.ID)
+					rs.packs[p.ID] = p
+				}
+				return rs
+			})
+		}
+	}
+}
 
-// RegisteredPack returns the registered pack with the given use id, such as
-// "adp:deliberation/1.0". Its definitions are shared and must not be
-// modified.
-func RegisteredPack(id string) (*Pack, bool) {
-	p, ok := registered().packs[id]
+// registered returns d's registered packs.
+func (d Draft) registered() *registeredSet { return registeredSets[d.index()]() }
+
+// RegisteredPackIDs returns the ids of the default draft's registered
+// packs (Appendix A) in document order; see [Draft.RegisteredPackIDs].
+func RegisteredPackIDs() []string { return DefaultDraft.RegisteredPackIDs() }
+
+// RegisteredPackIDs returns the ids of the draft's registered packs in
+// document order, for the discovery document's registered_packs. Both
+// drafts register the same five ids with different contents.
+func (d Draft) RegisteredPackIDs() []string { return slices.Clone(d.registered().ids) }
+
+// RegisteredPack returns the default draft's registered pack with the
+// given use id; see [Draft.RegisteredPack].
+func RegisteredPack(id string) (*Pack, bool) { return DefaultDraft.RegisteredPack(id) }
+
+// RegisteredPack returns the draft's registered pack with the given use
+// id, such as "adp:deliberation/1.0". Its definitions are shared and must
+// not be modified.
+func (d Draft) RegisteredPack(id string) (*Pack, bool) {
+	p, ok := d.registered().packs[id]
 	if !ok {
 		return nil, false
 	}
@@ -65,9 +95,14 @@ func RegisteredPack(id string) (*Pack, bool) {
 	return &cp, true
 }
 
-// RegisteredDocument returns the raw embedded packs document, for archives
-// that want to include the registered packs alongside external ones.
-func RegisteredDocument() []byte { return bytes.Clone(registeredJSON) }
+// RegisteredDocument returns the default draft's raw embedded packs
+// document; see [Draft.RegisteredDocument].
+func RegisteredDocument() []byte { return DefaultDraft.RegisteredDocument() }
+
+// RegisteredDocument returns the draft's raw embedded packs document, for
+// archives that want to include the registered packs alongside external
+// ones.
+func (d Draft) RegisteredDocument() []byte { return bytes.Clone(d.rules().registered) }
 
 // parsePackDocument parses a pack document ({protocol, packs:[…]}) the way
 // the kernel schema's packDocument describes it: the top level is open,
@@ -79,7 +114,7 @@ func parsePackDocument(raw []byte, cache *SchemaCache, lim limits) ([]*Pack, err
 	if err != nil {
 		return nil, identity.Wrap(identity.CodeInvalidEvent, "pack document", err)
 	}
-	if se := kernel().packDocument.validate(v); se != nil {
+	if se := lim.draft.kernel().packDocument.validate(v); se != nil {
 		return nil, schemaErr(identity.CodeInvalidEvent, "invalid pack document", se)
 	}
 	var doc struct {
@@ -108,7 +143,7 @@ func parsePackDocument(raw []byte, cache *SchemaCache, lim limits) ([]*Pack, err
 				return nil, withContext(err, fmt.Sprintf("packs[%d].types[%d]", i, j))
 			}
 			if seen[def.Type] {
-				return nil, invalidEvent("pack document defines type %q twice", def.Type)
+				return nil, lim.conflict("pack document defines type %q twice", def.Type)
 			}
 			seen[def.Type] = true
 			p.Types = append(p.Types, def)

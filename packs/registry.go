@@ -26,6 +26,11 @@ const MaxDefinitions = 64
 // apply to inline definitions and external packs; the registered packs,
 // embedded and fixed, are admitted under the defaults.
 type Options struct {
+	// Draft is the draft whose type system the registry follows: kernel
+	// schemas, registered packs, type names, digest algorithms, the type
+	// schema profile and the conflict rules. The zero value is the
+	// default draft.
+	Draft Draft
 	// Fetcher resolves external packs. nil refuses them with
 	// pack_unavailable, so replaying a room never touches the network
 	// unless the caller asks: hosts pass an *HTTPSFetcher, archive
@@ -60,6 +65,7 @@ func (o *Options) limits() limits {
 	if o == nil {
 		return lim
 	}
+	lim.draft = o.Draft.OrDefault()
 	if o.MaxSchemaBytes > 0 {
 		lim.schemaBytes = o.MaxSchemaBytes
 	}
@@ -123,6 +129,9 @@ func NewRegistry(opts *Options) *Registry {
 	return r
 }
 
+// Draft returns the draft whose type system the registry follows.
+func (r *Registry) Draft() Draft { return r.lim.draft.OrDefault() }
+
 // init gives a zero Registry its defaults.
 func (r *Registry) init() {
 	if r.maxDefs == 0 {
@@ -159,10 +168,23 @@ func (r *Registry) Declare(ctx context.Context, seq int64, decls ...Declaration)
 		return invalidEvent("declaration at seq %d cannot follow seq %d", seq, r.last)
 	}
 	next := r.Clone()
+	// Names declared by this record: in a draft with conflict rules, one
+	// declaration list never names a type twice (§12.4).
+	var declared map[string]bool
+	if r.lim.draft.rules().conflicts {
+		declared = map[string]bool{}
+	}
 	for i, d := range decls {
 		defs, doc, err := next.resolve(ctx, d)
 		if err == nil {
 			for _, def := range defs {
+				if declared != nil {
+					if declared[def.Type] {
+						err = r.lim.conflict("type %q is declared twice in one declaration list", def.Type)
+						break
+					}
+					declared[def.Type] = true
+				}
 				if err = next.put(seq, def); err != nil {
 					break
 				}
@@ -211,7 +233,7 @@ func (r *Registry) resolve(ctx context.Context, d Declaration) ([]*Definition, *
 		name string
 	)
 	if imp.Use != "" {
-		p, ok := registered().packs[imp.Use]
+		p, ok := r.lim.draft.registered().packs[imp.Use]
 		if !ok {
 			return nil, nil, packUnavailable("registered pack %q is not known", clip(imp.Use))
 		}
@@ -239,7 +261,7 @@ func (r *Registry) resolve(ctx context.Context, d Declaration) ([]*Definition, *
 		selected = nil
 		for _, t := range imp.Types {
 			if !slices.ContainsFunc(all, func(d *Definition) bool { return d.Type == t }) {
-				return nil, nil, invalidEvent("pack %s has no type %q", name, t)
+				return nil, nil, r.lim.conflict("pack %s has no type %q", name, t)
 			}
 		}
 		for _, d := range all {
@@ -250,7 +272,7 @@ func (r *Registry) resolve(ctx context.Context, d Declaration) ([]*Definition, *
 	}
 	for _, t := range slices.Sorted(maps.Keys(imp.Overrides)) {
 		if !slices.ContainsFunc(selected, func(d *Definition) bool { return d.Type == t }) {
-			return nil, nil, invalidEvent("override for %q, which the import of %s does not include", t, name)
+			return nil, nil, r.lim.conflict("override for %q, which the import of %s does not include", t, name)
 		}
 	}
 	out := make([]*Definition, 0, len(selected))
@@ -285,7 +307,7 @@ func (r *Registry) resolve(ctx context.Context, d Declaration) ([]*Definition, *
 // already imported (the digest pins the content), else from the Fetcher.
 // doc is non-nil when the (uri, digest) pair is new to the room.
 func (r *Registry) fetch(ctx context.Context, uri, digest string) ([]byte, *PackDocument, error) {
-	if _, err := parseDigest(digest); err != nil {
+	if _, err := r.lim.draft.parseDigest(digest); err != nil {
 		return nil, nil, err
 	}
 	for _, d := range r.docs {
@@ -303,7 +325,7 @@ func (r *Registry) fetch(ctx context.Context, uri, digest string) ([]byte, *Pack
 	if err != nil {
 		return nil, nil, recode(err, CodePackUnavailable, "")
 	}
-	if err := VerifyDigest(raw, digest); err != nil {
+	if err := r.lim.draft.VerifyDigest(raw, digest); err != nil {
 		return nil, nil, err
 	}
 	raw = bytes.Clone(raw)
@@ -314,7 +336,7 @@ func (r *Registry) fetch(ctx context.Context, uri, digest string) ([]byte, *Pack
 func (r *Registry) put(seq int64, def *Definition) error {
 	prev, ok := r.current[def.Type]
 	if ok && prev.Definition.Kind != def.Kind {
-		return invalidEvent("redefinition of %q changes its kind from %s to %s", def.Type, prev.Definition.Kind, def.Kind)
+		return r.lim.conflict("redefinition of %q changes its kind from %s to %s", def.Type, prev.Definition.Kind, def.Kind)
 	}
 	if !ok {
 		if len(r.order) >= r.maxDefs {
@@ -343,8 +365,8 @@ func (r *Registry) Lookup(typ string) *Definition { return r.current[typ].Defini
 func (r *Registry) Validate(typ string, payload []byte) error {
 	def := r.current[typ].Definition
 	if def == nil {
-		if IsBuiltin(typ) {
-			return ValidateBuiltin(typ, payload)
+		if d := r.lim.draft; d.IsBuiltin(typ) {
+			return d.ValidateBuiltin(typ, payload)
 		}
 		return identity.Errorf(CodeTypeNotDefined, "type %q is not defined in this room", clip(typ))
 	}
@@ -408,7 +430,7 @@ func (r *Registry) Snapshot() Snapshot {
 func Restore(s Snapshot, opts *Options) (*Registry, error) {
 	r := NewRegistry(opts)
 	for i, d := range s.Documents {
-		if err := VerifyDigest(d.Raw, d.Digest); err != nil {
+		if err := r.lim.draft.VerifyDigest(d.Raw, d.Digest); err != nil {
 			return nil, withContext(err, fmt.Sprintf("snapshot documents[%d]", i))
 		}
 		r.docs = append(r.docs, PackDocument{Pack: d.Pack, Digest: d.Digest, Raw: bytes.Clone(d.Raw)})

@@ -58,15 +58,49 @@ func (refuseLoader) Load(u string) (any, error) {
 	return nil, errRemoteRef
 }
 
-// limits are the host quotas a type schema is admitted under; see Options.
+// limits are the host quotas a type schema is admitted under (see
+// Options), and the draft whose rules admit it.
 type limits struct {
 	schemaBytes  int
 	depth        int
 	evaluations  int
 	patternInsts int
+	draft        Draft // never zero
 }
 
-var defaultLimits = limits{MaxSchemaBytes, MaxSchemaDepth, MaxEvaluationsPerLocation, MaxPatternInsts}
+var defaultLimits = limits{MaxSchemaBytes, MaxSchemaDepth, MaxEvaluationsPerLocation, MaxPatternInsts, DefaultDraft}
+
+// limits returns the default quotas under d's rules.
+func (d Draft) limits() limits { return draftLimits[d.index()] }
+
+// draftLimits holds each draft's default limits, so that a pointer to one
+// costs no allocation.
+var draftLimits = func() (out [len(typeRules)]limits) {
+	for i := range out {
+		out[i] = defaultLimits
+		out[i].draft = Draft(i).OrDefault()
+	}
+	return out
+}()
+
+// conflict is the error for a declaration conflict (§12.4): type_conflict
+// in a draft that names it, invalid_event in the seed.
+func (lim limits) conflict(format string, args ...any) *identity.Error {
+	if lim.draft.rules().conflicts {
+		return identity.Errorf(CodeTypeConflict, format, args...)
+	}
+	return invalidEvent(format, args...)
+}
+
+// schemaCode is the code of a type schema the draft refuses:
+// invalid_type_schema where the type schema profile names it (§12.3.1),
+// invalid_event in the seed.
+func (lim limits) schemaCode() identity.Code {
+	if lim.draft.rules().profile {
+		return CodeInvalidTypeSchema
+	}
+	return identity.CodeInvalidEvent
+}
 
 // compiledSchema is an immutable compiled schema; validate is safe for
 // concurrent use.
@@ -168,6 +202,21 @@ func (c *SchemaCache) put(cs *compiledSchema) *compiledSchema {
 // invalid_event (a bad schema makes the declaration carrying it invalid),
 // or schema_unsupported for a pattern Go's RE2 cannot evaluate.
 func (c *SchemaCache) compile(raw []byte, lim limits) (*compiledSchema, []byte, error) {
+	cs, canon, err := c.admit(raw, lim)
+	if err != nil && lim.schemaCode() != identity.CodeInvalidEvent {
+		// A draft with the type schema profile names the code for a
+		// schema it refuses (§12.3.1, §19); the SDK-only
+		// schema_unsupported stays what it is.
+		var ie *identity.Error
+		if errors.As(err, &ie) && ie.Code == identity.CodeInvalidEvent {
+			err = recode(err, lim.schemaCode(), "")
+		}
+	}
+	return cs, canon, err
+}
+
+// admit is compile under the seed's codes.
+func (c *SchemaCache) admit(raw []byte, lim limits) (*compiledSchema, []byte, error) {
 	if err := strictjson.Validate(raw); err != nil {
 		return nil, nil, identity.Wrap(identity.CodeInvalidEvent, "type schema", err)
 	}

@@ -84,6 +84,10 @@ type Tape struct {
 	// are not recorded, which bounds the tape of a payload whose bulk is
 	// such a member (message.create's content) to a few nodes.
 	Opaque []string
+	// Context is what the recorder's caller tells the decoders registered
+	// with [Register] about the value, such as the rules it is read
+	// under; Reset clears it.
+	Context any
 
 	name   string // for the next Begin, set by Member
 	depth  int    // of the value being parsed: 1 for the top level's members
@@ -94,7 +98,7 @@ type Tape struct {
 // the given opaque members (nil for none).
 func (t *Tape) Reset(src []byte, opaque []string) {
 	clear(t.Nodes) // drop the values for the collector
-	t.Nodes, t.Src, t.Opaque = t.Nodes[:0], src, opaque
+	t.Nodes, t.Src, t.Opaque, t.Context = t.Nodes[:0], src, opaque, nil
 	t.name, t.depth, t.opaque = "", 0, false
 }
 
