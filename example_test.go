@@ -3,7 +3,6 @@ package agentprotocols_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"log"
 	"time"
@@ -129,11 +128,7 @@ func Example_client() {
 	}
 	roomID := created.RoomID
 	_, err = client.SendMessage(ctx, roomID, adp.Message{ContentType: "text/plain", Content: adp.TextContent("Three retries?")})
-	var mismatch *adp.HeadMismatchError
-	if errors.As(err, &mismatch) { // another write landed first: mismatch.Data is the current head
-		log.Fatal(err)
-	}
-	if err != nil {
+	if err != nil { // another write landed first: a *adp.HeadMismatchError carries the current head
 		log.Fatal(err)
 	}
 	for rec, err := range client.Events(ctx, roomID, 0) { // history, paged until done

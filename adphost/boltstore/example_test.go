@@ -31,14 +31,16 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	origin := identity.MustParseOrigin("https://adp.example") // the public origin: request JWTs name it, URLs start with it
+	defer st.Close()
+
+	origin := identity.MustParseOrigin("https://adp.example") // production: the public origin, behind TLS
 	if !production {
+		// On one machine: a loopback http origin, allowed explicitly.
 		origin, err = identity.ParseOrigin("http://127.0.0.1:8787", &identity.OriginOptions{AllowLoopbackHTTP: true})
 		if err != nil {
 			log.Fatal(err)
 		}
 	}
-	defer st.Close()
 	host, err := adphost.New(ctx, &adphost.Options{Origin: origin, Store: st})
 	if err != nil {
 		log.Fatal(err)

@@ -1,8 +1,10 @@
 // Command adpconform runs the ADP conformance suite (package adpconform)
 // against a host:
 //
-//	go run github.com/agentprotocols/go-sdk/cmd/adpconform [flags] https://host.example
+//	go run ./cmd/adpconform [flags] https://host.example
 //
+// from a clone of the repository (the module is not on the module proxy
+// yet; once it is, go run github.com/agentprotocols/go-sdk/cmd/adpconform@latest).
 // It makes fresh agents and rooms over the host's public HTTP API and prints
 // one line per check: the §24 item, the section, MUST or SHOULD, the check,
 // pass / fail / skip and the evidence. --json prints the report for CI
