@@ -15,19 +15,24 @@ import (
 	"testing"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/agentprotocols/go-sdk/connector"
+	"github.com/agentprotocols/go-sdk/examples/connector/internal/acp"
 )
 
 // The ACP tests run the built binary as a proxy component and play both
 // of its peers over its real pipes: the conductor's client side (plain
-// messages) and the agent behind it (messages wrapped in
-// _proxy/successor, as the official Rust conductor delivers them). Every
-// outer message the proxy writes is validated against the ACP schema of
-// @agentclientprotocol/sdk 1.5.0 (vendored in testdata/acp) where it has
-// a definition; the _proxy/* envelopes, which it does not define, are
-// checked against the text.
+// messages) and the agent behind it (messages wrapped in the revision's
+// successor wrapper, _proxy/successor or proxy/successor, as conductors
+// deliver them). Every outer message the proxy writes is validated
+// against the ACP schema of the revision's SDK, vendored in testdata/acp
+// (@agentclientprotocol/sdk 1.5.0 for _proxy/*, the unstable v1 schema
+// of 2.4.0 for proxy/*), where it has a definition; the _proxy/*
+// envelopes, which 1.5.0 does not define, are checked against the text.
 
 var buildOnce struct {
 	sync.Once
@@ -87,19 +92,25 @@ func acpConfig(t *testing.T, hosts ...*testHost) (string, []byte) {
 	return cfg, key
 }
 
-// acpSchema validates outer messages against the vendored ACP schema.
+// acpSchema validates outer messages against a vendored ACP schema.
 type acpSchema struct {
 	c       *jsonschema.Compiler
+	url     string
 	mu      sync.Mutex
 	defs    map[string]*jsonschema.Schema
 	methods map[string]map[string]string // method → "Request"/"Notification"/"Response" → def name
 }
 
-const acpSchemaURL = "https://agentclientprotocol.invalid/schema-v1-sdk-1.5.0.json"
+// acpSchemaFiles are the vendored schemas, by the revision they define.
+var acpSchemaFiles = map[acp.Revision]string{
+	acp.Connected: "schema-v1-sdk-1.5.0.json",
+	acp.Stateless: "schema-v1-unstable-sdk-2.4.0.json",
+}
 
-func loadACPSchema(t *testing.T) *acpSchema {
+func loadACPSchema(t *testing.T, rev acp.Revision) *acpSchema {
 	t.Helper()
-	raw, err := os.ReadFile("testdata/acp/schema-v1-sdk-1.5.0.json")
+	file := acpSchemaFiles[rev]
+	raw, err := os.ReadFile(filepath.Join("testdata/acp", file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +120,8 @@ func loadACPSchema(t *testing.T) *acpSchema {
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
-	if err := c.AddResource(acpSchemaURL, doc); err != nil {
+	url := "https://agentclientprotocol.invalid/" + file
+	if err := c.AddResource(url, doc); err != nil {
 		t.Fatal(err)
 	}
 	var top struct {
@@ -120,7 +132,7 @@ func loadACPSchema(t *testing.T) *acpSchema {
 	if err := json.Unmarshal(raw, &top); err != nil {
 		t.Fatal(err)
 	}
-	s := &acpSchema{c: c, defs: map[string]*jsonschema.Schema{}, methods: map[string]map[string]string{}}
+	s := &acpSchema{c: c, url: url, defs: map[string]*jsonschema.Schema{}, methods: map[string]map[string]string{}}
 	for name, d := range top.Defs {
 		if d.Method == "" {
 			continue
@@ -134,9 +146,13 @@ func loadACPSchema(t *testing.T) *acpSchema {
 			}
 		}
 	}
-	for _, m := range []string{"mcp/connect", "mcp/message", "mcp/disconnect", "session/new", "initialize"} {
+	want := []string{"mcp/connect", "mcp/message", "mcp/disconnect", "session/new", "initialize"}
+	if rev == acp.Stateless {
+		want = []string{"proxy/initialize", "proxy/successor", "mcp/message", "session/new", "initialize"}
+	}
+	for _, m := range want {
 		if len(s.methods[m]) == 0 {
-			t.Fatalf("schema defines nothing for %s", m)
+			t.Fatalf("%s defines nothing for %s", file, m)
 		}
 	}
 	return s
@@ -148,7 +164,7 @@ func (s *acpSchema) check(def string, v json.RawMessage) error {
 	sch, ok := s.defs[def]
 	if !ok {
 		var err error
-		sch, err = s.c.Compile(acpSchemaURL + "#/$defs/" + def)
+		sch, err = s.c.Compile(s.url + "#/$defs/" + def)
 		if err != nil {
 			s.mu.Unlock()
 			return err
@@ -180,7 +196,7 @@ func (s *acpSchema) checkMethod(method, kind string, v json.RawMessage) (defined
 type wireMsg struct {
 	raw    json.RawMessage
 	msg    jsonrpc.Message
-	inner  string // the inner method of a _proxy/successor body
+	inner  string // the inner method of a successor wrapper
 	params json.RawMessage
 }
 
@@ -190,6 +206,7 @@ func (w *wireMsg) resp() *jsonrpc.Response { r, _ := w.msg.(*jsonrpc.Response); 
 // acpChain is the running proxy with a scripted conductor around it.
 type acpChain struct {
 	t      *testing.T
+	rev    acp.Revision
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stderr *lockedBuffer
@@ -201,7 +218,8 @@ type acpChain struct {
 	mu      sync.Mutex
 	methods map[string]string // outer request id the conductor sent → method (inner for _proxy/successor)
 	waiters map[string]func(*jsonrpc.Response)
-	conns   map[string]*agentMCP
+	conns   map[string]*agentMCP       // Connected: by connectionId
+	routes  map[string]*statelessAgent // Stateless: by serverId
 	nextID  int
 	all     []json.RawMessage // every outer line the proxy wrote
 	misc    chan *wireMsg     // everything not routed to an agent waiter or MCP connection
@@ -224,14 +242,15 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// startACP runs `connector acp --config cfg` with the conductor's pipes.
-func startACP(t *testing.T, cfg string) *acpChain {
+// startACP runs `connector acp --config cfg` with the conductor's pipes;
+// the conductor will speak revision rev.
+func startACP(t *testing.T, cfg string, rev acp.Revision) *acpChain {
 	t.Helper()
 	bin := connectorBinary(t)
 	ch := &acpChain{
-		t: t, stderr: &lockedBuffer{}, schema: loadACPSchema(t), done: make(chan struct{}),
+		t: t, rev: rev, stderr: &lockedBuffer{}, schema: loadACPSchema(t, rev), done: make(chan struct{}),
 		methods: map[string]string{}, waiters: map[string]func(*jsonrpc.Response){}, conns: map[string]*agentMCP{},
-		misc: make(chan *wireMsg, 256),
+		routes: map[string]*statelessAgent{}, misc: make(chan *wireMsg, 256),
 	}
 	ch.cmd = exec.Command(bin, "acp", "--config", cfg)
 	ch.cmd.Stderr = ch.stderr
@@ -298,9 +317,10 @@ func (ch *acpChain) readLoop(r io.Reader) {
 func idString(id jsonrpc.ID) string { return fmt.Sprint(id.Raw()) }
 
 // validate decodes one outer line and checks it: the JSON-RPC envelope,
-// a _proxy/successor body as the text gives it, and every body the ACP
-// schema defines (requests and notifications by method, responses by the
-// method of the request they answer, error objects as Error).
+// the successor wrapper (against the schema where it defines it, else
+// against the text), and every body the ACP schema defines (requests and
+// notifications by method, responses by the method of the request they
+// answer, error objects as Error).
 func (ch *acpChain) validate(line []byte) (*wireMsg, error) {
 	var env map[string]json.RawMessage
 	if err := json.Unmarshal(line, &env); err != nil {
@@ -335,6 +355,7 @@ func (ch *acpChain) validate(line []byte) (*wireMsg, error) {
 		return nil, err
 	}
 	w.msg = msg
+	wrapper := ch.rev.ProxySuccessor()
 	switch m := msg.(type) {
 	case *jsonrpc.Response:
 		ch.mu.Lock()
@@ -353,23 +374,28 @@ func (ch *acpChain) validate(line []byte) (*wireMsg, error) {
 		if m.IsCall() {
 			kind = "Request"
 		}
-		if m.Method != "_proxy/successor" {
+		if m.Method != wrapper {
 			if _, err := ch.schema.checkMethod(m.Method, kind, m.Params); err != nil {
 				return nil, fmt.Errorf("%s params: %w", m.Method, err)
 			}
 			return w, nil
 		}
+		if defined, err := ch.schema.checkMethod(wrapper, kind, m.Params); err != nil {
+			return nil, fmt.Errorf("%s params: %w", wrapper, err)
+		} else if !defined && ch.rev == acp.Stateless {
+			return nil, fmt.Errorf("the 2.4.0 schema does not define %s %s", wrapper, kind)
+		}
 		var b map[string]json.RawMessage
 		if err := json.Unmarshal(m.Params, &b); err != nil || b == nil {
-			return nil, fmt.Errorf("_proxy/successor params must be an object")
+			return nil, fmt.Errorf("%s params must be an object", wrapper)
 		}
 		for k := range b {
 			if k != "method" && k != "params" && k != "_meta" {
-				return nil, fmt.Errorf("_proxy/successor member %q", k)
+				return nil, fmt.Errorf("%s member %q", wrapper, k)
 			}
 		}
 		if json.Unmarshal(b["method"], &w.inner) != nil || w.inner == "" {
-			return nil, fmt.Errorf("_proxy/successor without a method")
+			return nil, fmt.Errorf("%s without a method", wrapper)
 		}
 		w.params = b["params"]
 		if _, err := ch.schema.checkMethod(w.inner, kind, w.params); err != nil {
@@ -392,18 +418,25 @@ func (ch *acpChain) route(w *wireMsg) {
 			return
 		}
 	}
-	if r := w.req(); r != nil && w.inner == "mcp/message" {
-		var b struct {
-			ConnectionID string          `json:"connectionId"`
-			Method       string          `json:"method"`
-			Params       json.RawMessage `json:"params"`
-		}
+	if r := w.req(); r != nil && w.inner == "mcp/message" && ch.rev == acp.Connected {
+		var b connectedMCPMessage
 		json.Unmarshal(w.params, &b)
 		ch.mu.Lock()
 		c := ch.conns[b.ConnectionID]
 		ch.mu.Unlock()
 		if c != nil {
 			c.fromProxy(r, b.Method, b.Params)
+			return
+		}
+	}
+	if r := w.req(); r != nil && w.inner == "mcp/message" && ch.rev == acp.Stateless && !r.IsCall() {
+		var b statelessMCPMessage
+		json.Unmarshal(w.params, &b)
+		ch.mu.Lock()
+		a := ch.routes[b.ServerID]
+		ch.mu.Unlock()
+		if a != nil {
+			a.notes <- b
 			return
 		}
 	}
@@ -448,16 +481,28 @@ func (ch *acpChain) clientRequest(id int, method string, params any) {
 	ch.send(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 }
 
-// agentRequestAsync sends a request from the agent, wrapped in
-// _proxy/successor, under a fresh string id; f gets the answer.
-func (ch *acpChain) agentRequestAsync(method string, params any, f func(*jsonrpc.Response)) {
+// agentRequestAsync sends a request from the agent, in the successor
+// wrapper, under a fresh string id, which it returns; f gets the answer.
+func (ch *acpChain) agentRequestAsync(method string, params any, f func(*jsonrpc.Response)) string {
+	return ch.agentRequestAs(ch.newAgentID(), method, params, f)
+}
+
+// newAgentID is a fresh outer id for a request from the agent.
+func (ch *acpChain) newAgentID() string {
 	ch.mu.Lock()
+	defer ch.mu.Unlock()
 	ch.nextID++
-	id := fmt.Sprintf("agent-%d", ch.nextID)
+	return fmt.Sprintf("agent-%d", ch.nextID)
+}
+
+// agentRequestAs is agentRequestAsync under the outer id id.
+func (ch *acpChain) agentRequestAs(id, method string, params any, f func(*jsonrpc.Response)) string {
+	ch.mu.Lock()
 	ch.methods[id] = method
 	ch.waiters[id] = f
 	ch.mu.Unlock()
-	ch.send(map[string]any{"jsonrpc": "2.0", "id": id, "method": "_proxy/successor", "params": map[string]any{"method": method, "params": params}})
+	ch.send(map[string]any{"jsonrpc": "2.0", "id": id, "method": ch.rev.ProxySuccessor(), "params": map[string]any{"method": method, "params": params}})
+	return id
 }
 
 // agentRequest is agentRequestAsync, waiting.
@@ -474,9 +519,29 @@ func (ch *acpChain) agentRequest(method string, params any) *jsonrpc.Response {
 	}
 }
 
+// agentRequestRaw sends an mcp/message request from the agent whose
+// params are the raw JSON params, and waits for the answer.
+func (ch *acpChain) agentRequestRaw(params string) *jsonrpc.Response {
+	ch.t.Helper()
+	id := ch.newAgentID()
+	c := make(chan *jsonrpc.Response, 1)
+	ch.mu.Lock()
+	ch.methods[id] = "mcp/message"
+	ch.waiters[id] = func(r *jsonrpc.Response) { c <- r }
+	ch.mu.Unlock()
+	ch.sendRaw([]byte(`{"jsonrpc":"2.0","id":"` + id + `","method":"` + ch.rev.ProxySuccessor() + `","params":{"method":"mcp/message","params":` + params + `}}`))
+	select {
+	case r := <-c:
+		return r
+	case <-time.After(30 * time.Second):
+		ch.t.Fatalf("no answer to raw mcp/message\nstderr:\n%s", ch.stderr.String())
+		return nil
+	}
+}
+
 func (ch *acpChain) agentNotify(method string, params any) {
 	ch.t.Helper()
-	ch.send(map[string]any{"jsonrpc": "2.0", "method": "_proxy/successor", "params": map[string]any{"method": method, "params": params}})
+	ch.send(map[string]any{"jsonrpc": "2.0", "method": ch.rev.ProxySuccessor(), "params": map[string]any{"method": method, "params": params}})
 }
 
 // connectMCP opens an MCP-over-ACP connection to serverID and an
@@ -490,7 +555,7 @@ func (ch *acpChain) connectMCP(serverID string) (string, *mcp.ClientSession, *ag
 	var res struct {
 		ConnectionID string `json:"connectionId"`
 	}
-	if json.Unmarshal(r.Result, &res) != nil || res.ConnectionID == "" {
+	if strictUnmarshal(r.Result, &res) != nil || res.ConnectionID == "" {
 		ch.t.Fatalf("mcp/connect result %s", r.Result)
 	}
 	a := &agentMCP{ch: ch, cid: res.ConnectionID, in: make(chan jsonrpc.Message, 64), done: make(chan struct{}), calls: map[int64]jsonrpc.ID{}, updates: make(chan string, 64)}
@@ -552,10 +617,7 @@ func (a *agentMCP) Read(ctx context.Context) (jsonrpc.Message, error) {
 func (a *agentMCP) Write(_ context.Context, m jsonrpc.Message) error {
 	switch m := m.(type) {
 	case *jsonrpc.Request:
-		body := map[string]any{"connectionId": a.cid, "method": m.Method}
-		if len(m.Params) > 0 {
-			body["params"] = m.Params
-		}
+		body := connectedMCPMessage{ConnectionID: a.cid, Method: m.Method, Params: m.Params}
 		if !m.IsCall() {
 			a.ch.agentNotify("mcp/message", body)
 			return nil
@@ -600,4 +662,151 @@ func (a *agentMCP) outerNotifications() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.outerN
+}
+
+// Wire shapes as the tests write and read them, defined apart from the
+// proxy's own so that a mistake in one is not repeated in the other.
+
+// connectedMCPMessage is mcp/message's params in the _proxy/* revision.
+type connectedMCPMessage struct {
+	ConnectionID string          `json:"connectionId"`
+	Method       string          `json:"method"`
+	Params       json.RawMessage `json:"params,omitempty"`
+}
+
+// statelessMCPMessage is mcp/message's params in the proxy/* revision
+// (@agentclientprotocol/sdk 2.4.0's MessageMcpRequest and
+// MessageMcpNotification).
+type statelessMCPMessage struct {
+	ServerID  string          `json:"serverId"`
+	RequestID string          `json:"requestId"`
+	Method    string          `json:"method"`
+	Params    json.RawMessage `json:"params,omitempty"`
+	Meta      json.RawMessage `json:"_meta,omitempty"`
+}
+
+// mcpOutcome is a proxy/* mcp/message result: exactly one of an inner
+// result (any JSON value, null included) and an inner MCP error.
+type mcpOutcome struct {
+	Result json.RawMessage `json:"result,omitzero"`
+	Error  *jsonrpc.Error  `json:"error,omitzero"`
+	Meta   json.RawMessage `json:"_meta,omitzero"`
+}
+
+// strictUnmarshal decodes the proxy's own output strictly: a member the
+// wire does not define, a duplicate name or a wrong type is a failure.
+func strictUnmarshal(b []byte, v any) error {
+	return jsonv2.Unmarshal(b, v, jsonv2.RejectUnknownMembers(true))
+}
+
+// decodeOutcome decodes a proxy/* mcp/message result, which must carry
+// exactly one of result and error.
+func decodeOutcome(t *testing.T, raw json.RawMessage) mcpOutcome {
+	t.Helper()
+	var members map[string]json.RawMessage
+	var oc mcpOutcome
+	if err := strictUnmarshal(raw, &members); err != nil {
+		t.Fatalf("mcp/message result %s: %v", raw, err)
+	}
+	_, hasRes := members["result"]
+	_, hasErr := members["error"]
+	if hasRes == hasErr {
+		t.Fatalf("mcp/message result %s: want exactly one of result and error", raw)
+	}
+	if err := strictUnmarshal(raw, &oc); err != nil {
+		t.Fatalf("mcp/message result %s: %v", raw, err)
+	}
+	if hasRes && len(oc.Result) == 0 {
+		oc.Result = json.RawMessage("null")
+	}
+	return oc
+}
+
+// mcp2026Meta is the inner _meta every MCP 2026-07-28 request carries
+// over proxy/* MCP-over-ACP (as 2.4.0's McpOverAcpCaller adds it).
+func mcp2026Meta() map[string]any {
+	return map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "scripted-acp-agent", "version": "1"},
+	}
+}
+
+// statelessAgent is the agent's end of one declared server in the
+// proxy/* revision: each MCP request is one mcp/message request under a
+// requestId of the agent's; the notifications of its open requests
+// arrive on notes.
+type statelessAgent struct {
+	ch       *acpChain
+	serverID string
+	notes    chan statelessMCPMessage
+	mu       sync.Mutex
+	n        int
+}
+
+// statelessServer is the agent's end of serverID.
+func (ch *acpChain) statelessServer(serverID string) *statelessAgent {
+	a := &statelessAgent{ch: ch, serverID: serverID, notes: make(chan statelessMCPMessage, 256)}
+	ch.mu.Lock()
+	ch.routes[serverID] = a
+	ch.mu.Unlock()
+	return a
+}
+
+// requestID is a fresh requestId.
+func (a *statelessAgent) requestID() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.n++
+	return fmt.Sprintf("mcp-request:%d", a.n)
+}
+
+// message is the mcp/message params of one inner request, its params
+// carrying the 2026-07-28 _meta.
+func (a *statelessAgent) message(rid, method string, params map[string]any) statelessMCPMessage {
+	if params == nil {
+		params = map[string]any{}
+	}
+	params["_meta"] = mcp2026Meta()
+	b, _ := json.Marshal(params)
+	return statelessMCPMessage{ServerID: a.serverID, RequestID: rid, Method: method, Params: b}
+}
+
+// callAsync sends one inner request; f gets the outer answer. It returns
+// the outer id.
+func (a *statelessAgent) callAsync(rid, method string, params map[string]any, f func(*jsonrpc.Response)) string {
+	return a.ch.agentRequestAs(a.ch.newAgentID(), "mcp/message", a.message(rid, method, params), f)
+}
+
+// call sends one inner request and returns its outcome; an outer error
+// fails the test.
+func (a *statelessAgent) call(method string, params map[string]any) mcpOutcome {
+	a.ch.t.Helper()
+	c := make(chan *jsonrpc.Response, 1)
+	a.callAsync(a.requestID(), method, params, func(r *jsonrpc.Response) { c <- r })
+	select {
+	case r := <-c:
+		if r.Error != nil {
+			a.ch.t.Fatalf("%s over mcp/message: outer error %v", method, r.Error)
+		}
+		return decodeOutcome(a.ch.t, r.Result)
+	case <-time.After(30 * time.Second):
+		a.ch.t.Fatalf("no answer to %s over mcp/message\nstderr:\n%s", method, a.ch.stderr.String())
+		return mcpOutcome{}
+	}
+}
+
+// tool calls a tool and returns its structuredContent; an inner error or
+// an isError result fails the test.
+func (a *statelessAgent) tool(name string, args map[string]any) map[string]any {
+	a.ch.t.Helper()
+	oc := a.call("tools/call", map[string]any{"name": connector.ToolPrefix + name, "arguments": args})
+	if oc.Error != nil {
+		a.ch.t.Fatalf("%s: inner error %v", name, oc.Error)
+	}
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(oc.Result, &res); err != nil || res.IsError {
+		a.ch.t.Fatalf("%s: %v %s", name, err, oc.Result)
+	}
+	return structured(a.ch.t, &res)
 }

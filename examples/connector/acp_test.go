@@ -33,8 +33,11 @@ func jsonEq(t *testing.T, what string, got json.RawMessage, want any) {
 	}
 }
 
-// initializeChain runs _proxy/initialize through the proxy with the
-// agent's answer advertising (or not) mcpCapabilities.acp.
+// initializeChain runs the revision's proxy initialize through the proxy
+// with the agent's answer advertising (or not) mcpCapabilities.acp: the
+// inner initialize goes out in the revision's wrapper with the client's
+// params, and the answer is the agent's own result, protocolVersion
+// included.
 func initializeChain(t *testing.T, ch *acpChain, acp bool) {
 	t.Helper()
 	initParams := map[string]any{
@@ -43,11 +46,11 @@ func initializeChain(t *testing.T, ch *acpChain, acp bool) {
 		"clientInfo":         map[string]any{"name": "scripted-editor", "version": "1"},
 		"_meta":              map[string]any{"trace": "init"},
 	}
-	ch.clientRequest(1, "_proxy/initialize", initParams)
+	ch.clientRequest(1, ch.rev.ProxyInitialize(), initParams)
 	fwd := ch.next()
 	r := fwd.req()
-	if r == nil || !r.IsCall() || r.Method != "_proxy/successor" || fwd.inner != "initialize" {
-		t.Fatalf("_proxy/initialize was not forwarded as _proxy/successor initialize: %s", fwd.raw)
+	if r == nil || !r.IsCall() || r.Method != ch.rev.ProxySuccessor() || fwd.inner != "initialize" {
+		t.Fatalf("%s was not forwarded as %s initialize: %s", ch.rev.ProxyInitialize(), ch.rev.ProxySuccessor(), fwd.raw)
 	}
 	jsonEq(t, "inner initialize", fwd.params, initParams)
 	result := map[string]any{
@@ -123,7 +126,7 @@ func wantRPCError(t *testing.T, what string, r *jsonrpc.Response, code int64) {
 func TestACPChain(t *testing.T) {
 	h := newTestHost(t, nil)
 	cfg, key := acpConfig(t, h)
-	ch := startACP(t, cfg)
+	ch := startACP(t, cfg, acp.Connected)
 	initializeChain(t, ch, true)
 
 	// session/new gains exactly one acp server; the client's own servers
@@ -290,7 +293,7 @@ func TestACPChain(t *testing.T) {
 	wantRPCError(t, "no inner method", ch.agentRequest("mcp/message", map[string]any{"connectionId": cidB}), jsonrpc.CodeInvalidParams)
 	wantRPCError(t, "mcp/connect without params", ch.agentRequest("mcp/connect", nil), jsonrpc.CodeInvalidParams)
 
-	ch.send(map[string]any{"jsonrpc": "2.0", "id": "bad-1", "method": "_proxy/successor", "params": map[string]any{"params": map[string]any{}}})
+	ch.send(map[string]any{"jsonrpc": "2.0", "id": "bad-1", "method": ch.rev.ProxySuccessor(), "params": map[string]any{"params": map[string]any{}}})
 	ch.mu.Lock()
 	ch.methods["bad-1"] = ""
 	ch.mu.Unlock()
@@ -319,8 +322,14 @@ func TestACPChain(t *testing.T) {
 	csB.Close()
 	aB.Close()
 	ch.stop()
-	// The key never crossed the wire: neither the seed (base64url, as the
-	// key file holds it) nor its hex form appears in any outer message.
+	assertKeyNeverSent(t, ch, key)
+}
+
+// assertKeyNeverSent checks that the key never crossed the wire: neither
+// the seed (base64url, as the key file holds it) nor its hex form appears
+// in any outer message the proxy wrote.
+func assertKeyNeverSent(t *testing.T, ch *acpChain, key []byte) {
+	t.Helper()
 	_, b64, _ := strings.Cut(strings.TrimSpace(string(key)), "agentprotocols-ed25519-seed-v1:")
 	seed, err := base64.RawURLEncoding.DecodeString(b64)
 	if err != nil || len(seed) != 32 {
@@ -341,7 +350,7 @@ func TestACPChain(t *testing.T) {
 func TestACPChainWithoutCapability(t *testing.T) {
 	h := newTestHost(t, nil)
 	cfg, _ := acpConfig(t, h)
-	ch := startACP(t, cfg)
+	ch := startACP(t, cfg, acp.Connected)
 	initializeChain(t, ch, false)
 	params := map[string]any{"cwd": "/home/me/project", "mcpServers": []any{}, "_meta": map[string]any{"k": "v"}}
 	ch.clientRequest(2, "session/new", params)
@@ -361,7 +370,7 @@ func TestACPChainWithoutCapability(t *testing.T) {
 
 // TestReadmeACPChain: the README's conductor chain example is valid JSON
 // that runs `connector acp`, and the README names the wire methods the
-// connector speaks (the V1 table).
+// connector speaks, in both revisions.
 func TestReadmeACPChain(t *testing.T) {
 	b, err := os.ReadFile("README.md")
 	if err != nil {
@@ -391,36 +400,47 @@ func TestReadmeACPChain(t *testing.T) {
 			t.Fatalf("conductor example args %q", a.Args)
 		}
 	}
-	for _, name := range []string{acp.V1.ProxyInitialize, acp.V1.ProxySuccessor, acp.V1.MCPConnect, acp.V1.MCPMessage, acp.V1.MCPDisconnect, "1.5.0"} {
+	for _, name := range []string{acp.Connected.ProxyInitialize(), acp.Connected.ProxySuccessor(), "mcp/connect", "mcp/message", "mcp/disconnect", "connectionId", "1.5"} {
 		if !strings.Contains(s, "`"+name+"`") && !strings.Contains(s, name) {
 			t.Errorf("README does not name %s", name)
 		}
 	}
 }
 
-// TestACPSchemaRejects: the vendored schema the chain tests validate with
-// is not vacuous: it refuses the shapes a wrong proxy would emit.
+// TestACPSchemaRejects: the vendored schemas the chain tests validate
+// with are not vacuous: they refuse the shapes a wrong proxy would emit.
 func TestACPSchemaRejects(t *testing.T) {
-	s := loadACPSchema(t)
+	schemas := map[acp.Revision]*acpSchema{acp.Connected: loadACPSchema(t, acp.Connected), acp.Stateless: loadACPSchema(t, acp.Stateless)}
 	for _, c := range []struct {
+		rev    acp.Revision
 		def, v string
 		ok     bool
 	}{
-		{"ConnectMcpResponse", `{"connectionId":"c"}`, true},
-		{"ConnectMcpResponse", `{}`, false},
-		{"ConnectMcpResponse", `{"connectionId":7}`, false},
-		{"MessageMcpNotification", `{"connectionId":"c","method":"notifications/resources/updated","params":{"uri":"u"}}`, true},
-		{"MessageMcpNotification", `{"connectionId":"c","method":"x","params":[1]}`, false},
-		{"DisconnectMcpResponse", `{}`, true},
-		{"DisconnectMcpResponse", `[]`, false},
-		{"NewSessionRequest", `{"cwd":"/","mcpServers":[{"type":"acp","name":"agent-protocols","serverId":"s"}]}`, true},
-		{"NewSessionRequest", `{"cwd":"/","mcpServers":[{"type":"acp","name":"agent-protocols"}]}`, false},
-		{"Error", `{"code":-32602,"message":"m"}`, true},
-		{"Error", `{"code":"x","message":"m"}`, false},
+		{acp.Connected, "ConnectMcpResponse", `{"connectionId":"c"}`, true},
+		{acp.Connected, "ConnectMcpResponse", `{}`, false},
+		{acp.Connected, "ConnectMcpResponse", `{"connectionId":7}`, false},
+		{acp.Connected, "MessageMcpNotification", `{"connectionId":"c","method":"notifications/resources/updated","params":{"uri":"u"}}`, true},
+		{acp.Connected, "MessageMcpNotification", `{"connectionId":"c","method":"x","params":[1]}`, false},
+		{acp.Connected, "DisconnectMcpResponse", `{}`, true},
+		{acp.Connected, "DisconnectMcpResponse", `[]`, false},
+		{acp.Connected, "NewSessionRequest", `{"cwd":"/","mcpServers":[{"type":"acp","name":"agent-protocols","serverId":"s"}]}`, true},
+		{acp.Connected, "NewSessionRequest", `{"cwd":"/","mcpServers":[{"type":"acp","name":"agent-protocols"}]}`, false},
+		{acp.Connected, "Error", `{"code":-32602,"message":"m"}`, true},
+		{acp.Connected, "Error", `{"code":"x","message":"m"}`, false},
+		{acp.Stateless, "MessageMcpResponse", `{"result":null}`, true},
+		{acp.Stateless, "MessageMcpResponse", `{"error":{"code":-32602,"message":"m"}}`, true},
+		{acp.Stateless, "MessageMcpResponse", `{"tools":[]}`, false},
+		{acp.Stateless, "MessageMcpResponse", `{"error":{"code":"x","message":"m"}}`, false},
+		{acp.Stateless, "MessageMcpNotification", `{"serverId":"s","requestId":"r","method":"notifications/progress"}`, true},
+		{acp.Stateless, "MessageMcpNotification", `{"serverId":"s","method":"notifications/progress"}`, false},
+		{acp.Stateless, "MessageMcpRequest", `{"serverId":"s","requestId":7,"method":"tools/list"}`, false},
+		{acp.Stateless, "ProxySuccessorRequest", `{"method":"initialize","params":{"protocolVersion":1}}`, true},
+		{acp.Stateless, "ProxySuccessorRequest", `{"params":{}}`, false},
+		{acp.Stateless, "NewSessionRequest", `{"cwd":"/","mcpServers":[{"type":"acp","name":"agent-protocols"}]}`, false},
 	} {
-		err := s.check(c.def, json.RawMessage(c.v))
+		err := schemas[c.rev].check(c.def, json.RawMessage(c.v))
 		if (err == nil) != c.ok {
-			t.Errorf("%s %s: valid=%v, want %v (%v)", c.def, c.v, err == nil, c.ok, err)
+			t.Errorf("%s %s %s: valid=%v, want %v (%v)", c.rev, c.def, c.v, err == nil, c.ok, err)
 		}
 	}
 }

@@ -31,7 +31,8 @@
 // address, requiring "Authorization: Bearer TOKEN" (the token file is
 // created 0600 on first run and its path printed to standard error). acp
 // runs the connector as a proxy component inside an ACP chain (stdio,
-// newline-delimited JSON-RPC from a conductor) and offers the same MCP
+// newline-delimited JSON-RPC from a conductor speaking either revision of
+// the proxy extension, _proxy/* or proxy/*) and offers the same MCP
 // server to the agent over MCP-over-ACP (package internal/acp).
 //
 // The config file defaults to connector.json under the user config

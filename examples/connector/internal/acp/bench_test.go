@@ -101,6 +101,29 @@ func BenchmarkToolCall(b *testing.B) {
 	})
 }
 
+// BenchmarkToolCallStateless is BenchmarkToolCall's acp case in the
+// proxy/* revision: each tools/call is one stateless mcp/message of MCP
+// 2026-07-28, answered with the outcome carrier.
+func BenchmarkToolCallStateless(b *testing.B) {
+	c := pipes(b, func(r io.Reader, w io.Writer) { Serve(context.Background(), r, w, &Options{Server: echoServer()}) })
+	fwd := c.roundTrip(b, `{"jsonrpc":"2.0","id":"i","method":"proxy/initialize","params":{"protocolVersion":1}}`)
+	c.roundTrip(b, fmt.Sprintf(`{"jsonrpc":"2.0","id":%v,"result":{"agentCapabilities":{"mcpCapabilities":{"acp":true}}}}`, fwd["id"]))
+	fwd = c.roundTrip(b, `{"jsonrpc":"2.0","id":"s","method":"session/new","params":{"cwd":"/","mcpServers":[]}}`)
+	sid := dig(fwd, "params", "params", "mcpServers").([]any)[0].(map[string]any)["serverId"]
+	c.roundTrip(b, fmt.Sprintf(`{"jsonrpc":"2.0","id":%v,"result":{"sessionId":"s"}}`, fwd["id"]))
+	msg := func(i int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"proxy/successor","params":{"method":"mcp/message","params":{"serverId":%q,"requestId":"r-%d","method":"tools/call",`+
+			`"params":{"name":"echo","arguments":{"text":"hello"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}}}`, i, sid, i)
+	}
+	c.roundTrip(b, msg(0))
+	b.ResetTimer()
+	for i := range b.N {
+		if m := c.roundTrip(b, msg(i+1)); dig(m, "result", "result") == nil {
+			b.Fatal(m)
+		}
+	}
+}
+
 type nopCloser struct{ io.Writer }
 
 func (nopCloser) Close() error { return nil }

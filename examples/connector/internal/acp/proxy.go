@@ -11,59 +11,71 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"sync"
+	"sync/atomic"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Options configures [Serve]; zero values mean defaults.
 type Options struct {
-	// Server is the MCP server every mcp/connect connection is a session
-	// of (required): the same server the stdio and HTTP transports serve.
+	// Server is the MCP server whose sessions the agent reaches (required):
+	// the same server the stdio and HTTP transports serve.
 	Server *mcp.Server
 	// ServerName is the declared server's name (default "agent-protocols").
 	ServerName string
-	// Revision is the wire-name table (nil: [V1]).
-	Revision *Revision
 	// Log receives one-line notes for the operator (standard error);
 	// nil discards them. Never the protocol channel.
 	Log io.Writer
 	// MaxMessageBytes bounds one outer line (default 4 MiB, like one
 	// stdio MCP frame); a longer line is skipped with a parse error.
 	MaxMessageBytes int
-	// MaxConnections bounds the open MCP-over-ACP connections (default 32).
+	// MaxConnections bounds the open MCP sessions (default 32): the
+	// connections of the Connected revision, the served serverIds of the
+	// Stateless one (where the least recently used idle session is closed
+	// to make room).
 	MaxConnections int
 	// MaxPending bounds the requests the proxy has sent and awaits
 	// answers to (default 1024); more are refused, not queued.
 	MaxPending int
-	// MaxQueued bounds the inner messages waiting for one connection's MCP
-	// session to read them (default 64); more are refused.
+	// MaxQueued bounds the inner messages waiting for one MCP session to
+	// read them (default 64); more are refused.
 	MaxQueued int
+	// MaxActive bounds the agent's requests open on one MCP session
+	// (default 64, as @agentclientprotocol/sdk's provider); more are
+	// refused.
+	MaxActive int
 }
 
 // Errors the proxy answers with (JSON-RPC error objects).
 var (
-	errNotProxy   = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "connector acp runs as a proxy component: it expects _proxy/initialize from a conductor, not initialize"}
-	errServeEnded = errors.New("acp: Serve has returned")
-	errBusy       = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "too many requests in flight"}
+	errNotProxy      = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "connector acp runs as a proxy component: it expects _proxy/initialize or proxy/initialize from a conductor, not initialize"}
+	errUninitialized = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "connector acp: no _proxy/initialize or proxy/initialize yet"}
+	errServeEnded    = errors.New("acp: Serve has returned")
+	errBusy          = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "too many requests in flight"}
 )
 
 func invalidParams(format string, a ...any) *jsonrpc.Error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(format, a...)}
 }
 
+func methodNotFound(format string, a ...any) *jsonrpc.Error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf(format, a...)}
+}
+
 // Serve runs one proxy component on the ACP connection r/w (the
 // conductor's pipes: newline-delimited JSON-RPC 2.0) until r ends or ctx
 // is done. It returns nil at the end of r.
 //
-// Messages from the conductor without the successor wrapper come from the
-// client and are forwarded to the successor wrapped; messages wrapped in
-// _proxy/successor come from the successor (the agent) and are either
-// MCP-over-ACP traffic for this component's server or forwarded toward
-// the client unwrapped. Requests the proxy forwards get its own ids; the
-// answers are mapped back.
+// The conductor's first proxy initialize fixes the [Revision]. Messages
+// without the revision's successor wrapper come from the client and are
+// forwarded to the successor wrapped; messages in the wrapper come from
+// the successor (the agent) and are either MCP-over-ACP traffic for this
+// component's server or forwarded toward the client unwrapped. Requests
+// the proxy forwards get its own ids; the answers are mapped back.
 func Serve(ctx context.Context, r io.Reader, w io.Writer, opts *Options) error {
 	if opts == nil || opts.Server == nil {
 		return errors.New("acp: Options.Server is required")
@@ -145,12 +157,15 @@ type pendingFunc func(*jsonrpc.Response)
 // concurrent use: the read loop dispatches, MCP sessions write.
 type proxy struct {
 	ctx  context.Context
-	rev  *Revision
 	srv  *mcp.Server
 	name string
 	log  io.Writer
 
-	maxLine, maxConns, maxPending, maxQueued int
+	maxLine, maxConns, maxPending, maxQueued, maxActive int
+
+	// rev is the connection's Revision, set once by the first proxy
+	// initialize (read by MCP sessions' writers, hence atomic).
+	rev atomic.Uint32
 
 	wmu  sync.Mutex
 	w    io.Writer
@@ -165,23 +180,21 @@ type proxy struct {
 	nServers int64
 	servers  map[string]bool // declared by this proxy and current
 	nConns   int64
-	conns    map[string]*mcpConn
-	upServer map[string]bool // acp servers declared by components before this one
-	upConn   map[string]bool // their connections, learned from forwarded mcp/connect answers
+	conns    map[string]*mcpConn // open MCP sessions: by connectionId (Connected) or serverId (Stateless)
+	useTick  int64               // orders lastUse of Stateless sessions
+	upServer map[string]bool     // acp servers declared by components before this one
+	upConn   map[string]bool     // their connections, learned from forwarded mcp/connect answers
 }
 
 const maxUpstream = 4096
 
 func newProxy(ctx context.Context, w io.Writer, o *Options) *proxy {
 	p := &proxy{
-		ctx: ctx, rev: o.Revision, srv: o.Server, name: o.ServerName, log: o.Log, w: w,
-		maxLine: o.MaxMessageBytes, maxConns: o.MaxConnections, maxPending: o.MaxPending, maxQueued: o.MaxQueued,
+		ctx: ctx, srv: o.Server, name: o.ServerName, log: o.Log, w: w,
+		maxLine: o.MaxMessageBytes, maxConns: o.MaxConnections, maxPending: o.MaxPending, maxQueued: o.MaxQueued, maxActive: o.MaxActive,
 		pending: map[int64]pendingFunc{}, inbound: map[string]cancelTarget{},
 		servers: map[string]bool{}, conns: map[string]*mcpConn{},
 		upServer: map[string]bool{}, upConn: map[string]bool{},
-	}
-	if p.rev == nil {
-		p.rev = &V1
 	}
 	if p.name == "" {
 		p.name = "agent-protocols"
@@ -201,17 +214,23 @@ func newProxy(ctx context.Context, w io.Writer, o *Options) *proxy {
 	if p.maxQueued <= 0 {
 		p.maxQueued = 64
 	}
+	if p.maxActive <= 0 {
+		p.maxActive = 64
+	}
 	var rnd [6]byte
 	rand.Read(rnd[:])
 	p.prefix = p.name + ":" + hex.EncodeToString(rnd[:])
 	return p
 }
 
+// revision is the connection's revision (0 before the proxy initialize).
+func (p *proxy) revision() Revision { return Revision(p.rev.Load()) }
+
 func (p *proxy) note(format string, a ...any) {
 	fmt.Fprintf(p.log, "connector acp: "+format+"\n", a...)
 }
 
-// shutdown closes every MCP connection (their sessions end).
+// shutdown closes every MCP session.
 func (p *proxy) shutdown() {
 	p.mu.Lock()
 	cs := make([]*mcpConn, 0, len(p.conns))
@@ -257,13 +276,13 @@ func (p *proxy) write(m jsonrpc.Message) {
 }
 
 // respond answers request id with result, or with err when it is not nil.
-func (p *proxy) respond(id jsonrpc.ID, result json.RawMessage, err error) {
+func (p *proxy) respond(id jsonrpc.ID, result []byte, err error) {
 	if err != nil {
 		p.respondError(id, err)
 		return
 	}
 	if len(result) == 0 {
-		result = json.RawMessage("null")
+		result = []byte("null")
 	}
 	p.write(&jsonrpc.Response{ID: id, Result: result})
 }
@@ -271,12 +290,7 @@ func (p *proxy) respond(id jsonrpc.ID, result json.RawMessage, err error) {
 // respondError answers with an error object. Without a usable id (a line
 // that is not even JSON-RPC) the id is null, as JSON-RPC 2.0 requires.
 func (p *proxy) respondError(id jsonrpc.ID, err error) {
-	we, ok := err.(*jsonrpc.Error)
-	if !ok {
-		if !errors.As(err, &we) {
-			we = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
-		}
-	}
+	we := wireError(err)
 	if id.IsValid() {
 		p.write(&jsonrpc.Response{ID: id, Error: we})
 		return
@@ -292,7 +306,7 @@ func (p *proxy) respondError(id jsonrpc.ID, err error) {
 }
 
 // request sends a request with a fresh id; onResp gets its answer.
-func (p *proxy) request(method string, params json.RawMessage, onResp pendingFunc) (int64, error) {
+func (p *proxy) request(method string, params []byte, onResp pendingFunc) (int64, error) {
 	p.mu.Lock()
 	if len(p.pending) >= p.maxPending {
 		p.mu.Unlock()
@@ -306,35 +320,24 @@ func (p *proxy) request(method string, params json.RawMessage, onResp pendingFun
 	return id, nil
 }
 
-func (p *proxy) notify(method string, params json.RawMessage) {
+func (p *proxy) notify(method string, params []byte) {
 	p.write(&jsonrpc.Request{Method: method, Params: params})
 }
 
-// body builds a JSON object from member name → raw value (nil omitted).
-func body(members map[string]json.RawMessage) json.RawMessage {
-	for k, v := range members {
-		if len(v) == 0 {
-			delete(members, k)
-		}
-	}
-	b, _ := json.Marshal(members)
-	return b
-}
-
-func quote(s string) json.RawMessage {
-	b, _ := json.Marshal(s)
-	return b
-}
-
-// wrap is the _proxy/successor body for one inner message.
-func (p *proxy) wrap(method string, params json.RawMessage) json.RawMessage {
-	return body(map[string]json.RawMessage{p.rev.Method: quote(method), p.rev.Params: params})
+// wrap is the successor wrapper's params for one inner message.
+func wrap(method string, params []byte) []byte {
+	return encode(successorParams{Method: method, Params: params})
 }
 
 // toSuccessor sends one inner request to the successor; the answer goes
 // to onResp unchanged (the inner result or error).
-func (p *proxy) toSuccessor(method string, params json.RawMessage, onResp pendingFunc) (int64, error) {
-	return p.request(p.rev.ProxySuccessor, p.wrap(method, params), onResp)
+func (p *proxy) toSuccessor(method string, params []byte, onResp pendingFunc) (int64, error) {
+	return p.request(p.revision().ProxySuccessor(), wrap(method, params), onResp)
+}
+
+// notifySuccessor sends one inner notification to the successor.
+func (p *proxy) notifySuccessor(method string, params []byte) {
+	p.notify(p.revision().ProxySuccessor(), wrap(method, params))
 }
 
 // --- reading ---------------------------------------------------------------
@@ -350,15 +353,23 @@ func (p *proxy) dispatch(line []byte) {
 	case *jsonrpc.Response:
 		p.answer(m)
 	case *jsonrpc.Request:
-		if m.Method == "" {
+		rev := p.revision()
+		switch {
+		case m.Method == "":
 			p.refuse(m, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "empty method"})
-			return
-		}
-		if m.Method == p.rev.ProxySuccessor {
+		case rev != 0 && m.Method == rev.ProxySuccessor():
 			p.fromSuccessor(m)
-			return
+		case m.Method == methodInitialize:
+			p.refuse(m, errNotProxy)
+		case isProxyMethod(m.Method):
+			p.proxyMethod(m)
+		case rev == 0:
+			p.refuse(m, errUninitialized)
+		case m.Method == methodCancelRequest && !m.IsCall():
+			p.forwardCancel(m)
+		default:
+			p.fromClient(m)
 		}
-		p.fromClient(m)
 	}
 }
 
@@ -424,49 +435,73 @@ func idKey(id jsonrpc.ID) string {
 	return ""
 }
 
-// fromClient forwards a client→agent message to the successor.
-func (p *proxy) fromClient(m *jsonrpc.Request) {
-	rev := p.rev
+// rawIDKey is idKey of a JSON-encoded id ("" when raw is not one).
+func rawIDKey(raw []byte) string {
+	var v any
+	if jsonv2.Unmarshal(raw, &v) != nil {
+		return ""
+	}
+	id, err := jsonrpc.MakeID(v)
+	if err != nil {
+		return ""
+	}
+	return idKey(id)
+}
+
+// proxyMethod handles a method of the proxy extension's namespace from
+// the conductor that is not the connection's successor wrapper: the
+// first proxy initialize fixes the revision and is forwarded as the
+// inner initialize; everything else is refused, never forwarded.
+func (p *proxy) proxyMethod(m *jsonrpc.Request) {
+	r, initialize := revisionOf(m.Method)
+	cur := p.revision()
 	switch {
-	case m.Method == rev.Initialize:
-		p.refuse(m, errNotProxy)
+	case r == 0:
+		p.refuse(m, methodNotFound("unknown proxy method %q", clip(m.Method)))
 		return
-	case m.Method == rev.ProxyInitialize:
-		if !m.IsCall() {
-			p.refuse(m, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: m.Method + " is a request"})
-			return
-		}
-		outer := m.ID
-		if _, err := p.toSuccessor(rev.Initialize, m.Params, func(r *jsonrpc.Response) {
-			if r.Error == nil {
-				p.learnCapabilities(r.Result)
-			}
-			p.respond(outer, r.Result, r.Error)
-		}); err != nil {
-			p.respondError(outer, err)
-		}
+	case cur != 0 && cur != r:
+		p.refuse(m, methodNotFound("%s: this connection speaks %s (it began with %s)", m.Method, cur, cur.ProxyInitialize()))
 		return
-	case m.Method == rev.CancelRequest && !m.IsCall():
-		p.forwardCancel(m)
+	case !initialize:
+		p.refuse(m, errUninitialized)
+		return
+	case !m.IsCall():
+		p.refuse(m, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: m.Method + " is a request"})
 		return
 	}
-	params, sid := m.Params, ""
-	if rev.isSessionSetup(m.Method) {
+	if cur == 0 {
+		p.rev.Store(uint32(r))
+	}
+	outer := m.ID
+	if _, err := p.toSuccessor(methodInitialize, m.Params, func(r *jsonrpc.Response) {
+		if r.Error == nil {
+			p.learnCapabilities(r.Result)
+		}
+		// The agent's own result, protocolVersion and all.
+		p.respond(outer, r.Result, r.Error)
+	}); err != nil {
+		p.respondError(outer, err)
+	}
+}
+
+// fromClient forwards a client→agent message to the successor.
+func (p *proxy) fromClient(m *jsonrpc.Request) {
+	params, sid := []byte(m.Params), ""
+	switch m.Method {
+	case "session/new", "session/load", "session/resume", "session/fork":
 		params, sid = p.declare(m.Method, params)
 	}
 	if !m.IsCall() {
-		p.notify(rev.ProxySuccessor, p.wrap(m.Method, params))
+		p.notifySuccessor(m.Method, params)
 		return
 	}
 	outer, key := m.ID, idKey(m.ID)
 	id, err := p.toSuccessor(m.Method, params, func(r *jsonrpc.Response) {
-		p.mu.Lock()
-		delete(p.inbound, key)
+		p.forget(key)
 		if r.Error != nil && sid != "" {
 			// No session came of it: its server was never visible.
-			delete(p.servers, sid)
+			p.dropServer(sid)
 		}
-		p.mu.Unlock()
 		p.respond(outer, r.Result, r.Error)
 	})
 	if err != nil {
@@ -480,11 +515,12 @@ func (p *proxy) fromClient(m *jsonrpc.Request) {
 
 // cancelTarget is where a request the proxy received went: forwarded
 // under the proxy's id (to the successor when wrapped, else to the
-// client), or delivered to an MCP connection under an inner id.
+// client), or delivered to an MCP session under an inner id.
 type cancelTarget struct {
 	id      int64
 	wrapped bool
 	conn    *mcpConn
+	inner   string // idKey of the inner request on conn
 }
 
 func (p *proxy) forget(key string) {
@@ -496,85 +532,72 @@ func (p *proxy) forget(key string) {
 // forwardCancel follows a $/cancel_request, which names a request by its
 // id on this hop: it is sent on under the id the proxy forwarded the
 // request with (whoever answers it then answers the original), or, for a
-// request on an MCP connection, becomes MCP's notifications/cancelled
-// and the proxy answers the original with -32800 itself, as ACP requires
-// an answer and MCP forbids one to a cancelled request. A cancellation of a request the proxy does not know
-// (answered already, or never seen) is dropped.
+// request on an MCP session, becomes MCP's notifications/cancelled and
+// the proxy answers the original with -32800 itself, as ACP requires an
+// answer and MCP forbids one to a cancelled request. A cancellation of a
+// request the proxy does not know (answered already, or never seen) is
+// dropped.
+//
+// Toward the successor, the Connected revision sends the cancellation
+// inside _proxy/successor, as the Rust conductor relays it; the
+// Stateless revision's schema cancels a proxy/successor request with a
+// plain $/cancel_request naming it on the same connection, never
+// forwarded to another hop.
 func (p *proxy) forwardCancel(m *jsonrpc.Request) {
-	var params map[string]json.RawMessage
-	if json.Unmarshal(m.Params, &params) != nil || params == nil {
+	var params cancelParams
+	if decode(m.Params, &params) != nil {
 		return
 	}
-	var rid any
-	if json.Unmarshal(params[p.rev.RequestID], &rid) != nil {
-		return
-	}
-	id, err := jsonrpc.MakeID(rid)
-	if err != nil || !id.IsValid() {
+	key := rawIDKey(params.RequestID)
+	if key == "" {
 		return
 	}
 	p.mu.Lock()
-	to, ok := p.inbound[idKey(id)]
+	to, ok := p.inbound[key]
 	p.mu.Unlock()
 	switch {
 	case !ok:
 	case to.conn != nil:
-		to.conn.cancel(to.id, m.Method)
+		to.conn.cancel(to.inner, m.Method)
 	default:
-		params[p.rev.RequestID] = json.RawMessage(strconv.FormatInt(to.id, 10))
-		if to.wrapped {
-			p.notify(p.rev.ProxySuccessor, p.wrap(m.Method, body(params)))
+		params.RequestID = jsontext.Value(strconv.FormatInt(to.id, 10))
+		if to.wrapped && p.revision() == Connected {
+			p.notifySuccessor(m.Method, encode(params))
 		} else {
-			p.notify(m.Method, body(params))
+			p.notify(m.Method, encode(params))
 		}
 	}
 }
 
 // learnCapabilities reads agentCapabilities.mcpCapabilities.acp from the
 // successor's InitializeResponse.
-func (p *proxy) learnCapabilities(result json.RawMessage) {
-	var res map[string]json.RawMessage
-	var caps map[string]json.RawMessage
-	var mcpCaps map[string]json.RawMessage
-	var acp bool
-	_ = json.Unmarshal(result, &res)
-	_ = json.Unmarshal(res[p.rev.AgentCapabilities], &caps)
-	_ = json.Unmarshal(caps[p.rev.MCPCapabilities], &mcpCaps)
-	_ = json.Unmarshal(mcpCaps[p.rev.ACPCapability], &acp)
+func (p *proxy) learnCapabilities(result []byte) {
+	var res initializeResult
+	acp := decode(result, &res) == nil && res.AgentCapabilities.MCPCapabilities.ACP
 	p.mu.Lock()
 	p.agentACP = acp
 	p.mu.Unlock()
 	if !acp {
-		p.note("the agent does not advertise %s.%s.%s; sessions are forwarded without the %s MCP server (run `connector serve` as a stdio MCP server instead, or put an MCP-over-ACP bridge before the agent)",
-			p.rev.AgentCapabilities, p.rev.MCPCapabilities, p.rev.ACPCapability, p.name)
+		p.note("the agent does not advertise agentCapabilities.mcpCapabilities.acp; sessions are forwarded without the %s MCP server (run `connector serve` as a stdio MCP server instead, or put an MCP-over-ACP bridge before the agent)", p.name)
 	}
 }
 
 // declare adds this proxy's server to a session setup request's
 // mcpServers, when the agent consumes ACP-transport servers; it records
-// the acp servers earlier components declared, to route their
-// mcp/connect past this proxy. Params it cannot read pass unchanged: the
+// the acp servers earlier components declared, to route their MCP
+// traffic past this proxy. Params it cannot read pass unchanged: the
 // agent judges them.
-func (p *proxy) declare(method string, params json.RawMessage) (json.RawMessage, string) {
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(params, &obj) != nil || obj == nil {
-		p.note("%s: params are not an object; forwarded unchanged", method)
+func (p *proxy) declare(method string, params []byte) ([]byte, string) {
+	var setup sessionSetup
+	if err := decode(params, &setup); err != nil {
+		p.note("%s: params unreadable (%s); forwarded unchanged", method, clip(err.Error()))
 		return params, ""
 	}
-	var servers []json.RawMessage
-	if raw, ok := obj[p.rev.MCPServers]; ok && string(raw) != "null" {
-		if json.Unmarshal(raw, &servers) != nil {
-			p.note("%s: %s is not an array; forwarded unchanged", method, p.rev.MCPServers)
-			return params, ""
-		}
-	}
 	p.mu.Lock()
-	for _, s := range servers {
-		var decl map[string]json.RawMessage
-		var typ, sid string
-		if json.Unmarshal(s, &decl) == nil && json.Unmarshal(decl[p.rev.ServerType], &typ) == nil && typ == p.rev.ServerTypeACP &&
-			json.Unmarshal(decl[p.rev.ServerID], &sid) == nil && len(p.upServer) < maxUpstream {
-			p.upServer[sid] = true
+	for _, raw := range setup.MCPServers {
+		var s acpServer
+		if jsonv2.Unmarshal(raw, &s) == nil && s.Type == "acp" && s.ServerID != "" && len(p.upServer) < maxUpstream {
+			p.upServer[s.ServerID] = true
 		}
 	}
 	acp := p.agentACP
@@ -589,65 +612,65 @@ func (p *proxy) declare(method string, params json.RawMessage) (json.RawMessage,
 		p.note("%s: the agent does not consume ACP-transport MCP servers; forwarded unchanged, without %s", method, p.name)
 		return params, ""
 	}
-	servers = append(servers, body(map[string]json.RawMessage{
-		p.rev.ServerType: quote(p.rev.ServerTypeACP),
-		p.rev.ServerName: quote(p.name),
-		p.rev.ServerID:   quote(sid),
-	}))
-	list, _ := json.Marshal(servers)
-	obj[p.rev.MCPServers] = list
-	return body(obj), sid
+	setup.MCPServers = append(setup.MCPServers, encode(acpServer{Type: "acp", Name: p.name, ServerID: sid}))
+	return encode(setup), sid
 }
 
-// successorBody is a decoded _proxy/successor body.
-type successorBody struct {
-	method string
-	params json.RawMessage
-}
-
-// unwrap decodes a _proxy/successor body: an object with a string method
-// and optional object-or-null params.
-func (p *proxy) unwrap(raw json.RawMessage) (successorBody, *jsonrpc.Error) {
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(raw, &obj) != nil || obj == nil {
-		return successorBody{}, invalidParams("%s: params must be an object", p.rev.ProxySuccessor)
+// dropServer forgets a declared server and ends its MCP session, if any.
+func (p *proxy) dropServer(sid string) {
+	p.mu.Lock()
+	delete(p.servers, sid)
+	c := p.conns[sid]
+	p.mu.Unlock()
+	if c != nil {
+		c.Close()
 	}
-	var b successorBody
-	if json.Unmarshal(obj[p.rev.Method], &b.method) != nil || b.method == "" {
-		return successorBody{}, invalidParams("%s: %q must be a non-empty string", p.rev.ProxySuccessor, p.rev.Method)
-	}
-	b.params = obj[p.rev.Params]
-	return b, nil
 }
 
 // fromSuccessor handles a message the successor sent toward the client.
 func (p *proxy) fromSuccessor(m *jsonrpc.Request) {
-	b, jerr := p.unwrap(m.Params)
-	if jerr != nil {
-		p.refuse(m, jerr)
+	var b successorParams
+	if err := decode(m.Params, &b); err != nil {
+		p.refuse(m, invalidParams("%s: %s", m.Method, clip(err.Error())))
 		return
 	}
-	switch b.method {
-	case p.rev.MCPConnect, p.rev.MCPMessage, p.rev.MCPDisconnect:
-		if p.mcpOverACP(m, b) {
+	if b.Method == "" {
+		p.refuse(m, invalidParams("%s: \"method\" must be a non-empty string", m.Method))
+		return
+	}
+	rev := p.revision()
+	switch {
+	case isProxyMethod(b.Method):
+		p.refuse(m, methodNotFound("%s: %q is not a message for the client", m.Method, clip(b.Method)))
+		return
+	case b.Method == methodMCPMessage && rev == Stateless:
+		if p.statelessMessage(m, b.Params) {
+			return
+		}
+	case b.Method == methodMCPConnect || b.Method == methodMCPMessage || b.Method == methodMCPDisconnect:
+		if rev == Stateless {
+			p.refuse(m, methodNotFound("%s is not a method of %s, whose MCP-over-ACP is stateless mcp/message {serverId, requestId}", b.Method, rev))
+			return
+		}
+		if p.connectedMCP(m, b.Method, b.Params) {
 			return
 		}
 	}
 	// Toward the client, unwrapped.
 	if !m.IsCall() {
-		if b.method == p.rev.CancelRequest {
+		if b.Method == methodCancelRequest {
 			// Its requestId belongs to the successor's own hop, which the
-			// conductor cancels hop by hop itself (as the Rust conductor
-			// does); tunnelled, it would name the wrong request.
-			p.note("dropped a %s from the successor (cancellation is per hop)", b.method)
+			// conductor cancels hop by hop itself; tunnelled, it would
+			// name the wrong request.
+			p.note("dropped a %s from the successor (cancellation is per hop)", b.Method)
 			return
 		}
-		p.notify(b.method, b.params)
+		p.notify(b.Method, b.Params)
 		return
 	}
 	outer, key := m.ID, idKey(m.ID)
-	connect := b.method == p.rev.MCPConnect
-	id, err := p.request(b.method, b.params, func(r *jsonrpc.Response) {
+	connect := b.Method == methodMCPConnect
+	id, err := p.request(b.Method, b.Params, func(r *jsonrpc.Response) {
 		p.forget(key)
 		if connect && r.Error == nil {
 			p.learnUpstreamConn(r.Result)
@@ -663,134 +686,33 @@ func (p *proxy) fromSuccessor(m *jsonrpc.Request) {
 	p.mu.Unlock()
 }
 
-func (p *proxy) learnUpstreamConn(result json.RawMessage) {
-	var res map[string]json.RawMessage
-	var cid string
-	if json.Unmarshal(result, &res) != nil || json.Unmarshal(res[p.rev.ConnectionID], &cid) != nil {
+func (p *proxy) learnUpstreamConn(result []byte) {
+	var res connectResult
+	if decode(result, &res) != nil || res.ConnectionID == "" {
 		return
 	}
 	p.mu.Lock()
 	if len(p.upConn) < maxUpstream {
-		p.upConn[cid] = true
+		p.upConn[res.ConnectionID] = true
 	}
 	p.mu.Unlock()
 }
 
-// mcpOverACP handles mcp/connect, mcp/message and mcp/disconnect from the
-// agent. It returns false when the message addresses a server or
-// connection of a component before this one, to be forwarded.
-func (p *proxy) mcpOverACP(m *jsonrpc.Request, b successorBody) bool {
-	rev := p.rev
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(b.params, &obj) != nil || obj == nil {
-		p.refuse(m, invalidParams("%s: params must be an object", b.method))
-		return true
-	}
-	if b.method == rev.MCPConnect {
-		var sid string
-		if json.Unmarshal(obj[rev.ServerID], &sid) != nil {
-			p.refuse(m, invalidParams("%s: %q must be a string", b.method, rev.ServerID))
-			return true
-		}
-		p.mu.Lock()
-		ours, up := p.servers[sid], p.upServer[sid]
-		p.mu.Unlock()
-		if !ours && up {
-			return false
-		}
-		if !m.IsCall() {
-			p.refuse(m, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: b.method + " is a request"})
-			return true
-		}
-		if !ours {
-			p.respondError(m.ID, invalidParams("%s: unknown %s %q", b.method, rev.ServerID, clip(sid)))
-			return true
-		}
-		cid, err := p.connect()
-		if err != nil {
-			p.respondError(m.ID, err)
-			return true
-		}
-		p.respond(m.ID, body(map[string]json.RawMessage{rev.ConnectionID: quote(cid)}), nil)
-		return true
-	}
-	var cid string
-	if json.Unmarshal(obj[rev.ConnectionID], &cid) != nil {
-		p.refuse(m, invalidParams("%s: %q must be a string", b.method, rev.ConnectionID))
-		return true
-	}
+func (p *proxy) dropConn(c *mcpConn) {
 	p.mu.Lock()
-	c, up := p.conns[cid], p.upConn[cid]
+	if p.conns[c.id] == c {
+		delete(p.conns, c.id)
+	}
 	p.mu.Unlock()
-	if c == nil && up {
-		if b.method == rev.MCPDisconnect {
-			p.mu.Lock()
-			delete(p.upConn, cid)
-			p.mu.Unlock()
-		}
-		return false
-	}
-	if c == nil {
-		what := "unknown"
-		if strings.HasPrefix(cid, p.prefix+":") {
-			what = "closed"
-		}
-		p.refuse(m, invalidParams("%s: %s %s %q", b.method, what, rev.ConnectionID, clip(cid)))
-		return true
-	}
-	if b.method == rev.MCPDisconnect {
-		if !m.IsCall() {
-			p.refuse(m, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: b.method + " is a request"})
-			return true
-		}
-		c.Close()
-		p.respond(m.ID, json.RawMessage("{}"), nil)
-		return true
-	}
-	// mcp/message: one inner MCP request or notification.
-	var method string
-	if json.Unmarshal(obj[rev.Method], &method) != nil || method == "" {
-		p.refuse(m, invalidParams("%s: %q must be a non-empty string", b.method, rev.Method))
-		return true
-	}
-	inner := obj[rev.Params]
-	if t := bytes.TrimSpace(inner); len(t) > 0 && t[0] != '{' && string(t) != "null" {
-		p.refuse(m, invalidParams("%s: inner %q must be an object or null", b.method, rev.Params))
-		return true
-	}
-	if string(bytes.TrimSpace(inner)) == "null" {
-		inner = nil
-	}
-	if err := c.deliverFromAgent(m, method, inner); err != nil {
-		p.refuse(m, err)
-	}
-	return true
 }
 
-// connect opens one MCP-over-ACP connection: a new session of the MCP
-// server over an in-process transport.
-func (p *proxy) connect() (string, error) {
-	p.mu.Lock()
-	if len(p.conns) >= p.maxConns {
-		p.mu.Unlock()
-		return "", &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("too many open MCP connections (%d)", p.maxConns)}
-	}
-	p.nConns++
-	cid := p.prefix + ":connection:" + strconv.FormatInt(p.nConns, 10)
-	c := newMCPConn(p, cid)
-	p.conns[cid] = c
-	p.mu.Unlock()
+// startSession starts an MCP session of the server over c.
+func (p *proxy) startSession(c *mcpConn) *jsonrpc.Error {
 	if _, err := p.srv.Connect(p.ctx, c, nil); err != nil {
 		c.Close()
-		return "", &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "starting the MCP session: " + err.Error()}
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "starting the MCP session: " + err.Error()}
 	}
-	return cid, nil
-}
-
-func (p *proxy) dropConn(cid string) {
-	p.mu.Lock()
-	delete(p.conns, cid)
-	p.mu.Unlock()
+	return nil
 }
 
 // intID is an integer JSON-RPC id (the jsonrpc package converts from the

@@ -19,6 +19,7 @@ import (
 // side and the agent behind it) over pipes.
 type peer struct {
 	t    *testing.T
+	rev  Revision
 	w    io.WriteCloser
 	out  chan map[string]any
 	done chan error
@@ -27,8 +28,8 @@ type peer struct {
 type pingArgs struct{}
 
 // testServer is a small MCP server: one tool that pings the client (a
-// server→client request over mcp/message) and one that blocks until
-// cancelled.
+// server→client request over mcp/message), one that blocks until
+// cancelled, and one that reports progress.
 func testServer() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "ping_client"}, func(ctx context.Context, req *mcp.CallToolRequest, _ pingArgs) (*mcp.CallToolResult, any, error) {
@@ -40,6 +41,12 @@ func testServer() *mcp.Server {
 	mcp.AddTool(s, &mcp.Tool{Name: "block"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ pingArgs) (*mcp.CallToolResult, any, error) {
 		<-ctx.Done()
 		return nil, nil, ctx.Err()
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "progress"}, func(ctx context.Context, req *mcp.CallToolRequest, _ pingArgs) (*mcp.CallToolResult, any, error) {
+		if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: 1, Message: "half"}); err != nil {
+			return nil, nil, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
 	})
 	return s
 }
@@ -119,7 +126,12 @@ func dig(v any, path ...string) any {
 }
 
 func wrapped(id any, method string, params any) map[string]any {
-	m := map[string]any{"jsonrpc": "2.0", "method": V1.ProxySuccessor, "params": map[string]any{"method": method, "params": params}}
+	return wrappedAs(Connected, id, method, params)
+}
+
+// wrappedAs is one message from the agent in rev's successor wrapper.
+func wrappedAs(rev Revision, id any, method string, params any) map[string]any {
+	m := map[string]any{"jsonrpc": "2.0", "method": rev.ProxySuccessor(), "params": map[string]any{"method": method, "params": params}}
 	if id != nil {
 		m["id"] = id
 	}
@@ -127,9 +139,13 @@ func wrapped(id any, method string, params any) map[string]any {
 }
 
 // initialize runs _proxy/initialize with the agent advertising acp.
-func (p *peer) initialize(acp bool) {
+func (p *peer) initialize(acp bool) { p.initializeAs(Connected, acp) }
+
+// initializeAs runs rev's proxy initialize with the agent advertising acp.
+func (p *peer) initializeAs(rev Revision, acp bool) {
 	p.t.Helper()
-	p.send(map[string]any{"jsonrpc": "2.0", "id": 1, "method": V1.ProxyInitialize, "params": map[string]any{"protocolVersion": 1}})
+	p.rev = rev
+	p.send(map[string]any{"jsonrpc": "2.0", "id": 1, "method": rev.ProxyInitialize(), "params": map[string]any{"protocolVersion": 1}})
 	fwd := p.next()
 	p.send(map[string]any{"jsonrpc": "2.0", "id": fwd["id"], "result": map[string]any{"protocolVersion": 1, "agentCapabilities": map[string]any{"mcpCapabilities": map[string]any{"acp": acp}}}})
 	if r := p.next(); r["id"] != float64(1) {
@@ -158,7 +174,7 @@ func (p *peer) session(id int, servers ...any) string {
 
 func (p *peer) agentCall(id any, method string, params any) map[string]any {
 	p.t.Helper()
-	p.send(wrapped(id, method, params))
+	p.send(wrappedAs(p.rev, id, method, params))
 	for {
 		m := p.next()
 		if m["id"] == id && m["method"] == nil {
@@ -176,18 +192,18 @@ func errCode(m map[string]any) int {
 // mcpInit runs the inner MCP initialize handshake on connection cid.
 func (p *peer) mcpInit(cid string) {
 	p.t.Helper()
-	r := p.agentCall("init-"+cid, V1.MCPMessage, map[string]any{"connectionId": cid, "method": "initialize", "params": map[string]any{
+	r := p.agentCall("init-"+cid, methodMCPMessage, map[string]any{"connectionId": cid, "method": "initialize", "params": map[string]any{
 		"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "c", "version": "1"},
 	}})
 	if dig(r, "result", "serverInfo", "name") != "t" {
 		p.t.Fatalf("MCP initialize: %v", r)
 	}
-	p.send(wrapped(nil, V1.MCPMessage, map[string]any{"connectionId": cid, "method": "notifications/initialized"}))
+	p.send(wrapped(nil, methodMCPMessage, map[string]any{"connectionId": cid, "method": "notifications/initialized"}))
 }
 
 func (p *peer) connect(sid string) string {
 	p.t.Helper()
-	r := p.agentCall("c-"+sid+fmt.Sprint(time.Now().UnixNano()), V1.MCPConnect, map[string]any{"serverId": sid})
+	r := p.agentCall("c-"+sid+fmt.Sprint(time.Now().UnixNano()), methodMCPConnect, map[string]any{"serverId": sid})
 	cid, _ := dig(r, "result", "connectionId").(string)
 	if cid == "" {
 		p.t.Fatalf("mcp/connect: %v", r)
@@ -204,9 +220,9 @@ func TestServerToAgentRequest(t *testing.T) {
 	p.initialize(true)
 	cid := p.connect(p.session(2))
 	p.mcpInit(cid)
-	p.send(wrapped("call-1", V1.MCPMessage, map[string]any{"connectionId": cid, "method": "tools/call", "params": map[string]any{"name": "ping_client", "arguments": map[string]any{}}}))
+	p.send(wrapped("call-1", methodMCPMessage, map[string]any{"connectionId": cid, "method": "tools/call", "params": map[string]any{"name": "ping_client", "arguments": map[string]any{}}}))
 	ping := p.next()
-	if ping["method"] != V1.ProxySuccessor || dig(ping, "params", "method") != V1.MCPMessage ||
+	if ping["method"] != Connected.ProxySuccessor() || dig(ping, "params", "method") != methodMCPMessage ||
 		dig(ping, "params", "params", "method") != "ping" || dig(ping, "params", "params", "connectionId") != cid || ping["id"] == nil {
 		t.Fatalf("server ping: %v", ping)
 	}
@@ -224,8 +240,8 @@ func TestDisconnectAnswersOpenRequests(t *testing.T) {
 	p.initialize(true)
 	cid := p.connect(p.session(2))
 	p.mcpInit(cid)
-	p.send(wrapped("blocked", V1.MCPMessage, map[string]any{"connectionId": cid, "method": "tools/call", "params": map[string]any{"name": "block", "arguments": map[string]any{}}}))
-	p.send(wrapped("disc", V1.MCPDisconnect, map[string]any{"connectionId": cid}))
+	p.send(wrapped("blocked", methodMCPMessage, map[string]any{"connectionId": cid, "method": "tools/call", "params": map[string]any{"name": "block", "arguments": map[string]any{}}}))
+	p.send(wrapped("disc", methodMCPDisconnect, map[string]any{"connectionId": cid}))
 	got := map[any]map[string]any{}
 	for len(got) < 2 {
 		m := p.next()
@@ -239,24 +255,60 @@ func TestDisconnectAnswersOpenRequests(t *testing.T) {
 	}
 }
 
-// TestRevisionRenamed: the wire names come from the Revision table
-// alone: with the 2.4.0 names for the proxy methods, the proxy answers
-// proxy/initialize and wraps in proxy/successor, and the old names are
-// ordinary messages.
-func TestRevisionRenamed(t *testing.T) {
-	rev := V1
-	rev.ProxyInitialize, rev.ProxySuccessor = "proxy/initialize", "proxy/successor"
-	p := startProxy(t, &Options{Revision: &rev})
-	p.send(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "proxy/initialize", "params": map[string]any{"protocolVersion": 1}})
-	fwd := p.next()
-	if fwd["method"] != "proxy/successor" || dig(fwd, "params", "method") != "initialize" {
-		t.Fatalf("renamed initialize: %v", fwd)
-	}
-	p.send(map[string]any{"jsonrpc": "2.0", "id": fwd["id"], "result": map[string]any{"protocolVersion": 1}})
-	p.next()
-	p.send(map[string]any{"jsonrpc": "2.0", "id": 2, "method": "_proxy/initialize", "params": map[string]any{}})
-	if m := p.next(); m["method"] != "proxy/successor" || dig(m, "params", "method") != "_proxy/initialize" {
-		t.Fatalf("old name under the new revision: %v", m)
+// TestRevisionChosenByInitialize: the conductor's proxy initialize fixes
+// the revision for the connection: the inner initialize goes out in that
+// revision's wrapper and the agent's own result comes back (its
+// protocolVersion kept); afterwards the other revision's proxy methods,
+// unknown proxy methods and a plain initialize are answered with errors,
+// never forwarded. Before any proxy initialize nothing is forwarded.
+func TestRevisionChosenByInitialize(t *testing.T) {
+	for _, rev := range []Revision{Connected, Stateless} {
+		t.Run(rev.ProxyInitialize(), func(t *testing.T) {
+			other := Connected
+			if rev == Connected {
+				other = Stateless
+			}
+			p := startProxy(t, &Options{})
+			p.send(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": map[string]any{"cwd": "/", "mcpServers": []any{}}})
+			if m := p.next(); m["id"] != float64(1) || errCode(m) != jsonrpc.CodeInvalidRequest {
+				t.Fatalf("session/new before the proxy initialize: %v", m)
+			}
+			p.send(map[string]any{"jsonrpc": "2.0", "id": 0, "method": rev.ProxySuccessor(), "params": map[string]any{"method": "session/list"}})
+			if m := p.next(); m["id"] != float64(0) || errCode(m) != jsonrpc.CodeInvalidRequest {
+				t.Fatalf("%s before the proxy initialize: %v", rev.ProxySuccessor(), m)
+			}
+			p.send(map[string]any{"jsonrpc": "2.0", "id": 2, "method": rev.ProxyInitialize(), "params": map[string]any{"protocolVersion": 1}})
+			fwd := p.next()
+			if fwd["method"] != rev.ProxySuccessor() || dig(fwd, "params", "method") != "initialize" || dig(fwd, "params", "params", "protocolVersion") != float64(1) {
+				t.Fatalf("inner initialize: %v", fwd)
+			}
+			result := map[string]any{"protocolVersion": 7, "agentCapabilities": map[string]any{"mcpCapabilities": map[string]any{"acp": true}}, "agentInfo": map[string]any{"name": "a"}}
+			p.send(map[string]any{"jsonrpc": "2.0", "id": fwd["id"], "result": result})
+			if m := p.next(); m["id"] != float64(2) || fmt.Sprint(m["result"]) != fmt.Sprint(map[string]any{"protocolVersion": float64(7), "agentCapabilities": map[string]any{"mcpCapabilities": map[string]any{"acp": true}}, "agentInfo": map[string]any{"name": "a"}}) {
+				t.Fatalf("proxy initialize answer: %v", m)
+			}
+			for i, method := range []string{other.ProxyInitialize(), other.ProxySuccessor(), "proxy/unknown", "_proxy/unknown"} {
+				id := 10 + i
+				p.send(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": map[string]any{"method": "session/list", "params": map[string]any{}}})
+				if m := p.next(); m["id"] != float64(id) || errCode(m) != jsonrpc.CodeMethodNotFound {
+					t.Fatalf("%s under %s: %v", method, rev, m)
+				}
+			}
+			// A proxy method inside the wrapper is not traffic for the client either.
+			p.send(map[string]any{"jsonrpc": "2.0", "id": 20, "method": rev.ProxySuccessor(), "params": map[string]any{"method": other.ProxyInitialize(), "params": map[string]any{}}})
+			if m := p.next(); m["id"] != float64(20) || errCode(m) != jsonrpc.CodeMethodNotFound {
+				t.Fatalf("wrapped %s: %v", other.ProxyInitialize(), m)
+			}
+			p.send(map[string]any{"jsonrpc": "2.0", "id": 21, "method": "initialize", "params": map[string]any{"protocolVersion": 1}})
+			if m := p.next(); m["id"] != float64(21) || errCode(m) != jsonrpc.CodeInvalidRequest {
+				t.Fatalf("plain initialize: %v", m)
+			}
+			// Ordinary traffic now goes out in the chosen wrapper.
+			p.send(map[string]any{"jsonrpc": "2.0", "method": "session/cancel", "params": map[string]any{"sessionId": "s"}})
+			if m := p.next(); m["method"] != rev.ProxySuccessor() || dig(m, "params", "method") != "session/cancel" || m["id"] != nil {
+				t.Fatalf("session/cancel: %v", m)
+			}
+		})
 	}
 }
 
@@ -273,7 +325,7 @@ func TestHostileInput(t *testing.T) {
 	sid := p.session(2)
 	p.connect(sid)
 	p.connect(sid)
-	if r := p.agentCall("third", V1.MCPConnect, map[string]any{"serverId": sid}); errCode(r) == 0 {
+	if r := p.agentCall("third", methodMCPConnect, map[string]any{"serverId": sid}); errCode(r) == 0 {
 		t.Fatalf("third connection: %v", r)
 	}
 	// Four forwarded requests the agent never answers fill MaxPending.
@@ -299,7 +351,7 @@ func TestHostileInput(t *testing.T) {
 	}
 	// A response to nothing is dropped (no answer to an answer).
 	p.send(map[string]any{"jsonrpc": "2.0", "id": 999999, "result": map[string]any{}})
-	p.send(wrapped("after", V1.MCPConnect, map[string]any{"serverId": "unknown"}))
+	p.send(wrapped("after", methodMCPConnect, map[string]any{"serverId": "unknown"}))
 	if m := p.next(); m["id"] != "after" || errCode(m) != jsonrpc.CodeInvalidParams {
 		t.Fatalf("after the stray response: %v", m)
 	}
@@ -313,17 +365,17 @@ func TestUpstreamServersPassThrough(t *testing.T) {
 	p := startProxy(t, &Options{})
 	p.initialize(true)
 	p.session(2, map[string]any{"type": "acp", "name": "other", "serverId": "other:1"})
-	p.send(wrapped("up-1", V1.MCPConnect, map[string]any{"serverId": "other:1"}))
+	p.send(wrapped("up-1", methodMCPConnect, map[string]any{"serverId": "other:1"}))
 	fwd := p.next()
-	if fwd["method"] != V1.MCPConnect || dig(fwd, "params", "serverId") != "other:1" {
+	if fwd["method"] != methodMCPConnect || dig(fwd, "params", "serverId") != "other:1" {
 		t.Fatalf("upstream mcp/connect: %v", fwd)
 	}
 	p.send(map[string]any{"jsonrpc": "2.0", "id": fwd["id"], "result": map[string]any{"connectionId": "other-conn:1"}})
 	if r := p.next(); r["id"] != "up-1" || dig(r, "result", "connectionId") != "other-conn:1" {
 		t.Fatalf("upstream mcp/connect answer: %v", r)
 	}
-	p.send(wrapped(nil, V1.MCPMessage, map[string]any{"connectionId": "other-conn:1", "method": "notifications/initialized"}))
-	if m := p.next(); m["method"] != V1.MCPMessage || m["id"] != nil {
+	p.send(wrapped(nil, methodMCPMessage, map[string]any{"connectionId": "other-conn:1", "method": "notifications/initialized"}))
+	if m := p.next(); m["method"] != methodMCPMessage || m["id"] != nil {
 		t.Fatalf("upstream mcp/message: %v", m)
 	}
 }
@@ -336,22 +388,22 @@ func TestCancelRequestTranslated(t *testing.T) {
 	p.initialize(true)
 	p.send(map[string]any{"jsonrpc": "2.0", "id": "prompt-7", "method": "session/prompt", "params": map[string]any{"sessionId": "s", "prompt": []any{}}})
 	fwd := p.next()
-	p.send(map[string]any{"jsonrpc": "2.0", "method": V1.CancelRequest, "params": map[string]any{"requestId": "prompt-7"}})
+	p.send(map[string]any{"jsonrpc": "2.0", "method": methodCancelRequest, "params": map[string]any{"requestId": "prompt-7"}})
 	c := p.next()
-	if dig(c, "params", "method") != V1.CancelRequest || dig(c, "params", "params", "requestId") != fwd["id"] {
+	if dig(c, "params", "method") != methodCancelRequest || dig(c, "params", "params", "requestId") != fwd["id"] {
 		t.Fatalf("cancel: %v (forwarded as %v)", c, fwd["id"])
 	}
 	// A request from the agent forwarded to the client is cancelled on
 	// the client's hop under the proxy's id, unwrapped.
 	p.send(wrapped("perm-1", "session/request_permission", map[string]any{"sessionId": "s"}))
 	toClient := p.next()
-	p.send(map[string]any{"jsonrpc": "2.0", "method": V1.CancelRequest, "params": map[string]any{"requestId": "perm-1"}})
-	if c := p.next(); c["method"] != V1.CancelRequest || dig(c, "params", "requestId") != toClient["id"] {
+	p.send(map[string]any{"jsonrpc": "2.0", "method": methodCancelRequest, "params": map[string]any{"requestId": "perm-1"}})
+	if c := p.next(); c["method"] != methodCancelRequest || dig(c, "params", "requestId") != toClient["id"] {
 		t.Fatalf("cancel toward the client: %v (forwarded as %v)", c, toClient["id"])
 	}
 	// A tunnelled cancellation from the successor names its own hop's id:
 	// dropped, not passed on.
-	p.send(wrapped(nil, V1.CancelRequest, map[string]any{"requestId": 1}))
+	p.send(wrapped(nil, methodCancelRequest, map[string]any{"requestId": 1}))
 	p.send(map[string]any{"jsonrpc": "2.0", "id": 77, "method": "session/list", "params": map[string]any{}})
 	if m := p.next(); dig(m, "params", "method") != "session/list" {
 		t.Fatalf("a tunnelled cancel was passed on: %v", m)
@@ -384,7 +436,7 @@ func TestFailedSessionServerGone(t *testing.T) {
 	if r := p.next(); r["id"] != float64(2) || errCode(r) != -32602 {
 		t.Fatalf("session/new error not passed on: %v", r)
 	}
-	if r := p.agentCall("late", V1.MCPConnect, map[string]any{"serverId": sid}); errCode(r) != jsonrpc.CodeInvalidParams {
+	if r := p.agentCall("late", methodMCPConnect, map[string]any{"serverId": sid}); errCode(r) != jsonrpc.CodeInvalidParams {
 		t.Fatalf("mcp/connect to a refused session's server: %v", r)
 	}
 }
@@ -416,13 +468,13 @@ func TestCancelMCPRequest(t *testing.T) {
 	p.initialize(true)
 	cid := p.connect(p.session(2))
 	p.mcpInit(cid)
-	p.send(wrapped("blocked", V1.MCPMessage, map[string]any{"connectionId": cid, "method": "tools/call", "params": map[string]any{"name": "block", "arguments": map[string]any{}}}))
-	p.send(map[string]any{"jsonrpc": "2.0", "method": V1.CancelRequest, "params": map[string]any{"requestId": "blocked"}})
+	p.send(wrapped("blocked", methodMCPMessage, map[string]any{"connectionId": cid, "method": "tools/call", "params": map[string]any{"name": "block", "arguments": map[string]any{}}}))
+	p.send(map[string]any{"jsonrpc": "2.0", "method": methodCancelRequest, "params": map[string]any{"requestId": "blocked"}})
 	if m := p.next(); m["id"] != "blocked" || errCode(m) != -32800 {
 		t.Fatalf("cancelled request: %v", m)
 	}
 	// The connection goes on; no second answer to "blocked" arrives first.
-	if r := p.agentCall("after", V1.MCPMessage, map[string]any{"connectionId": cid, "method": "tools/list"}); dig(r, "result", "tools") == nil {
+	if r := p.agentCall("after", methodMCPMessage, map[string]any{"connectionId": cid, "method": "tools/list"}); dig(r, "result", "tools") == nil {
 		t.Fatalf("after cancel: %v", r)
 	}
 }
