@@ -400,7 +400,8 @@ func TestReadmeACPChain(t *testing.T) {
 			t.Fatalf("conductor example args %q", a.Args)
 		}
 	}
-	for _, name := range []string{acp.Connected.ProxyInitialize(), acp.Connected.ProxySuccessor(), "mcp/connect", "mcp/message", "mcp/disconnect", "connectionId", "1.5"} {
+	for _, name := range []string{acp.Connected.ProxyInitialize(), acp.Connected.ProxySuccessor(), "mcp/connect", "mcp/message", "mcp/disconnect", "connectionId", "1.5",
+		acp.Stateless.ProxyInitialize(), acp.Stateless.ProxySuccessor(), "serverId", "requestId", "2026-07-28", "2.4"} {
 		if !strings.Contains(s, "`"+name+"`") && !strings.Contains(s, name) {
 			t.Errorf("README does not name %s", name)
 		}
