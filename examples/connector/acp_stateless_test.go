@@ -105,26 +105,12 @@ func TestACPChainStateless(t *testing.T) {
 	// Presented heads are per serverId, and last across requests: A and
 	// B read, bob writes, B re-reads and may write; A, whose presented
 	// head is stale, is held.
-	a.tool("room_state", map[string]any{"room_id": roomID, "refresh": true})
-	b.tool("room_state", map[string]any{"room_id": roomID, "refresh": true})
-	bob.call("room_send_message", map[string]any{"room_id": roomID, "content": "news", "mentions": []string{agentID}})
-	deadline := time.Now().Add(15 * time.Second)
-	for !strings.Contains(fmtJSON(b.tool("room_timeline", map[string]any{"room_id": roomID, "refresh": true})), "news") {
-		if time.Now().After(deadline) {
-			t.Fatal("bob's message never synced")
-		}
-	}
-	if r := b.tool("room_send_message", map[string]any{"room_id": roomID, "content": "seen it"}); r["status"] != "sent" {
-		t.Fatalf("serverId B (re-read): %v", r)
-	}
-	if r := a.tool("room_send_message", map[string]any{"room_id": roomID, "content": "stale view"}); r["status"] != "held" {
-		t.Fatalf("serverId A (did not re-read): want held, got %v", r)
-	}
+	presentedHeadsApart(t, bob, roomID, map[string]any{"room_id": roomID, "content": "news", "mentions": []string{agentID}}, a.tool, b.tool)
 	// Inbox claims are per serverId: A claims the mention; B is not
 	// handed it; A still is.
 	mention := map[string]any{"room_id": roomID, "kinds": []string{"room.mention"}}
 	claim := map[string]any{"room_id": roomID, "kinds": []string{"room.mention"}, "claim": true, "wait_ms": 2000}
-	deadline = time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for len(a.tool("inbox_next", claim)["items"].([]any)) != 1 {
 		if time.Now().After(deadline) {
 			t.Fatal("no mention in the inbox")

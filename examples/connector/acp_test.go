@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"reflect"
 	"strings"
@@ -241,21 +242,9 @@ func TestACPChain(t *testing.T) {
 		t.Fatal("no notifications/resources/updated over mcp/message")
 	}
 
-	call(csA, "room_state", map[string]any{"room_id": roomID, "refresh": true})
-	call(csB, "room_state", map[string]any{"room_id": roomID, "refresh": true})
-	bob.call("room_send_message", map[string]any{"room_id": roomID, "content": "news"})
-	deadline := time.Now().Add(15 * time.Second)
-	for !strings.Contains(fmtJSON(call(csB, "room_timeline", map[string]any{"room_id": roomID, "refresh": true})), "news") {
-		if time.Now().After(deadline) {
-			t.Fatal("bob's message never synced")
-		}
-	}
-	if r := call(csB, "room_send_message", map[string]any{"room_id": roomID, "content": "seen it"}); r["status"] != "sent" {
-		t.Fatalf("connection B (re-read): %v", r)
-	}
-	if r := call(csA, "room_send_message", map[string]any{"room_id": roomID, "content": "stale view"}); r["status"] != "held" {
-		t.Fatalf("connection A (did not re-read): want held, got %v", r)
-	}
+	presentedHeadsApart(t, bob, roomID, map[string]any{"room_id": roomID, "content": "news"},
+		func(tool string, args map[string]any) map[string]any { return call(csA, tool, args) },
+		func(tool string, args map[string]any) map[string]any { return call(csB, tool, args) })
 	if n := len(aB.updates); n != 0 || aB.outerNotifications() != 0 {
 		t.Fatalf("connection B got %d updates without subscribing", n)
 	}
@@ -323,6 +312,29 @@ func TestACPChain(t *testing.T) {
 	aB.Close()
 	ch.stop()
 	assertKeyNeverSent(t, ch, key)
+}
+
+// presentedHeadsApart checks that two MCP sessions, a and b (tool
+// callers), keep their own presented heads (§4.2), and keep them across
+// calls: both read the room, bob writes msg, b re-reads and its write is
+// sent; a, whose presented head is now stale, is held.
+func presentedHeadsApart(t *testing.T, bob *agentConn, roomID string, msg map[string]any, a, b func(tool string, args map[string]any) map[string]any) {
+	t.Helper()
+	a("room_state", map[string]any{"room_id": roomID, "refresh": true})
+	b("room_state", map[string]any{"room_id": roomID, "refresh": true})
+	bob.call("room_send_message", msg)
+	deadline := time.Now().Add(15 * time.Second)
+	for !strings.Contains(fmtJSON(b("room_timeline", map[string]any{"room_id": roomID, "refresh": true})), fmt.Sprint(msg["content"])) {
+		if time.Now().After(deadline) {
+			t.Fatal("bob's message never synced")
+		}
+	}
+	if r := b("room_send_message", map[string]any{"room_id": roomID, "content": "seen it"}); r["status"] != "sent" {
+		t.Fatalf("the session that re-read: %v", r)
+	}
+	if r := a("room_send_message", map[string]any{"room_id": roomID, "content": "stale view"}); r["status"] != "held" {
+		t.Fatalf("the session that did not re-read: want held, got %v", r)
+	}
 }
 
 // assertKeyNeverSent checks that the key never crossed the wire: neither
