@@ -156,10 +156,10 @@ func (e *Engine) subscribe(k roomKey) {
 		retried := false
 		for ctx.Err() == nil {
 			err := e.follow(ctx, k, h)
-			e.logf("connector: room %s on %s: subscription ended: %v", k.room, k.host, err)
 			if ctx.Err() != nil {
-				return
+				return // Close or an unsubscribe ended it: nothing to report
 			}
+			e.logf("connector: room %s on %s: subscription ended: %v", k.room, k.host, err)
 			if !isPermanent(err) {
 				retried = false
 			} else {
