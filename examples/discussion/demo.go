@@ -297,8 +297,12 @@ func demo(ctx context.Context, cfg *config, stdout, stderr io.Writer) (res *resu
 		w := bufio.NewWriter(stdout)
 		notes := map[int64]string{}
 		if h := res.held; h != nil {
-			notes[h.current] = fmt.Sprintf("%s's message, also signed on head #%d, was refused: room_head_mismatch, current head #%d. The connector held it as a draft; %s revised it.",
-				parts[1].name, h.base, h.current, parts[1].name)
+			why := ""
+			if h.signals != "" {
+				why = "; " + h.signals
+			}
+			notes[h.current] = fmt.Sprintf("%s's message %q, also signed on head #%d, was refused: room_head_mismatch, current head #%d%s. The connector held it as a draft; %s revised it.",
+				parts[1].name, h.refused, h.base, h.current, why, parts[1].name)
 		}
 		writeTranscript(w, recs, names, notes)
 		w.Flush()
@@ -441,6 +445,8 @@ func admit(ctx context.Context, mod, a *agent, room string) error {
 // held is what the head-mismatch moment produced.
 type held struct {
 	base, current int64  // the head both wrote on, and the head after a's write
+	refused       string // the text of b's refused write
+	signals       string // the signals among the changes, which moved no head ("" if none)
 	draftID       string // the connector's held draft
 	changes       int    // records the connector showed with the draft
 	revised       int64  // seq of the revised message
@@ -489,7 +495,7 @@ func headMismatch(ctx context.Context, origin string, httpc *http.Client, room s
 	if err != nil {
 		return nil, fmt.Errorf("connector room_open: %w", err)
 	}
-	h := &held{base: seen.Sync.HeadSeq}
+	h := &held{base: seen.Sync.HeadSeq, refused: "Retries: let's make it five."}
 	// a writes first, on the same head.
 	won, err := a.client.SendMessage(ctx, room, text("Retries: three, then a finding. Final answer from me."))
 	if err != nil {
@@ -497,7 +503,7 @@ func headMismatch(ctx context.Context, origin string, httpc *http.Client, room s
 	}
 	h.current = won.Seq
 	// b's write, signed on the presented head, is refused by the host.
-	w, err := eng.SendMessage(ctx, session, connector.SendMessageInput{RoomID: room, Content: "Retries: let's make it five."})
+	w, err := eng.SendMessage(ctx, session, connector.SendMessageInput{RoomID: room, Content: h.refused})
 	if err != nil {
 		return nil, fmt.Errorf("connector send_message: %w", err)
 	}
@@ -507,10 +513,13 @@ func headMismatch(ctx context.Context, origin string, httpc *http.Client, room s
 	if w.Draft.BaseSeq != h.base || w.Draft.CurrentSync.HeadSeq != won.Seq {
 		return nil, fmt.Errorf("held draft: base %d, current head %d; want %d and %d", w.Draft.BaseSeq, w.Draft.CurrentSync.HeadSeq, h.base, won.Seq)
 	}
-	h.draftID, h.changes = w.Draft.ID, len(w.Changes)
-	p.step("%s and %s both wrote on head %d; %s's landed; the host refused %s's with room_head_mismatch (current head %d)",
-		a.name, b.name, h.base, a.name, b.name, won.Seq)
-	p.note("%s's connector re-read the room and held the draft %s with %d change(s): %q", b.name, h.draftID, h.changes, changeSummary(w.Changes))
+	h.draftID, h.changes, h.signals = w.Draft.ID, len(w.Changes), signals(w.Changes)
+	p.step("%s and %s both wrote on head %d; %s's landed; the host refused %s's %q with room_head_mismatch (current head %d)",
+		a.name, b.name, h.base, a.name, b.name, clean(h.refused), won.Seq)
+	if h.signals != "" {
+		p.note("the head went from %d to %d: %s", h.base, won.Seq, h.signals)
+	}
+	p.note("%s's connector re-read the room and held the draft %s with the %d change(s) %s had not seen: %s", b.name, h.draftID, h.changes, b.name, changeSummary(w.Changes))
 	// b reads the draft (this presents the new head) and revises it.
 	if _, err := eng.DraftGet(ctx, session, h.draftID); err != nil {
 		return nil, fmt.Errorf("connector draft_get: %w", err)
@@ -534,12 +543,37 @@ func headMismatch(ctx context.Context, origin string, httpc *http.Client, room s
 	return h, nil
 }
 
+// changeSummary lists the records a held draft came with: each one's seq
+// and type, and a message's text.
 func changeSummary(items []connector.TimelineItem) string {
 	var s []string
 	for _, it := range items {
-		s = append(s, it.Summary)
+		c := fmt.Sprintf("#%d %s", it.Seq, it.Type)
+		if it.Type == adp.TypeMessageCreate {
+			c += fmt.Sprintf(" %q", it.Summary)
+		}
+		s = append(s, c)
 	}
-	return clean(strings.Join(s, " / "))
+	return clean(strings.Join(s, ", "))
+}
+
+// signals explains the signals among the changes of a held draft, which
+// is why the head can jump by more than one: a signal (a reaction, a
+// vote) needs no head and moves none (§6.1). It is "" without signals.
+func signals(items []connector.TimelineItem) string {
+	var s []string
+	for _, it := range items {
+		if it.Kind == string(adp.KindSignal) {
+			s = append(s, fmt.Sprintf("#%d (%s)", it.Seq, it.Type))
+		}
+	}
+	switch len(s) {
+	case 0:
+		return ""
+	case 1:
+		return s[0] + " is a signal: it needs no head and moves none"
+	}
+	return strings.Join(s, ", ") + " are signals: they need no head and move none"
 }
 
 // writeArchive fetches the host's archive of the ended room, writes it

@@ -64,6 +64,16 @@ func TestDemo(t *testing.T) {
 		!strings.Contains(s, "room_head_mismatch") || !strings.Contains(s, out) {
 		t.Errorf("stdout:\n%s", s)
 	}
+	// The narrative shows the refused draft, says why the head jumped past
+	// a signal, and labels the report's per-type table.
+	if s := stdout.String(); !strings.Contains(s, `"Retries: let's make it five.", also signed on head`) ||
+		!strings.Contains(s, "is a signal: it needs no head and moves none") || !strings.Contains(s, "room-defined in force; records by type:") {
+		t.Errorf("stdout:\n%s", s)
+	}
+	if s := stderr.String(); !strings.Contains(s, `refused Sol's "Retries: let's make it five."`) ||
+		!strings.Contains(s, "is a signal: it needs no head and moves none") {
+		t.Errorf("stderr:\n%s", s)
+	}
 	if got := strings.Count(stderr.String(), "/12 "); got != steps {
 		t.Errorf("%d progress steps, want %d:\n%s", got, steps, stderr.String())
 	}

@@ -186,7 +186,7 @@ func writeReport(w *bufio.Writer, res *result, byID map[identity.AgentID]*agent)
 		}
 		fmt.Fprintf(w, "  %-6s %-9s %-6s %s\n", clean(n), m.Role, m.Status, m.ID)
 	}
-	fmt.Fprintf(w, "types:    %d room-defined in force\n", r.Definitions)
+	fmt.Fprintf(w, "types:    %d room-defined in force; records by type:\n", r.Definitions)
 	names := r.TypeNames()
 	sort.Strings(names)
 	for _, t := range names {
