@@ -69,6 +69,33 @@ func (m *MemoryIndex) Add(seq int64, record, event envelope.Hash) {
 	}
 }
 
+// undoAdd drops the record Add added last, at seq, when it is (record,
+// event), and reports whether it did. The snapshot lists are kept when
+// the event was not merged into them yet (no snapshot since the Add, the
+// group-commit case), and otherwise rebuilt on the next snapshot.
+func (m *MemoryIndex) undoAdd(seq int64, record, event envelope.Hash) bool {
+	if seq != int64(len(m.records)) || m.records[seq-1] != record {
+		return false
+	}
+	if _, ok := m.events[event]; !ok {
+		return false
+	}
+	m.records = m.records[:seq-1]
+	delete(m.events, event)
+	s := &m.snap
+	s.Lock()
+	defer s.Unlock()
+	if !s.on {
+		return true
+	}
+	if n := len(s.fresh); n > 0 && s.fresh[n-1] == event && len(s.records)/itemLen < int(seq) {
+		s.fresh = s.fresh[:n-1]
+		return true
+	}
+	s.on, s.records, s.events, s.fresh = false, nil, nil, nil
+	return true
+}
+
 // snapshotLists returns the record hashes (in seq order) and the event
 // hashes (in byte order) as the items of JSON arrays of base64url strings,
 // each followed by a comma. The slices stay valid until the next Add.

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/adp/adptest"
+	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/packs"
 )
 
 // Prepare judges a write as Accept does without changing the room; Commit
@@ -113,5 +116,131 @@ func TestPrepareEvent(t *testing.T) {
 	}
 	if _, err := w.Room.PrepareEvent(w.Ctx, &adp.Event{Event: ev.Event, Hash: ev.Hash, RoomID: ev.RoomID}, w.Now); !errors.Is(err, identity.ErrInvalidEvent) {
 		t.Fatalf("hand-made Event: %v, want invalid_event", err)
+	}
+}
+
+// Undo takes back committed writes newest first, leaving the room exactly
+// as before them (its snapshot bytes, including the index's kept lists),
+// and the room then accepts other writes in their place as if the undone
+// ones had never been judged. It refuses, changing nothing, a write that
+// changes the room beyond its record, one that is not the latest, and one
+// not committed.
+func TestPendingUndo(t *testing.T) {
+	w := adptest.NewWorld(t, "d8ftedhpqhsusbg001tg", nil)
+	w.PublicRoom()
+	w.Join("alice", adp.RoleSpeaker)
+	w.Join("bob", adp.RoleSpeaker)
+	decl, err := packs.ParseDeclaration([]byte(`{"type":"team.nudge","kind":"signal","title":"Nudge","schema":{"type":"object"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Must(adp.NewTypeDefine(w.Ctx, w.Author("creator"), w.Base(adp.TypeTypeDefine), decl))
+	w.OK(w.Say("alice", "before"))
+	if _, err := w.Room.Snapshot(); err != nil { // the index now keeps its lists as text
+		t.Fatal(err)
+	}
+	before, _ := w.Room.Snapshot()
+	twin := w.Replay(nil)
+
+	prep := func(env *envelope.Envelope, err error) *adp.Pending {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Tick(time.Millisecond)
+		p, err := w.Room.Prepare(w.Ctx, env, w.Now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	decl2, _ := packs.ParseDeclaration([]byte(`{"type":"team.poke","kind":"message","title":"Poke","schema":{"type":"object"}}`))
+	ps := []*adp.Pending{
+		prep(adp.NewMessage(w.Ctx, w.Author("alice"), w.Base(adp.TypeMessageCreate), adp.Message{ContentType: "text/plain", Content: adp.TextContent("one")})),
+		prep(adp.NewCustom(w.Ctx, w.Author("bob"), w.Base("team.nudge"), w.Room.Registry(), "team.nudge", map[string]int{})),
+		prep(adp.NewTypeDefine(w.Ctx, w.Author("creator"), w.Base(adp.TypeTypeDefine), decl2)),
+		prep(adp.NewCustom(w.Ctx, w.Author("alice"), w.Base("team.poke"), w.Room.Registry(), "team.poke", map[string]int{})),
+	}
+	if err := ps[0].Undo(); !errors.Is(err, adp.ErrCannotUndo) {
+		t.Fatalf("Undo of a record that is not the latest: %v", err)
+	}
+	for i := len(ps) - 1; i >= 0; i-- {
+		if err := ps[i].Undo(); err != nil {
+			t.Fatalf("Undo of write %d: %v", i, err)
+		}
+	}
+	if after, _ := w.Room.Snapshot(); !bytes.Equal(before, after) {
+		t.Fatalf("after Undo the room is not as before:\nbefore %s\nafter  %s", before, after)
+	}
+	if err := ps[0].Undo(); !errors.Is(err, adp.ErrCannotUndo) {
+		t.Fatalf("second Undo: %v", err)
+	}
+	if err := ps[0].Commit(); !errors.Is(err, adp.ErrInvalidRecord) {
+		t.Fatalf("Commit after Undo: %v", err)
+	}
+
+	// The same seq goes to another write, on both the undone room and a
+	// twin that never saw the undone ones; a message may not reference an
+	// undone event.
+	undone := ps[0].Record.Envelope.Hash()
+	_, err = w.Submit(adp.NewMessage(w.Ctx, w.Author("bob"), w.Base(adp.TypeMessageCreate), adp.Message{ContentType: "text/plain", Content: adp.TextContent("ref"), References: []envelope.Hash{undone}}))
+	if !errors.Is(err, identity.ErrInvalidEvent) {
+		t.Fatalf("a reference to an undone event: %v", err)
+	}
+	env, err := adp.NewMessage(w.Ctx, w.Author("bob"), w.Base(adp.TypeMessageCreate), adp.Message{ContentType: "text/plain", Content: adp.TextContent("instead")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, errA := w.Room.Accept(w.Ctx, env, w.Now)
+	b, errB := twin.Accept(w.Ctx, env, w.Now)
+	if errA != nil || errB != nil || a.Hash != b.Hash {
+		t.Fatalf("after Undo: %v / %v", errA, errB)
+	}
+	sa, _ := w.Room.Snapshot()
+	sb, _ := twin.Snapshot()
+	if !bytes.Equal(sa, sb) {
+		t.Fatalf("the undone room and its twin differ:\n%s\n%s", sa, sb)
+	}
+
+	// A snapshot taken between Commit and Undo has merged the record into
+	// the index's kept lists: Undo drops them, and the next snapshot is
+	// the same as before the write.
+	prior, _ := w.Room.Snapshot()
+	p1 := prep(adp.NewMessage(w.Ctx, w.Author("alice"), w.Base(adp.TypeMessageCreate), adp.Message{ContentType: "text/plain", Content: adp.TextContent("two")}))
+	if _, err := w.Room.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p1.Undo(); err != nil {
+		t.Fatal(err)
+	}
+	if now, _ := w.Room.Snapshot(); !bytes.Equal(prior, now) {
+		t.Fatal("Undo after a snapshot left another state")
+	}
+
+	// A membership write changes the room beyond its record.
+	w.Tick(time.Millisecond)
+	join, err := adp.NewJoin(w.Ctx, w.Author("carol"), w.Base(adp.TypeRoomJoin), adp.Join{Role: adp.RoleSpeaker})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := w.Room.Prepare(w.Ctx, join, w.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Undo(); !errors.Is(err, adp.ErrCannotUndo) {
+		t.Fatalf("Undo before Commit: %v", err)
+	}
+	if err := p.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	joined, _ := w.Room.Snapshot()
+	if err := p.Undo(); !errors.Is(err, adp.ErrCannotUndo) {
+		t.Fatalf("Undo of a join: %v", err)
+	}
+	if now, _ := w.Room.Snapshot(); !bytes.Equal(joined, now) {
+		t.Fatal("a refused Undo changed the room")
 	}
 }

@@ -2,6 +2,8 @@ package adp
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -233,6 +235,20 @@ type Pending struct {
 	Record *Record
 	room   *Room
 	change *change
+	// committed is set by Commit, with prev, what Undo puts back.
+	committed bool
+	prev      undoState
+}
+
+// undoState is the part of a room's state a change without side effects
+// (change.apply nil) replaces when it commits.
+type undoState struct {
+	status       Status
+	latest       Latest
+	head         RecordRef
+	registry     *packs.Registry
+	member       *Member // the actor's, whose LastEventSeq moved
+	lastEventSeq int64
 }
 
 // Prepare is [Room.Accept] without the state change: it judges env at time
@@ -275,8 +291,8 @@ func (p *Pending) Commit() error {
 	r := p.room
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if p.change == nil {
-		return identity.Errorf(CodeInvalidRecord, "record %d is already committed", p.Record.Seq)
+	if p.committed || p.change == nil {
+		return identity.Errorf(CodeInvalidRecord, "record %d is already committed (or undone)", p.Record.Seq)
 	}
 	// The record hash is the one Prepare computed from the record, which
 	// is immutable: only the link to the room's latest record can have
@@ -284,8 +300,54 @@ func (p *Pending) Commit() error {
 	if err := r.checkChain(p.Record); err != nil {
 		return err
 	}
+	s := &r.st
+	p.prev = undoState{status: s.Status, latest: s.Latest, head: s.Head, registry: s.Registry}
+	if m := s.Members[p.change.ev.Actor]; m != nil {
+		p.prev.member, p.prev.lastEventSeq = m, m.LastEventSeq
+	}
 	r.commit(p.change, p.Record)
-	p.change = nil
+	p.committed = true
+	return nil
+}
+
+// ErrCannotUndo is returned by [Pending.Undo] for a Pending it cannot take
+// back; the room is unchanged.
+var ErrCannotUndo = errors.New("adp: the committed record cannot be undone")
+
+// Undo takes back a committed Pending whose record is still the room's
+// latest: the room is again exactly as it was before [Pending.Commit].
+// A host that commits several judged writes to its replica before one
+// durable append of them all (group commit) undoes them, newest first,
+// when that append fails, instead of rebuilding the replica from storage
+// it may not be able to reach.
+//
+// Only writes whose effect is the record itself can be undone: messages,
+// signals, room-defined types and type.define, in a room with the default
+// [MemoryIndex]. Undo returns an error wrapping ErrCannotUndo, and changes
+// nothing, for any other write (membership and lifecycle changes), a
+// Pending not committed or already undone, a record that is no longer the
+// latest, or a custom Index.
+func (p *Pending) Undo() error {
+	r := p.room
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := &r.st
+	m, ok := r.index.(*MemoryIndex)
+	switch {
+	case !p.committed:
+		return fmt.Errorf("%w: record %d is not committed", ErrCannotUndo, p.Record.Seq)
+	case p.change.apply != nil || p.change.ev.Type == TypeRoomCreate:
+		return fmt.Errorf("%w: %s changes the room beyond its record", ErrCannotUndo, p.change.ev.Type)
+	case s.Latest.Seq != p.Record.Seq || s.Latest.Hash != p.Record.Hash:
+		return fmt.Errorf("%w: record %d is not the room's latest", ErrCannotUndo, p.Record.Seq)
+	case !ok || !m.undoAdd(p.Record.Seq, p.Record.Hash, p.change.ev.Hash):
+		return fmt.Errorf("%w: the room's index cannot drop record %d", ErrCannotUndo, p.Record.Seq)
+	}
+	s.Status, s.Latest, s.Head, s.Registry = p.prev.status, p.prev.latest, p.prev.head, p.prev.registry
+	if p.prev.member != nil {
+		p.prev.member.LastEventSeq = p.prev.lastEventSeq
+	}
+	p.committed, p.change, p.prev = false, nil, undoState{}
 	return nil
 }
 
