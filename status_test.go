@@ -35,6 +35,7 @@ var wantStatus = map[identity.Code]int{
 	"rate_limited":               429,
 	"payload_too_large":          413,
 	"internal_error":             500,
+	"service_unavailable":        503,
 	"invalid_response":           400,
 	"type_not_defined":           400,
 	"type_disabled":              400,

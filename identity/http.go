@@ -21,6 +21,21 @@ import (
 // body is not an error body.
 const CodeInternalError Code = "internal_error"
 
+// CodeServiceUnavailable is the code of a service that cannot judge a
+// request for now (its storage is unreachable) and asks the client to
+// send it again, after the answer's Retry-After (HTTP 503). Like
+// internal_error it is the SDK's, not the specification's: Identity §8's
+// shared codes name no transient failure of the service, and
+// rate_limited, the only retryable one, blames the client's quota. Every
+// SDK client treats a 503 as transient: it retries it with backoff, and
+// the connector keeps the signed write to send again, which the
+// exact-resubmission rule (§6.3) makes safe whether or not the service
+// had stored it.
+const CodeServiceUnavailable Code = "service_unavailable"
+
+// ErrServiceUnavailable matches (errors.Is) any service_unavailable error.
+var ErrServiceUnavailable = NewError(CodeServiceUnavailable, "service unavailable")
+
 // MaxErrorBodySize bounds how much of an error response ReadError reads.
 const MaxErrorBodySize = 64 << 10
 

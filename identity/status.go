@@ -21,6 +21,7 @@ var defaultStatus = map[Code]int{
 	CodeRateLimited:          429,
 	CodePayloadTooLarge:      413,
 	CodeInternalError:        500,
+	CodeServiceUnavailable:   503,
 
 	// Agent Profile: a local verdict on a service's answer, never sent by
 	// a service; listed so the table is total.
