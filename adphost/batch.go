@@ -15,11 +15,15 @@ import (
 // done the first of them leads everything queued: it judges those writes
 // in order against the replica and appends them with one AppendBatch, one
 // durable commit for all. Each write is answered, and published to live
-// subscribers, only once the batch is stored. A batch that fails puts the
-// replica back as it was, without announcing anything, and then every
-// write of it is judged and appended again on its own (catching up first
-// when another process appended), so that one write's refusal or a lost
-// append race never becomes another write's answer.
+// subscribers, only once the batch is stored. A batch that fails is taken
+// back out of the replica in memory (adp.Pending.Undo), without reading
+// the Store or announcing anything. When the Store refused it (a lost
+// append race, one write's used nonce or quota), every write that passed
+// the batch's judgment is judged and appended again on its own (catching
+// up first when another process appended), so that one write's refusal or
+// a lost race never becomes another write's answer; the refused writes
+// keep their answers. When the Store failed (a database that is down),
+// every write of it is answered service_unavailable, to be sent again.
 //
 // While a batch is in flight the replica holds its judged records; the
 // room's lock is held until they are stored or undone, so that only a
@@ -74,9 +78,14 @@ func (h *Host) commitGrouped(ctx context.Context, hr *hostRoom, w *roomWrite) (*
 		hr.queue = append(hr.queue[:0:0], hr.queue[n:]...)
 	}
 	hr.qmu.Unlock()
-	if len(batch) == 1 {
+	switch {
+	case hr.dropped.Load():
+		for _, o := range batch {
+			o.err = errDropped
+		}
+	case len(batch) == 1:
 		w.rec, w.err = h.commitLocked(ctx, hr, w.env, w.ev, w.pf)
-	} else {
+	default:
 		// The batch's appends serve every write of it: they do not end
 		// with the leader's request.
 		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.deadline+10*time.Second)
@@ -101,11 +110,13 @@ func (h *Host) commitGrouped(ctx context.Context, hr *hostRoom, w *roomWrite) (*
 	return w.rec, w.err
 }
 
-// judgedWrite is a write of a batch that passed the replica's rules.
+// judgedWrite is a write of a batch that passed the replica's rules and
+// is committed to it, pending the batch's append.
 type judgedWrite struct {
 	w    *roomWrite
 	c    *Commit
 	hint hintedUse
+	p    *adp.Pending
 }
 
 // commitBatch judges and appends batch (hr.mu held), setting each write's
@@ -128,42 +139,65 @@ func (h *Host) commitBatch(ctx context.Context, hr *hostRoom, batch []*roomWrite
 	before := hr.room.Latest().Seq
 	now := h.now()
 	var ok []judgedWrite
-	var cs []*Commit
-	for _, w := range batch {
+	for i, w := range batch {
 		c, hint, err := h.precheck(ctx, hr, w.ev, now)
+		if errors.Is(err, ErrHeadMoved) {
+			// The private gate found the Store ahead of the replica.
+			h.rejudge(ctx, hr, ok, batch[i:])
+			return
+		}
 		var p *adp.Pending
 		if err == nil {
-			p, err = hr.room.PrepareEvent(ctx, w.ev, now) // w.ev is w.env's, read once
-		}
-		if err == nil {
-			err = p.Commit() // the next write is judged after this one
-		}
-		if err != nil {
-			if errors.Is(err, ErrHeadMoved) || (ruleRefusal(err) && h.storeAhead(ctx, hr, before)) {
+			if p, err = hr.room.PrepareEvent(ctx, w.ev, now); err == nil { // w.ev is w.env's, read once
+				err = p.Commit() // the next write is judged after this one
+			}
+			if ruleRefusal(err) && h.storeAhead(ctx, hr, before) {
 				// Judged on a replica that is behind (the Store has
-				// records past the batch's start): start again, each
-				// write on its own after catching up.
-				h.unbatch(ctx, hr, batch, before)
+				// records past the batch's start): this write and the
+				// rest again, each on its own after catching up.
+				h.rejudge(ctx, hr, ok, batch[i:])
 				return
 			}
+		}
+		if err != nil {
+			// A verdict (or precheck's failure to reach one) that stands:
+			// an outsider's refusal was charged to its quota once.
 			w.err = err
 			continue
 		}
 		c.Record = p.Record
-		ok = append(ok, judgedWrite{w, c, hint})
-		cs = append(cs, c)
+		ok = append(ok, judgedWrite{w, c, hint, p})
 	}
-	if len(cs) == 0 {
+	if len(ok) == 0 {
 		return
 	}
 	var err error
-	if len(cs) == 1 {
-		err = h.store.Append(ctx, cs[0])
+	if len(ok) == 1 {
+		err = h.store.Append(ctx, ok[0].c)
 	} else {
+		cs := make([]*Commit, len(ok))
+		for i, j := range ok {
+			cs[i] = j.c
+		}
 		err = h.store.(BatchAppender).AppendBatch(ctx, cs)
 	}
 	if err != nil {
-		h.unbatch(ctx, hr, batch, before)
+		if storeVerdict(err) {
+			// A lost append race, or one write's refusal the batch's
+			// error does not name: each write again, on its own.
+			h.rejudge(ctx, hr, ok, nil)
+			return
+		}
+		// The Store failed: no verdict on any write, and whether the
+		// batch was stored is unknown (a connection lost at commit).
+		// The replica goes back, and checks the Store's head at its
+		// next use.
+		if h.undo(hr, ok) {
+			hr.unsure.Store(true)
+		}
+		for _, j := range ok {
+			j.w.err = unavailable(err)
+		}
 		return
 	}
 	hr.seq.Store(hr.room.Latest().Seq)
@@ -181,62 +215,47 @@ func (h *Host) commitBatch(ctx context.Context, hr *hostRoom, batch []*roomWrite
 	}
 }
 
-// unbatch undoes a batch that was not stored (hr.mu held): the replica
-// goes back to seq before, announcing nothing, and every write of the
-// batch is judged and appended again on its own.
-func (h *Host) unbatch(ctx context.Context, hr *hostRoom, batch []*roomWrite, before int64) {
-	if err := h.rollback(ctx, hr, before); err != nil {
-		for _, w := range batch {
-			w.rec, w.err = nil, err
+// rejudge undoes the batch's judged writes ok and judges and appends them
+// again, then rest, each on its own (hr.mu held); the answers of the
+// batch's refused writes stand. The replica is put back in memory, never
+// rebuilt from the Store: that would cost a room's load on every lost
+// race, and fail when the Store cannot be read.
+func (h *Host) rejudge(ctx context.Context, hr *hostRoom, ok []judgedWrite, rest []*roomWrite) {
+	if !h.undo(hr, ok) {
+		for _, j := range ok {
+			j.w.err = errDropped
+		}
+		for _, w := range rest {
+			w.err = errDropped
 		}
 		return
 	}
-	for _, w := range batch {
+	for _, j := range ok {
+		j.w.rec, j.w.err = h.commitLocked(ctx, hr, j.w.env, j.w.ev, j.w.pf)
+	}
+	for _, w := range rest {
 		w.rec, w.err = h.commitLocked(ctx, hr, w.env, w.ev, w.pf)
-		if w.err != nil {
-			w.rec = nil
-		}
 	}
 }
 
-// rollback rebuilds hr's replica at seq (hr.mu held) from the Store,
-// without announcing any record: the records up to seq were announced
-// already, and those after it are announced by the next catch-up.
-func (h *Host) rollback(ctx context.Context, hr *hostRoom, seq int64) error {
-	if hr.room.Latest().Seq == seq {
-		return nil
-	}
-	opts := h.roomOpts
-	opts.URL = h.RoomURL(hr.id)
-	room := adp.NewRoom(hr.id, &opts)
-	if at, snap, err := h.store.Snapshot(ctx, hr.id); err != nil {
-		return err
-	} else if snap != nil && at <= seq {
-		if room, err = adp.RestoreRoom(snap, &opts); err != nil {
-			return err
+// undo takes the judged writes ok back out of the replica, newest first,
+// announcing nothing (hr.mu held). A replica that cannot be put back is
+// ahead of the Store: it is dropped, and undo reports false.
+func (h *Host) undo(hr *hostRoom, ok []judgedWrite) bool {
+	for i := len(ok) - 1; i >= 0; i-- {
+		if err := ok[i].p.Undo(); err != nil {
+			h.drop(hr, err)
+			return false
 		}
 	}
-	for room.Latest().Seq < seq {
-		recs, err := h.store.Records(ctx, hr.id, room.Latest().Seq, int(min(seq-room.Latest().Seq, 500)))
-		if err != nil {
-			return err
-		}
-		if len(recs) == 0 {
-			return errors.New("adphost: the Store lost records the replica had")
-		}
-		for _, rec := range recs {
-			ev, err := adp.ParseEvent(rec.Envelope)
-			if err != nil {
-				return err
-			}
-			if err := room.Apply(context.WithValue(ctx, replayKey{}, ev.Type), rec); err != nil {
-				return err
-			}
-		}
-	}
-	hr.room, hr.reg, hr.ix = room, room.Registry(), nil
-	hr.seq.Store(seq)
-	return nil
+	return true
+}
+
+// storeVerdict reports whether err, an append's failure, is the Store's
+// verdict on the write (a moved head, a duplicate envelope, a used nonce
+// or quota) rather than a failure to reach one.
+func storeVerdict(err error) bool {
+	return errors.Is(err, ErrHeadMoved) || errors.Is(err, ErrDuplicateEvent) || ruleRefusal(err)
 }
 
 // storeAhead reports whether the Store's log has records after seq.

@@ -25,9 +25,15 @@ type batchStore struct {
 	gate    chan struct{} // closed: open
 	entered chan struct{} // one value per append that reached the gate
 	states  atomic.Int64  // write states read: writes on their way to the room's lock
+	snaps   atomic.Int64  // snapshots read (room loads)
 	mu      sync.Mutex
 	batches []int
 	steal   []*adp.Record // appended, one per batch, ahead of the batch
+}
+
+func (b *batchStore) Snapshot(ctx context.Context, room string) (int64, []byte, error) {
+	b.snaps.Add(1)
+	return b.MemoryStore.Snapshot(ctx, room)
 }
 
 func (b *batchStore) wait() {
@@ -155,7 +161,7 @@ func groupCommitRun(t *testing.T, steal bool) ([]*adp.Record, []error, *batchSto
 	time.Sleep(20 * time.Millisecond) // the stream is up before the writes (it replays nothing: §17)
 	startHead := mustv(store.Head(ctx, room))
 
-	store.gate = make(chan struct{})
+	store.gate, store.entered = make(chan struct{}), make(chan struct{}, 1) // entered: not the setup's appends
 	recs, errs := make([]*adp.Record, len(envs)), make([]error, len(envs))
 	var wg sync.WaitGroup
 	wg.Go(func() { recs[0], errs[0] = clients[0].Submit(ctx, room, envs[0]) })
@@ -216,7 +222,8 @@ func TestGroupCommit(t *testing.T) {
 }
 
 // TestGroupCommitLosesRace: a batch that loses the append race to another
-// process is undone and each of its writes judged again after the
+// process is undone in memory, without rebuilding the replica from the
+// Store's snapshot, and each of its writes judged again after the
 // catch-up: all accepted after the other record, which subscribers see
 // once, in its place.
 func TestGroupCommitLosesRace(t *testing.T) {
@@ -226,6 +233,9 @@ func TestGroupCommitLosesRace(t *testing.T) {
 	defer store.mu.Unlock()
 	if len(store.steal) != 0 || len(store.batches) == 0 {
 		t.Fatalf("no batch lost the race (batches %v)", store.batches)
+	}
+	if n := store.snaps.Load(); n != 0 {
+		t.Fatalf("the replica was rebuilt from the Store (%d snapshot reads)", n)
 	}
 }
 

@@ -69,12 +69,18 @@ func (c *roomCache) remove(hr *hostRoom) {
 	}
 }
 
-// evictable reports whether hr may leave the cache: loaded, and no live
-// subscriber (their streams are fed from this replica).
+// evictable reports whether hr may leave the cache (Host.mu held):
+// loaded, no write between its lookup and its answer (its record would
+// land on a replica the cache no longer serves, while a reader loads one
+// without it), and no live subscriber (their streams are fed from this
+// replica).
 func (hr *hostRoom) evictable() bool {
 	select {
 	case <-hr.loaded:
 	default:
+		return false
+	}
+	if hr.pins > 0 {
 		return false
 	}
 	hr.subMu.Lock()
@@ -89,37 +95,53 @@ func newHostRoom(id string) *hostRoom {
 // lookup returns a room's replica, loading it from the Store when it is
 // not cached, or room_not_found.
 func (h *Host) lookup(ctx context.Context, id string) (*hostRoom, error) {
-	return h.lookupRefresh(ctx, id, true)
+	return h.lookupRefresh(ctx, id, true, false)
 }
+
+// loadTimeout bounds a room's load. The load runs detached from the
+// request that started it, since every request for the room waits for
+// it: one client's disconnect must not fail the others.
+const loadTimeout = 30 * time.Second
 
 // lookupRefresh is lookup; with refresh false a cached replica of a
 // shared Store is returned without the head check (a write that reads the
-// head itself).
-func (h *Host) lookupRefresh(ctx context.Context, id string, refresh bool) (*hostRoom, error) {
+// head itself). With pin the room stays cached until h.unpin(hr).
+func (h *Host) lookupRefresh(ctx context.Context, id string, refresh, pin bool) (*hostRoom, error) {
 	h.mu.Lock()
 	hr := h.cache.touch(id)
-	if hr == nil {
+	fresh := hr == nil
+	if fresh {
 		hr = newHostRoom(id)
 		h.cache.add(hr)
-		h.mu.Unlock()
+	}
+	if pin {
+		hr.pins++
+	}
+	h.mu.Unlock()
+	if fresh {
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), loadTimeout)
 		hr.mu.Lock()
-		hr.loadErr = h.load(ctx, hr)
+		hr.loadErr = h.load(lctx, hr)
 		close(hr.loaded)
 		hr.mu.Unlock()
+		cancel()
 		if hr.loadErr != nil {
 			h.mu.Lock()
 			h.cache.remove(hr)
 			h.mu.Unlock()
 		}
 	} else {
-		h.mu.Unlock()
 		select {
 		case <-hr.loaded:
 		case <-ctx.Done():
+			if pin {
+				h.unpin(hr)
+			}
 			return nil, ctx.Err()
 		}
-		if hr.loadErr == nil && h.shared && refresh {
-			// Another process may have appended since: read your
+		if hr.loadErr == nil && ((h.shared && refresh) || hr.unsure.Load()) {
+			// Another process may have appended since (or this one,
+			// with an append whose outcome is unknown): read your
 			// writes across processes, for one head read. (A stale
 			// replica would answer reads with an old state; writes are
 			// judged again anyway.)
@@ -127,9 +149,36 @@ func (h *Host) lookupRefresh(ctx context.Context, id string, refresh bool) (*hos
 		}
 	}
 	if hr.loadErr != nil {
+		if pin {
+			h.unpin(hr)
+		}
 		return nil, hr.loadErr
 	}
 	return hr, nil
+}
+
+// unpin ends a write's pin of hr (see lookupRefresh).
+func (h *Host) unpin(hr *hostRoom) {
+	h.mu.Lock()
+	hr.pins--
+	h.mu.Unlock()
+}
+
+// drop takes hr out of the cache, whatever uses it, because it cannot be
+// put in line with the Store (hr.mu held): its live streams end (their
+// clients resume from the history, from the replica loaded next), and the
+// writes that hold it are answered service_unavailable.
+func (h *Host) drop(hr *hostRoom, cause error) {
+	h.log.Error("adphost: room replica dropped; it is loaded again on next use", "room", hr.id, "err", cause)
+	hr.dropped.Store(true)
+	h.mu.Lock()
+	h.cache.remove(hr)
+	h.mu.Unlock()
+	hr.subMu.Lock()
+	for s := range hr.subs {
+		s.close()
+	}
+	hr.subMu.Unlock()
 }
 
 // cached reports whether hr is the cached replica of its room.
@@ -168,9 +217,21 @@ func (h *Host) addRoom(hr *hostRoom) {
 	h.cache.add(hr)
 }
 
-// load builds hr.room (hr.mu held): the newest snapshot, then the records
-// after it. A room without records does not exist.
+// load is loadRoom, with every failure but room_not_found answered as
+// service_unavailable (and logged): it is no verdict on the request, and
+// its text is storage's.
 func (h *Host) load(ctx context.Context, hr *hostRoom) error {
+	err := h.loadRoom(ctx, hr)
+	if err != nil && !errors.Is(err, adp.ErrRoomNotFound) {
+		h.log.Error("adphost: loading a room failed", "room", hr.id, "err", err)
+		return unavailable(err)
+	}
+	return err
+}
+
+// loadRoom builds hr.room (hr.mu held): the newest snapshot, then the records
+// after it. A room without records does not exist.
+func (h *Host) loadRoom(ctx context.Context, hr *hostRoom) error {
 	opts := h.roomOpts
 	opts.URL = h.RoomURL(hr.id)
 	seq, snap, err := h.store.Snapshot(ctx, hr.id)
@@ -238,21 +299,32 @@ func (h *Host) reconcile(ctx context.Context, hr *hostRoom) error {
 
 // catchUp applies the Store's records after the replica's latest (hr.mu
 // held) and announces each to the room's live subscribers, in seq order:
-// the replica's latest seq is the dedupe cursor of every stream.
+// the replica's latest seq is the dedupe cursor of every stream. A Store
+// that cannot be read leaves the replica as far as it got; a stored
+// record the replica cannot apply means the replica left the Store's
+// history, and it is dropped. Either is service_unavailable to the
+// caller, never a verdict on its request.
 func (h *Host) catchUp(ctx context.Context, hr *hostRoom) error {
 	for {
 		after := hr.room.Latest().Seq
 		recs, err := h.store.Records(ctx, hr.id, after, 500)
 		if err != nil {
-			return err
+			return unavailable(err)
 		}
 		for _, rec := range recs {
 			ev, err := adp.ParseEvent(rec.Envelope)
-			if err != nil {
-				return err
+			if err == nil {
+				err = hr.room.Apply(context.WithValue(ctx, replayKey{}, ev.Type), rec)
 			}
-			if err := hr.room.Apply(context.WithValue(ctx, replayKey{}, ev.Type), rec); err != nil {
-				return err
+			if err != nil {
+				if hr.loadErr == nil && !hr.dropped.Load() {
+					select {
+					case <-hr.loaded:
+						h.drop(hr, err)
+					default: // a load: its error removes it
+					}
+				}
+				return unavailable(err)
 			}
 			hr.seq.Store(rec.Seq)
 			hr.ix = nil
@@ -262,6 +334,7 @@ func (h *Host) catchUp(ctx context.Context, hr *hostRoom) error {
 			h.publishRecord(hr, rec)
 		}
 		if len(recs) < 500 {
+			hr.unsure.Store(false)
 			return nil
 		}
 	}
@@ -334,7 +407,7 @@ func (h *Host) kick(id string, seq int64) {
 		}
 		hr.mu.Lock()
 		defer hr.mu.Unlock()
-		if hr.loadErr == nil && hr.room.Latest().Seq < seq {
+		if hr.loadErr == nil && !hr.dropped.Load() && hr.room.Latest().Seq < seq {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			h.catchUp(ctx, hr)
@@ -363,7 +436,7 @@ func (h *Host) repairAll(ctx context.Context) {
 			continue
 		}
 		hr.mu.Lock()
-		if hr.room.Latest().Seq < head {
+		if !hr.dropped.Load() && hr.room.Latest().Seq < head {
 			h.catchUp(ctx, hr)
 		}
 		hr.mu.Unlock()
@@ -385,12 +458,30 @@ func (h *Host) refresh(ctx context.Context, hr *hostRoom) bool {
 	// The head is read without the room's lock, which a write holds for
 	// its whole append: readers queued behind it must not each add a
 	// round trip to the room's serial path.
+	unsure := hr.unsure.Load()
 	head, err := h.store.Head(ctx, hr.id)
-	if err != nil || hr.seq.Load() >= head {
+	if err != nil {
+		return false
+	}
+	if hr.seq.Load() >= head && !unsure {
 		return false
 	}
 	hr.mu.Lock()
 	defer hr.mu.Unlock()
+	if hr.dropped.Load() {
+		return false
+	}
+	if unsure {
+		// Cleared only by a head read made under the lock that the
+		// failed appends hold when they set it.
+		if head, err = h.store.Head(ctx, hr.id); err != nil {
+			return false
+		}
+		if hr.room.Latest().Seq >= head {
+			hr.unsure.Store(false)
+			return false
+		}
+	}
 	return hr.room.Latest().Seq < head && h.catchUp(ctx, hr) == nil
 }
 

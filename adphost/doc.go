@@ -102,8 +102,25 @@
 // append, and its lookup skips the head read); a [BatchAppender] gets the
 // writes queued behind a room's lock judged in order and appended in one
 // transaction (group commit), each answered and published only once the
-// batch is stored, and each judged again on its own if the batch fails.
-// An uncontended write leads its own append, with no hand-off.
+// batch is stored, and each judged again on its own if the Store refused
+// the batch. An uncontended write leads its own append, with no hand-off.
+//
+// # When the Store fails
+//
+// The replica is never ahead of the Store. A failed append is taken back
+// out of the replica in memory (a batch with [adp.Pending.Undo]), never by
+// reading the Store, which may be what failed. A failure that is not the
+// Store's verdict (a database that is down) is answered 503
+// service_unavailable with Retry-After: 1 and without its text, to reads
+// and writes alike: the client sends the same request again, which the
+// exact-resubmission rule makes safe for a write the Store may have
+// stored; the replica reads the Store's head at its next use. A replica
+// that cannot be put back, or that cannot apply a stored record, is
+// dropped from the cache (its live streams end, and their clients resume
+// from the history) and loaded afresh on next use. A room's load runs
+// detached from the request that started it, under its own 30 s bound, so
+// one client's disconnect does not fail the others waiting for it; a room
+// with a write between its lookup and its answer is not evicted.
 //
 // # Running it for real
 //

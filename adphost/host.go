@@ -7,6 +7,7 @@ import (
 	"encoding/base32"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -129,6 +130,10 @@ type Options struct {
 	// against a shared Store (one that implements Notifier) for records a
 	// lost notification did not announce; 0 means 1 s.
 	RepairInterval time.Duration
+	// Logger receives the failures the host answers without detail
+	// (a Store that fails, a stored snapshot that does not load, a
+	// replica dropped); nil discards them.
+	Logger *slog.Logger
 }
 
 // The defaults of the host's time and stream bounds (Options).
@@ -189,6 +194,7 @@ type Host struct {
 	stop       context.CancelFunc
 	bg         sync.WaitGroup
 	shared     bool // the Store is a Notifier: other processes append too
+	log        *slog.Logger
 
 	mu    sync.Mutex
 	cache *roomCache
@@ -218,6 +224,18 @@ type hostRoom struct {
 	// seq is the replica's latest seq, written under mu whenever the
 	// replica changes, for the lock-free staleness check of refresh.
 	seq atomic.Int64
+	// unsure is set when an append failed without a verdict: the Store
+	// may have stored it, so the replica may be behind, and its next use
+	// reads the Store's head first, whatever the Store.
+	unsure atomic.Bool
+	// dropped is set when the replica left the cache because it could
+	// not be put back in line with the Store; writers that held it are
+	// answered service_unavailable, and the next lookup loads it afresh.
+	dropped atomic.Bool
+	// pins counts the writes between their lookup and their answer; a
+	// pinned room is not evicted (Host.mu guards it), so that a write's
+	// record never lands on a replica a newer one has replaced.
+	pins int
 
 	subMu sync.Mutex
 	subs  map[*subscriber]struct{}
@@ -244,6 +262,10 @@ func New(ctx context.Context, opts *Options) (*Host, error) {
 	h := &Host{
 		origin: o.Origin, store: o.Store, now: o.Now, window: o.Window, statusTTL: o.StatusTTL,
 		jrTTL: o.JoinRequestTTL, heartbeat: o.Heartbeat, sseBuffer: o.SSEBuffer, newID: o.NewRoomID,
+		log: o.Logger,
+	}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
 	}
 	if h.store == nil {
 		h.store = NewMemoryStore()
@@ -461,7 +483,36 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 	return b, nil
 }
 
-// writeError writes err with the ADP status of its code.
+// unavailableError is a failure to reach a verdict: the Store failed (a
+// database that is down, a file that cannot be read) or the room's
+// replica was dropped. It has no Unwrap: its cause (an error text from
+// storage, perhaps an identity error about stored bytes) is never a
+// verdict on the request, and never reaches the wire.
+type unavailableError struct{ err error }
+
+func (e *unavailableError) Error() string { return "adphost: storage unavailable: " + e.err.Error() }
+
+// unavailable wraps err, a Store's failure, as an unavailableError (once).
+func unavailable(err error) error {
+	if _, ok := err.(*unavailableError); ok {
+		return err
+	}
+	return &unavailableError{err}
+}
+
+// errDropped answers the writes that held a replica when it was dropped.
+var errDropped = unavailable(errors.New("the room's replica was dropped; it is loaded again on next use"))
+
+// errUnavailable is the answer to every failure that is not a verdict.
+var errUnavailable = &identity.Error{Code: identity.CodeServiceUnavailable, Status: http.StatusServiceUnavailable,
+	Message: "the host cannot serve this request now; send it again"}
+
+// writeError writes err with the ADP status of its code. An error that is
+// no verdict on the request (any error without an identity code, and an
+// invalid_record, which only a host's storage can produce) is answered
+// 503 service_unavailable with Retry-After: 1 and without its text: a
+// client sends the same request again, which the exact-resubmission rule
+// makes safe for a write the host may have stored.
 func writeError(w http.ResponseWriter, err error) {
 	var busy *busyError
 	if errors.As(err, &busy) {
@@ -474,7 +525,13 @@ func writeError(w http.ResponseWriter, err error) {
 		return
 	}
 	var e *identity.Error
-	if errors.As(err, &e) && e != nil && e.Status == 0 {
+	var un *unavailableError
+	if errors.As(err, &un) || !errors.As(err, &e) || e == nil || e.Code == adp.CodeInvalidRecord {
+		w.Header().Set("Retry-After", "1")
+		identity.WriteError(w, errUnavailable)
+		return
+	}
+	if e.Status == 0 {
 		c := *e
 		c.Status = adp.DefaultStatus(c.Code)
 		if c.Code == identity.CodeRateLimited {

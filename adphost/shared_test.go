@@ -253,10 +253,22 @@ func TestRoomCache(t *testing.T) {
 	}
 }
 
-// headMovedStore always loses the append race.
-type headMovedStore struct{ adphost.Store }
+// headMovedStore always loses the append race: "another process"
+// appends a message of its author's just before every append.
+type headMovedStore struct {
+	*adphost.MemoryStore
+	other *envelope.Author
+}
 
-func (headMovedStore) Append(context.Context, *adphost.Commit) error { return adphost.ErrHeadMoved }
+func (s headMovedStore) Append(ctx context.Context, c *adphost.Commit) error {
+	room := c.Record.RoomID
+	last := mustv(s.Records(ctx, room, mustv(s.Head(ctx, room))-1, 1))[0]
+	env := mustv(adp.NewMessage(ctx, s.other, adp.Base{RoomID: room, Seq: last.Seq, Hash: last.Hash}, text("first")))
+	if err := s.MemoryStore.Append(ctx, commitOf(adp.NewRecord(room, last, last.ReceivedAt, env))); err != nil {
+		return err
+	}
+	return adphost.ErrHeadMoved
+}
 
 // TestAppendDeadline: a write that keeps losing its room's append race is
 // refused, after AppendDeadline, with a retryable rate_limited and
@@ -267,9 +279,12 @@ func TestAppendDeadline(t *testing.T) {
 	s := newShared(t, 1, store, &adphost.Options{RateLimits: adphost.Unlimited()})
 	alice := s.client("alice")
 	room := mustv(alice.CreateRoom(ctx, roomSpec(t, adp.VisibilityPublic, "busy"))).RoomID
+	mustv(alice.DefineType(ctx, room, decl(t, nudgeDecl)))
 	base := headBase(t, alice, room)
-	busy := newShared(t, 1, headMovedStore{store}, &adphost.Options{RateLimits: adphost.Unlimited(), AppendDeadline: 20 * time.Millisecond})
-	env := mustv(adp.NewMessage(ctx, alice.Author(), base, text("never")))
+	busy := newShared(t, 1, headMovedStore{store, alice.Author()}, &adphost.Options{RateLimits: adphost.Unlimited(), AppendDeadline: 20 * time.Millisecond})
+	// A signal: anchored, not head-checked, so the other process's
+	// records do not refuse it; it only keeps losing the race.
+	env := mustv(adp.NewCustom(ctx, alice.Author(), base, alice.Verified(room).Registry(), "team.nudge", map[string]int{}))
 	start := time.Now()
 	resp, err := busy.hc.Post(busy.url+"/v1/rooms/"+room, "application/json", bytes.NewReader(env.AppendJSON(nil)))
 	if err != nil {

@@ -71,8 +71,11 @@ func (h *Host) postEvent(w http.ResponseWriter, r *http.Request) {
 	// write's other reads (commit catches up on it): the lookup's own
 	// head read would be a second round trip.
 	_, prefetches := h.store.(WriteStateReader)
-	hr, err := h.lookupRefresh(r.Context(), id, !prefetches)
-	if err != nil {
+	hr, err := h.lookupRefresh(r.Context(), id, !prefetches, true)
+	if err == nil {
+		defer h.unpin(hr)
+	}
+	if err != nil && errors.Is(err, adp.ErrRoomNotFound) {
 		// A room that does not exist answers exactly as a private room
 		// does to an outsider: after the envelope checks, with the quota
 		// charged (see outsider), so the two cannot be told apart.
@@ -82,6 +85,10 @@ func (h *Host) postEvent(w http.ResponseWriter, r *http.Request) {
 			}
 			return h.outsider(ctx, ev, h.now(), roomNotFound(id))
 		})
+		writeError(w, err)
+		return
+	}
+	if err != nil {
 		writeError(w, err)
 		return
 	}
@@ -184,6 +191,9 @@ func (h *Host) commit(ctx context.Context, hr *hostRoom, env *envelope.Envelope,
 	}
 	hr.mu.Lock()
 	defer hr.mu.Unlock()
+	if hr.dropped.Load() {
+		return nil, errDropped
+	}
 	return h.commitLocked(ctx, hr, env, ev, pf)
 }
 
@@ -203,8 +213,17 @@ func (h *Host) commitLocked(ctx context.Context, hr *hostRoom, env *envelope.Env
 		if !errors.Is(err, ErrHeadMoved) {
 			return rec, h.orDuplicate(ctx, env, err)
 		}
+		seq := hr.room.Latest().Seq
 		if err := h.catchUp(ctx, hr); err != nil {
 			return nil, err
+		}
+		if hr.room.Latest().Seq == seq && !hr.dropped.Load() {
+			// The log moved, yet holds nothing past the replica: the
+			// replica is not on the Store's history.
+			h.drop(hr, errors.New("an append found the head moved, and the Store has no record past the replica's latest"))
+		}
+		if hr.dropped.Load() {
+			return nil, errDropped
 		}
 		if prior, err := h.store.RecordByEvent(ctx, env.Hash()); err != nil {
 			return nil, err
@@ -280,9 +299,10 @@ func (h *Host) tryCommit(ctx context.Context, hr *hostRoom, env *envelope.Envelo
 		c.Index = &ix
 		if err := h.store.Append(ctx, c); err != nil {
 			if rerr := h.restore(hr, undo); rerr != nil {
-				return nil, rerr
+				h.drop(hr, rerr)
+				return nil, errDropped
 			}
-			return nil, err
+			return nil, h.appendFailed(hr, err)
 		}
 		ix.Members = nil
 		hr.ix = &ix
@@ -297,15 +317,14 @@ func (h *Host) tryCommit(ctx context.Context, hr *hostRoom, env *envelope.Envelo
 		}
 		c.Record = p.Record
 		if err := h.store.Append(ctx, c); err != nil {
-			return nil, err
+			return nil, h.appendFailed(hr, err)
 		}
 		// The record is stored: the replica follows it. Should the replica
-		// have moved meanwhile, it is not to be trusted and is rebuilt
-		// from the Store.
+		// have moved meanwhile, it is not to be trusted: it is dropped,
+		// and the write, which is stored, answered.
 		if err := p.Commit(); err != nil {
-			if lerr := h.load(ctx, hr); lerr != nil {
-				return nil, lerr
-			}
+			h.drop(hr, err)
+			return c.Record, nil
 		}
 	}
 	hr.seq.Store(hr.room.Latest().Seq)
@@ -315,6 +334,19 @@ func (h *Host) tryCommit(ctx context.Context, hr *hostRoom, env *envelope.Envelo
 	}
 	h.afterAccept(ctx, hr, ev, c.Record)
 	return c.Record, nil
+}
+
+// appendFailed is the answer to an Append that failed (hr.mu held): the
+// Store's verdict as it is; any other failure leaves it unknown whether
+// the record was stored (a connection lost at commit), so the replica
+// reads the Store's head at its next use, and the writer is told to send
+// the write again.
+func (h *Host) appendFailed(hr *hostRoom, err error) error {
+	if storeVerdict(err) {
+		return err
+	}
+	hr.unsure.Store(true)
+	return unavailable(err)
 }
 
 // hintedUse is the hinted ceiling a write counts against once stored.

@@ -21,6 +21,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -76,7 +77,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opts := &adphost.Options{Origin: origin, RoomCache: *roomCache}
+	opts := &adphost.Options{Origin: origin, RoomCache: *roomCache, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
 	if *noQuotas {
 		opts.RateLimits = adphost.Unlimited()
 	}
