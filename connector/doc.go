@@ -17,9 +17,10 @@
 // [RoomStateView], [RoomSummary], [AgentStatus]) with the JSON member names
 // the spec uses, one input type per tool, and the sentinel errors. Methods
 // that read or write a room take a session id (the MCP session id, or any
-// stable id the framework gives one conversation): the presented head
-// (§4.2) — the head most recently returned to that session for that room —
-// is the default base of its writes.
+// stable id the framework gives one conversation; MCP 2026-07-28 has no
+// session, and examples/connector then names the client's conversation):
+// the presented head (§4.2) — the head most recently returned to that
+// session for that room — is the default base of its writes.
 //
 // # Tools without MCP
 //

@@ -2,45 +2,67 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // jsonrpcFront sits between the §3 guard and the go-sdk's Streamable HTTP
-// handler and makes the HTTP binding answer like the stdio one:
+// handlers. It serves both protocol eras on one endpoint and makes the
+// HTTP binding answer like the stdio one.
 //
-//   - A request for a method the connector does not serve gets a JSON-RPC
+// MCP 2025-11-25 and earlier have sessions (initialize, Mcp-Session-Id, a
+// GET stream, resumable streams): the go-sdk's stateful handler serves
+// them. 2026-07-28 has none (every request carries its version in _meta
+// and in the MCP-Protocol-Version header, subscriptions/listen replaces
+// the GET stream): the go-sdk serves it only with a stateless handler. A
+// request whose MCP-Protocol-Version header is 2026-07-28 or later, or
+// whose params carry the 2026-07-28 _meta version, goes to the stateless
+// handler; every other request to the stateful one. Both serve the same
+// mcp.Server, so server/discover and the header errors list the same
+// versions, and the set of methods served is the SDK's.
+//
+// In the session era:
+//
+//   - A request for a method the SDK does not serve gets a JSON-RPC
 //     -32601 body (HTTP 200, application/json), not the SDK's HTTP 400
-//     text/plain, which clients take for a transport fault (R7).
-//   - A POST of a session-era protocol (MCP-Protocol-Version absent or
-//     before 2026-07-28) without Mcp-Session-Id, other than initialize,
-//     is HTTP 400 (2025-11-25 transports: "SHOULD respond … with HTTP 400
-//     Bad Request"), not a 200 with a code-0 error (R7).
+//     text/plain, which clients take for a transport fault (R7). (From
+//     2026-07-28 on the SDK answers 404 with -32601 itself, as that
+//     version requires.)
+//   - A POST without Mcp-Session-Id, other than initialize, is HTTP 400
+//     (2025-11-25 transports: "SHOULD respond … with HTTP 400 Bad
+//     Request"), not a 200 with a code-0 error (R7).
 //   - After notifications/cancelled for a request still in flight on the
 //     same session, nothing more is written to that request's response
 //     stream: the cancelled request gets no response (R8).
-//   - It counts each session's open streams (the standalone GET and the
-//     POSTs in flight). When a session that had a GET stream open has none
-//     left for streamGrace, its client went away (the TypeScript SDK's
-//     close(), a crash and an agentd reconnect send no DELETE), and gone is
-//     called, which releases the session's inbox claims (R1). A client
-//     that never opens a GET stream keeps its claims between calls, up to
-//     the engine's claim lease.
+//
+// In both eras it counts each engine session's open streams: in the
+// session era the standalone GET stream and the POSTs in flight, in
+// 2026-07-28 the conversation's subscriptions/listen streams and requests
+// in flight. When a session that had a GET (or listen) stream open has
+// none left for grace, its client went away (the TypeScript SDK's
+// close(), a crash and an agentd reconnect send no DELETE), and gone is
+// called, which releases the session's inbox claims (R1). A client that
+// never opens such a stream keeps its claims between calls, up to the
+// engine's claim lease.
 //
 // Each POST body is read once (bounded by the SDK's body limit: a larger
 // body is passed on for the SDK to refuse with 413).
 type jsonrpcFront struct {
-	next http.Handler
-	max  int64
+	sessions  http.Handler // the stateful handler: MCP 2025-11-25 and earlier
+	stateless http.Handler // the stateless handler: 2026-07-28
+	max       int64
 
 	mu       sync.Mutex
 	inflight map[inflightKey]*cancelWriter
-	streams  map[string]*sessionStreams
+	streams  map[string]*sessionStreams // by engine session name
 
 	gone  func(session string)
 	grace time.Duration
@@ -58,29 +80,24 @@ type inflightKey struct {
 	id      jsonrpc.ID
 }
 
-// servedMethods are the request methods the connector's server answers
-// (those it does not advertise are refused -32601 by its own middleware).
-var servedMethods = map[string]bool{
-	"initialize": true, "ping": true, "server/discover": true,
-	"tools/list": true, "tools/call": true,
-	"resources/list": true, "resources/read": true, "resources/templates/list": true,
-	"resources/subscribe": true, "resources/unsubscribe": true,
-	"prompts/list": true, "prompts/get": true, "logging/setLevel": true, "completion/complete": true,
-}
-
 // statelessEra is the first protocol version without sessions.
 const statelessEra = "2026-07-28"
 
-func newJSONRPCFront(next http.Handler, gone func(session string), grace time.Duration) *jsonrpcFront {
-	return &jsonrpcFront{next: next, max: mcp.DefaultMaxRequestBodyBytes, inflight: map[inflightKey]*cancelWriter{},
-		streams: map[string]*sessionStreams{}, gone: gone, grace: grace}
+// metaProtocolVersion is the _meta member that carries a 2026-07-28
+// request's protocol version (SEP-2575).
+const metaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
+
+func newJSONRPCFront(sessions, stateless http.Handler, gone func(session string), grace time.Duration) *jsonrpcFront {
+	return &jsonrpcFront{sessions: sessions, stateless: stateless, max: mcp.DefaultMaxRequestBodyBytes,
+		inflight: map[inflightKey]*cancelWriter{}, streams: map[string]*sessionStreams{}, gone: gone, grace: grace}
 }
 
 // maxTrackedSessions bounds the stream bookkeeping; past it new sessions
 // are served untracked (their claims end with the engine's lease).
 const maxTrackedSessions = 4096
 
-// streamOpened counts a stream of session; the returned func closes it.
+// streamOpened counts a stream of session (an engine session name); the
+// returned func closes it.
 func (f *jsonrpcFront) streamOpened(session string, get bool) (closed func()) {
 	if session == "" || f.gone == nil {
 		return func() {}
@@ -131,84 +148,166 @@ func (f *jsonrpcFront) streamOpened(session string, get bool) (closed func()) {
 }
 
 func (f *jsonrpcFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	session := r.Header.Get("Mcp-Session-Id")
-	switch r.Method {
-	case http.MethodGet:
-		defer f.streamOpened(session, true)()
-		f.next.ServeHTTP(w, r)
-		return
-	case http.MethodDelete:
-		f.mu.Lock()
-		if ss := f.streams[session]; ss != nil && ss.pending != nil {
-			ss.pending.Stop()
-		}
-		delete(f.streams, session)
-		f.mu.Unlock()
-	}
+	version := r.Header.Get("Mcp-Protocol-Version")
 	if r.Method != http.MethodPost || r.Body == nil {
-		f.next.ServeHTTP(w, r)
+		if version >= statelessEra {
+			// 2026-07-28 has no GET stream and no DELETE: the SDK
+			// answers 405.
+			f.stateless.ServeHTTP(w, r)
+			return
+		}
+		f.serveSessionStream(w, r)
 		return
 	}
-	defer f.streamOpened(session, false)()
 	body, err := io.ReadAll(io.LimitReader(r.Body, f.max+1))
 	rest := r.Body
 	r.Body = struct {
 		io.Reader
 		io.Closer
 	}{io.MultiReader(bytes.NewReader(body), rest), rest}
+	era := f.sessions
+	if version >= statelessEra {
+		era = f.stateless
+	}
 	if err != nil || int64(len(body)) > f.max {
-		f.next.ServeHTTP(w, r)
+		era.ServeHTTP(w, r)
 		return
 	}
 	msg, err := jsonrpc.DecodeMessage(body)
 	if err != nil {
-		f.next.ServeHTTP(w, r) // the SDK answers malformed bodies
+		era.ServeHTTP(w, r) // the SDK answers malformed bodies
 		return
 	}
 	req, ok := msg.(*jsonrpc.Request)
 	if !ok {
-		f.next.ServeHTTP(w, r)
+		era.ServeHTTP(w, r)
 		return
 	}
-	version := r.Header.Get("Mcp-Protocol-Version")
-	if session == "" && req.Method != "initialize" && req.Method != "server/discover" && (version == "" || version < statelessEra) {
+	if version >= statelessEra || requestVersion(req.Params) != "" {
+		f.serveStateless(w, r, req)
+		return
+	}
+	f.serveSession(w, r, req)
+}
+
+// requestVersion is the protocol version a request's params carry in
+// _meta (2026-07-28 and later), or "".
+func requestVersion(params []byte) string {
+	if !bytes.Contains(params, []byte(metaProtocolVersion)) {
+		return ""
+	}
+	var p struct {
+		Meta map[string]any `json:"_meta"`
+	}
+	if jsonv2.Unmarshal(params, &p) != nil {
+		return ""
+	}
+	v, _ := p.Meta[metaProtocolVersion].(string)
+	return v
+}
+
+// serveSessionStream serves a session-era request other than a POST: the
+// standalone GET stream, or DELETE.
+func (f *jsonrpcFront) serveSessionStream(w http.ResponseWriter, r *http.Request) {
+	sid := r.Header.Get("Mcp-Session-Id")
+	switch r.Method {
+	case http.MethodGet:
+		if sid != "" {
+			defer f.streamOpened(httpSessionName(sid), true)()
+		}
+	case http.MethodDelete:
+		f.mu.Lock()
+		name := httpSessionName(sid)
+		if ss := f.streams[name]; ss != nil && ss.pending != nil {
+			ss.pending.Stop()
+		}
+		delete(f.streams, name)
+		f.mu.Unlock()
+	}
+	f.sessions.ServeHTTP(w, r)
+}
+
+// serveSession serves a session-era (MCP 2025-11-25 and earlier) POST.
+func (f *jsonrpcFront) serveSession(w http.ResponseWriter, r *http.Request, req *jsonrpc.Request) {
+	sid := r.Header.Get("Mcp-Session-Id")
+	if sid == "" && req.Method != "initialize" {
 		writeRPCError(w, http.StatusBadRequest, req.ID, jsonrpc.CodeInvalidRequest, "Bad Request: Mcp-Session-Id header required")
 		return
 	}
+	var session string
+	if sid != "" {
+		session = httpSessionName(sid)
+	}
+	defer f.streamOpened(session, false)()
 	if !req.IsCall() {
 		if req.Method == "notifications/cancelled" {
 			if id, ok := cancelledID(req.Params); ok {
 				f.mu.Lock()
-				if cw := f.inflight[inflightKey{session, id}]; cw != nil {
+				if cw := f.inflight[inflightKey{sid, id}]; cw != nil {
 					cw.cancel()
 				}
 				f.mu.Unlock()
 			}
 		}
-		f.next.ServeHTTP(w, r)
+		f.sessions.ServeHTTP(w, r)
 		return
 	}
-	if !servedMethods[req.Method] {
-		writeRPCError(w, http.StatusOK, req.ID, jsonrpc.CodeMethodNotFound, "method not found: "+req.Method)
-		return
-	}
-	if session == "" {
-		f.next.ServeHTTP(w, r)
-		return
-	}
-	key := inflightKey{session, req.ID}
 	cw := &cancelWriter{ResponseWriter: w}
-	f.mu.Lock()
-	f.inflight[key] = cw
-	f.mu.Unlock()
-	defer func() {
+	if sid != "" {
+		key := inflightKey{sid, req.ID}
 		f.mu.Lock()
-		if f.inflight[key] == cw {
-			delete(f.inflight, key)
-		}
+		f.inflight[key] = cw
 		f.mu.Unlock()
-	}()
-	f.next.ServeHTTP(cw, r)
+		defer func() {
+			f.mu.Lock()
+			if f.inflight[key] == cw {
+				delete(f.inflight, key)
+			}
+			f.mu.Unlock()
+		}()
+	}
+	nh := &notHandledWriter{ResponseWriter: cw, id: req.ID, method: req.Method}
+	f.sessions.ServeHTTP(nh, r)
+	nh.finish()
+}
+
+// serveStateless serves a 2026-07-28 request. Its engine session is its
+// conversation (conversationSession); a subscriptions/listen stream
+// counts as the session era's GET stream did.
+func (f *jsonrpcFront) serveStateless(w http.ResponseWriter, r *http.Request, req *jsonrpc.Request) {
+	conv, err := conversationSession(r.Header)
+	if err != nil {
+		writeRPCError(w, http.StatusBadRequest, req.ID, jsonrpc.CodeInvalidRequest, err.Error())
+		return
+	}
+	if req.IsCall() {
+		defer f.streamOpened(conv, req.Method == "subscriptions/listen")()
+	}
+	f.stateless.ServeHTTP(w, r)
+}
+
+// conversationHeader names a 2026-07-28 client's conversation over HTTP.
+const conversationHeader = "Agent-Protocols-Conversation"
+
+// maxConversationKey bounds a conversation header's value.
+const maxConversationKey = 64
+
+// conversationSession is the engine session of a 2026-07-28 request over
+// HTTP, which has no protocol session: the conversation its client names
+// with the Agent-Protocols-Conversation header (1–64 characters of
+// A–Z a–z 0–9 - . _ ~), or without one the default conversation of the
+// bearer token, which every such client of this connector shares. The
+// presented heads (§4.2) and inbox claims (§4.3) of the conversation last
+// across its requests, as a session's do.
+func conversationSession(h http.Header) (string, error) {
+	key := h.Get(conversationHeader)
+	if key == "" {
+		return "http2026", nil
+	}
+	if len(key) > maxConversationKey || strings.Trim(key, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~") != "" {
+		return "", fmt.Errorf("bad request: %s wants 1 to %d characters of A-Z a-z 0-9 - . _ ~", conversationHeader, maxConversationKey)
+	}
+	return "http2026:" + key, nil
 }
 
 // writeRPCError answers with a JSON-RPC error body.
@@ -222,6 +321,64 @@ func writeRPCError(w http.ResponseWriter, status int, id jsonrpc.ID, code int64,
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }
+
+// notHandledWriter turns the go-sdk's answer to a session-era request for
+// a method it does not serve — HTTP 400 text/plain "JSON RPC not handled:
+// …" (modelcontextprotocol/go-sdk#976) — into the JSON-RPC -32601 answer
+// stdio gets. Any other answer passes through unchanged.
+type notHandledWriter struct {
+	http.ResponseWriter
+	id     jsonrpc.ID
+	method string
+	held   bool // a 400 text/plain is held back until finish
+	body   bytes.Buffer
+}
+
+// notHandled is how the go-sdk's text for a method it does not serve
+// begins (jsonrpc2.ErrNotHandled, not exported).
+const notHandled = "JSON RPC not handled"
+
+func (w *notHandledWriter) WriteHeader(status int) {
+	if status == http.StatusBadRequest && strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
+		w.held = true
+		return
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *notHandledWriter) Write(p []byte) (int, error) {
+	if w.held {
+		if w.body.Len() < 4096 {
+			w.body.Write(p)
+		}
+		return len(p), nil
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// finish writes a held answer.
+func (w *notHandledWriter) finish() {
+	if !w.held {
+		return
+	}
+	if bytes.HasPrefix(w.body.Bytes(), []byte(notHandled)) {
+		w.Header().Del("X-Content-Type-Options")
+		writeRPCError(w.ResponseWriter, http.StatusOK, w.id, jsonrpc.CodeMethodNotFound, "method not found: "+w.method)
+		return
+	}
+	w.ResponseWriter.WriteHeader(http.StatusBadRequest)
+	_, _ = w.ResponseWriter.Write(w.body.Bytes())
+}
+
+// Flush passes flushes on (SSE needs them).
+func (w *notHandledWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok && !w.held {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *notHandledWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // cancelWriter is one request's response stream; once cancelled it
 // swallows what is written, so the request ends without a response.

@@ -20,6 +20,8 @@ type rawHTTP struct {
 	url     string
 	session string
 	version string // the MCP-Protocol-Version header, when set
+	// conversation is the Agent-Protocols-Conversation header, when set.
+	conversation string
 }
 
 func newRawHTTP(t *testing.T, ts *httptest.Server) *rawHTTP {
@@ -49,6 +51,9 @@ func (r *rawHTTP) post(body string, mut func(*http.Request)) *http.Response {
 	}
 	if r.version != "" {
 		req.Header.Set("Mcp-Protocol-Version", r.version)
+	}
+	if r.conversation != "" {
+		req.Header.Set("Agent-Protocols-Conversation", r.conversation)
 	}
 	if mut != nil {
 		mut(req)

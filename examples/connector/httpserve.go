@@ -91,11 +91,15 @@ func guard(token string, next http.Handler) http.Handler {
 // maxReplayBytes bounds the SSE replay buffer (all sessions together).
 const maxReplayBytes = 4 << 20
 
-// httpHandler is the guarded Streamable HTTP endpoint for srv.
+// httpHandler is the guarded Streamable HTTP endpoint for srv: the
+// go-sdk's stateful handler for MCP 2025-11-25 and earlier and its
+// stateless one for 2026-07-28, behind jsonrpcFront, which picks by the
+// request's protocol version.
 func httpHandler(srv *Server, token string) http.Handler {
 	events := mcp.NewMemoryEventStore(nil)
 	events.SetMaxBytes(maxReplayBytes)
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv.MCP() }, &mcp.StreamableHTTPOptions{
+	getServer := func(*http.Request) *mcp.Server { return srv.MCP() }
+	sessions := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 		Logger: srv.log,
 		// An abandoned session is closed after an idle hour, so sessions
 		// (and their presented heads) cannot pile up.
@@ -109,7 +113,16 @@ func httpHandler(srv *Server, token string) http.Handler {
 		// case-insensitively (R11); the SDK's own check is case-sensitive.
 		DisableLocalhostProtection: true,
 	})
-	return guard(token, newJSONRPCFront(h, srv.endHTTPSession, srv.streamGrace))
+	stateless := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+		Logger:    srv.log,
+		Stateless: true,
+		// 2026-07-28: closing a request's response stream cancels the
+		// request, so a long-poll whose client went away ends there and
+		// claims nothing.
+		PropagateRequestCancellation: true,
+		DisableLocalhostProtection:   true,
+	})
+	return guard(token, newJSONRPCFront(sessions, stateless, srv.endSession, srv.streamGrace))
 }
 
 // loadOrCreateToken reads the bearer token from path, creating it (mode

@@ -9,12 +9,21 @@
 // (connector.Tools), registered with the MCP SDK in a loop (server.go);
 // this command adds only the MCP wire mapping: refusals as isError results
 // (argument errors included, SEP-1303), JSON-RPC errors only for unknown
-// tools and malformed requests (resources: -32002 with data.uri), progress
-// notifications for long-polls, a stdio framing that survives bad lines
-// (stdio.go), and over HTTP the §3 guard, JSON-RPC answers for unknown
-// methods, withheld responses to cancelled requests, resumable streams and
-// claim release when a client's last stream closes (httpserve.go,
-// httpfront.go).
+// tools and malformed requests (resources: not found with data.uri, -32002
+// or in 2026-07-28 -32602), progress notifications for long-polls, a stdio
+// framing that survives bad lines (stdio.go), and over HTTP the §3 guard,
+// JSON-RPC answers for unknown methods, withheld responses to cancelled
+// requests, resumable streams and claim release when a client's last
+// stream closes (httpserve.go, httpfront.go).
+//
+// Both transports speak MCP 2026-07-28 and the session era (2025-11-25
+// back to 2024-11-05). The presented heads (§4.2) and inbox claims (§4.3)
+// belong to a session: over stdio the process, over HTTP the
+// Mcp-Session-Id, and in 2026-07-28 over HTTP, which has no session, the
+// conversation a client names with the Agent-Protocols-Conversation
+// header, or without one the bearer token's default conversation, so a
+// client that sends no session id still has its reads present heads to its
+// later writes (server.go, httpfront.go).
 //
 // Usage:
 //

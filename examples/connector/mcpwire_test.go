@@ -137,6 +137,10 @@ var mcpWires = []mcpWire{
 		r.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil).Body.Close()
 		return r.call, init
 	}},
+	{"http", "2026-07-28", func(t *testing.T, c *agentConn) (rpcCaller, json.RawMessage) {
+		r := &rawHTTP{t: t, url: serveHTTP(t, c).URL, version: "2026-07-28"}
+		return with2026Meta(r.call), nil
+	}},
 }
 
 func initParams(version string) map[string]any {

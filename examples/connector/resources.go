@@ -87,7 +87,7 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	uri := req.Params.URI
 	static, roomID, sub, ok := parseResourceURI(uri)
 	if !ok {
-		return nil, resourceNotFound(uri)
+		return nil, resourceNotFound(req.ProtocolVersion(), uri)
 	}
 	var (
 		v   any
@@ -131,7 +131,7 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 		}
 	}
 	if err != nil {
-		return nil, resourceError(uri, err)
+		return nil, resourceError(req.ProtocolVersion(), uri, err)
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -140,27 +140,34 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: jsonMIME, Text: string(b)}}}, nil
 }
 
-// codeResourceNotFound is MCP 2025-11-25's resources/read error for a
-// resource that does not exist (R4); go-sdk v1.8.0 defaults to -32602
-// (a later draft's choice), which agentd and 2025-11-25 clients do not
-// expect.
+// codeResourceNotFound is the resources/read error for a resource that
+// does not exist in MCP 2025-11-25 and earlier (R4; agentd and clients of
+// those versions expect it). 2026-07-28 makes it -32602 (Invalid Params),
+// asking clients to accept -32002 too.
 const codeResourceNotFound = -32002
 
-// resourceNotFound is the -32002 error with data.uri.
-func resourceNotFound(uri string) error {
+// resourceNotFound is the not-found error for uri in the protocol
+// version the request was made in: -32002 before 2026-07-28, -32602 from
+// it on, both with data.uri.
+func resourceNotFound(version, uri string) error {
 	data, _ := json.Marshal(map[string]string{"uri": uri})
-	return &jsonrpc.Error{Code: codeResourceNotFound, Message: "Resource not found: " + untrusted.Clip(uri, 256), Data: data}
+	code := int64(codeResourceNotFound)
+	if version >= statelessEra {
+		code = jsonrpc.CodeInvalidParams
+	}
+	return &jsonrpc.Error{Code: code, Message: "Resource not found: " + untrusted.Clip(uri, 256), Data: data}
 }
 
 // resourceError maps an engine error for uri: a room that is not open
-// (or an unknown item) is -32002 with data.uri; a room_id known on two
-// hosts is invalid params (data.uri too: the URI cannot name a host);
-// anything else an internal error, never the SDK's code 0.
-func resourceError(uri string, err error) error {
+// (or an unknown item) is not found with data.uri (resourceNotFound); a
+// room_id known on two hosts is invalid params (data.uri too: the URI
+// cannot name a host); anything else an internal error, never the SDK's
+// code 0.
+func resourceError(version, uri string, err error) error {
 	data, _ := json.Marshal(map[string]string{"uri": uri})
 	switch {
 	case errors.Is(err, connector.ErrUnknownRoom), errors.Is(err, connector.ErrNotFound):
-		return resourceNotFound(uri)
+		return resourceNotFound(version, uri)
 	case errors.Is(err, connector.ErrAmbiguousRoom):
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: untrusted.Clip(err.Error(), 1024), Data: data}
 	}
@@ -209,10 +216,12 @@ func allRooms(ctx context.Context, e *connector.Engine) (*connector.RoomsResult,
 	return &out, nil
 }
 
-// subscribe admits subscriptions to the connector's own URIs only.
+// subscribe admits subscriptions to the connector's own URIs only:
+// resources/subscribe before 2026-07-28, and each URI of a
+// subscriptions/listen from it on.
 func (s *Server) subscribe(_ context.Context, req *mcp.SubscribeRequest) error {
 	if _, _, _, ok := parseResourceURI(req.Params.URI); !ok {
-		return resourceNotFound(req.Params.URI)
+		return resourceNotFound(req.ProtocolVersion(), req.Params.URI)
 	}
 	return nil
 }

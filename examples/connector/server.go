@@ -34,6 +34,10 @@ type Server struct {
 	mu          sync.Mutex
 	sessions    map[*mcp.ServerSession]string
 	nextSession int64
+	// conversations are the engine sessions of MCP 2026-07-28 over HTTP
+	// (conversationSession), with their last use, so their number stays
+	// bounded.
+	conversations map[string]time.Time
 }
 
 // ServerOptions configures [NewServer]; nil means defaults.
@@ -57,7 +61,8 @@ func NewServer(eng *connector.Engine, opts *ServerOptions) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{eng: eng, log: log, sessions: map[*mcp.ServerSession]string{}, progressEvery: opts.ProgressInterval}
+	s := &Server{eng: eng, log: log, sessions: map[*mcp.ServerSession]string{}, conversations: map[string]time.Time{},
+		progressEvery: opts.ProgressInterval}
 	if s.progressEvery <= 0 {
 		s.progressEvery = 15 * time.Second
 	}
@@ -88,11 +93,12 @@ func NewServer(eng *connector.Engine, opts *ServerOptions) (*Server, error) {
 			if unadvertised[method] {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method not found: %q is not supported", method)}
 			}
-			// A URI that is none of the connector's resources: -32002
-			// (R4), before the SDK's own -32602 for unmatched URIs.
+			// A URI that is none of the connector's resources is "not
+			// found" with data.uri in the negotiated version's code, before
+			// the SDK's own message for unmatched URIs.
 			if rr, ok := req.(*mcp.ReadResourceRequest); ok && method == "resources/read" && rr.Params != nil {
 				if _, _, _, ok := parseResourceURI(rr.Params.URI); !ok {
-					return nil, resourceNotFound(rr.Params.URI)
+					return nil, resourceNotFound(rr.ProtocolVersion(), rr.Params.URI)
 				}
 			}
 			return next(ctx, method, req)
@@ -146,7 +152,7 @@ func (s *Server) toolHandler(t *connector.Tool) mcp.ToolHandler {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: t.Name + ": arguments must be a JSON object"}
 		}
 		stop := s.keepAlive(ctx, req)
-		out, err := t.Call(ctx, s.eng, s.sessionID(req.Session), args)
+		out, err := t.Call(ctx, s.eng, s.sessionFor(req.Session, req.Extra), args)
 		stop()
 		if err != nil {
 			return toolResultError(err)
@@ -210,15 +216,30 @@ func (s *Server) keepAlive(ctx context.Context, req *mcp.CallToolRequest) (stop 
 	return func() { cancel(); <-done }
 }
 
-// sessionID names sess for the engine, which tracks the presented head
-// and inbox claims per session (§4.2, §4.3). A Streamable HTTP session is
-// named by its Mcp-Session-Id; go-sdk sessions over stdio and in-memory
-// transports have no ID of their own, so the connector assigns one. When
-// the session ends, the engine forgets it (its claimed inbox items become
-// available to other sessions again).
-func (s *Server) sessionID(sess *mcp.ServerSession) string {
+// sessionFor names the engine session a request belongs to: the engine
+// tracks the presented head and inbox claims per session (§4.2, §4.3).
+//
+//   - A Streamable HTTP session of MCP 2025-11-25 and earlier is named by
+//     its Mcp-Session-Id.
+//   - MCP 2026-07-28 over HTTP has no session: a request belongs to the
+//     conversation its client names with the Agent-Protocols-Conversation
+//     header, or, without one, to the one default conversation of the
+//     bearer token (conversationSession).
+//   - Over stdio and in-memory transports the connection is the session
+//     (one client per process), in either protocol era; the connector
+//     names it.
+//
+// When a connection-scoped session ends, the engine forgets it (its
+// claimed inbox items become available to other sessions again).
+func (s *Server) sessionFor(sess *mcp.ServerSession, extra *mcp.RequestExtra) string {
 	if sess == nil {
 		return ""
+	}
+	if sess.ID() == "" && extra != nil && extra.Header != nil {
+		// The front refused a malformed conversation header already.
+		name, _ := conversationSession(extra.Header)
+		s.useConversation(name)
+		return name
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -243,14 +264,43 @@ func (s *Server) sessionID(sess *mcp.ServerSession) string {
 	return id
 }
 
-// httpSessionName is the engine's name for an HTTP session.
-func httpSessionName(mcpSessionID string) string { return "http-" + mcpSessionID }
+// maxConversations bounds the MCP 2026-07-28 HTTP conversations the
+// engine keeps presented heads for; past it, the least recently used one
+// is ended (its claims released, its heads forgotten).
+const maxConversations = 256
 
-// endHTTPSession is called when an HTTP session's client went away
-// without ending it (its last stream closed): its claims are released at
-// once, and its presented heads forgotten (a client that comes back
-// re-reads before writing, or its writes are judged against the latest
-// verified head).
-func (s *Server) endHTTPSession(mcpSessionID string) {
-	s.eng.EndSession(httpSessionName(mcpSessionID))
+// useConversation records a use of an HTTP conversation.
+func (s *Server) useConversation(name string) {
+	now := time.Now()
+	s.mu.Lock()
+	s.conversations[name] = now
+	var evict string
+	if len(s.conversations) > maxConversations {
+		oldest := now
+		for n, t := range s.conversations {
+			if n != name && !t.After(oldest) {
+				evict, oldest = n, t
+			}
+		}
+		delete(s.conversations, evict)
+	}
+	s.mu.Unlock()
+	if evict != "" {
+		s.eng.EndSession(evict)
+	}
 }
+
+// endSession ends an engine session whose client went away (its last
+// stream closed): its claims are released at once, and its presented
+// heads forgotten (a client that comes back re-reads before writing, or
+// its writes are judged against the latest verified head).
+func (s *Server) endSession(name string) {
+	s.mu.Lock()
+	delete(s.conversations, name)
+	s.mu.Unlock()
+	s.eng.EndSession(name)
+}
+
+// httpSessionName is the engine's name for an HTTP session (MCP
+// 2025-11-25 and earlier).
+func httpSessionName(mcpSessionID string) string { return "http-" + mcpSessionID }

@@ -20,13 +20,22 @@ import (
 )
 
 // transports connects the official go-sdk client to c's server over the
-// two transports the connector serves: its stdio framing (through pipes)
-// and the guarded Streamable HTTP endpoint.
+// two transports the connector serves, its stdio framing (through pipes)
+// and the guarded Streamable HTTP endpoint, in both protocol eras: the
+// session era (2025-11-25, initialize) and 2026-07-28 (server/discover,
+// no session).
 var transports = []struct {
-	name    string
-	connect func(t *testing.T, c *agentConn, opts *mcp.ClientOptions) *mcp.ClientSession
+	name, version string
+	connect       func(t *testing.T, c *agentConn, opts *mcp.ClientOptions) *mcp.ClientSession
 }{
-	{"stdio", func(t *testing.T, c *agentConn, opts *mcp.ClientOptions) *mcp.ClientSession {
+	{"stdio", "2025-11-25", connectStdio("2025-11-25")},
+	{"http", "2025-11-25", connectHTTP("2025-11-25")},
+	{"stdio-2026", "2026-07-28", connectStdio("2026-07-28")},
+	{"http-2026", "2026-07-28", connectHTTP("2026-07-28")},
+}
+
+func connectStdio(version string) func(t *testing.T, c *agentConn, opts *mcp.ClientOptions) *mcp.ClientSession {
+	return func(t *testing.T, c *agentConn, opts *mcp.ClientOptions) *mcp.ClientSession {
 		inR, inW := io.Pipe()
 		outR, outW := io.Pipe()
 		ctx, cancel := context.WithCancel(context.Background())
@@ -37,33 +46,49 @@ var transports = []struct {
 			outW.Close()
 		}()
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "stdio-client", Version: "1"}, opts).Connect(ctx,
-			&mcp.IOTransport{Reader: outR, Writer: inW}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+			&mcp.IOTransport{Reader: outR, Writer: inW}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 		if err != nil {
 			t.Fatal(err)
 		}
+		checkNegotiated(t, cs, version)
 		t.Cleanup(func() { cs.Close(); inW.Close(); cancel(); <-done })
 		return cs
-	}},
-	{"http", func(t *testing.T, c *agentConn, opts *mcp.ClientOptions) *mcp.ClientSession {
+	}
+}
+
+func connectHTTP(version string) func(t *testing.T, c *agentConn, opts *mcp.ClientOptions) *mcp.ClientSession {
+	return func(t *testing.T, c *agentConn, opts *mcp.ClientOptions) *mcp.ClientSession {
 		ts := serveHTTP(t, c)
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "http-client", Version: "1"}, opts).Connect(context.Background(), &mcp.StreamableClientTransport{
 			Endpoint:   ts.URL,
 			HTTPClient: &http.Client{Transport: bearer{testToken, http.DefaultTransport}},
 			MaxRetries: -1,
-		}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 		if err != nil {
 			t.Fatal(err)
 		}
+		checkNegotiated(t, cs, version)
 		t.Cleanup(func() { cs.Close() })
 		return cs
-	}},
+	}
 }
 
-// TestErrorSplitOverTransports (R4, R5, R10): over stdio and HTTP, with
-// the official client: argument errors are isError results naming the
-// field; an unknown tool is a JSON-RPC error; reading a resource that is
-// not the connector's or a room that is not open is -32002 with
-// data.uri; only tools and subscribable resources are advertised.
+// checkNegotiated fails unless the client speaks the version it asked
+// for (a 2026-07-28 client falls back to 2025-11-25 silently otherwise).
+func checkNegotiated(t *testing.T, cs *mcp.ClientSession, version string) {
+	t.Helper()
+	if got := cs.InitializeResult().ProtocolVersion; got != version {
+		cs.Close()
+		t.Fatalf("negotiated %s, want %s", got, version)
+	}
+}
+
+// TestErrorSplitOverTransports (R4, R5, R10): over stdio and HTTP, in
+// both protocol eras, with the official client: argument errors are
+// isError results naming the field; an unknown tool is a JSON-RPC error;
+// reading a resource that is not the connector's or a room that is not
+// open is "not found" with data.uri, in the negotiated version's code;
+// only tools and subscribable resources are advertised.
 func TestErrorSplitOverTransports(t *testing.T) {
 	h := newTestHost(t, nil)
 	c := newConnector(t, "split", h)
@@ -85,10 +110,16 @@ func TestErrorSplitOverTransports(t *testing.T) {
 			if !errors.As(err, &je) || je.Code != jsonrpc.CodeInvalidParams {
 				t.Errorf("unknown tool: %v", err)
 			}
+			// Not found: -32002 up to 2025-11-25, -32602 from 2026-07-28
+			// on, both with data.uri.
+			notFound := int64(-32002)
+			if tr.version >= "2026-07-28" {
+				notFound = jsonrpc.CodeInvalidParams
+			}
 			for _, uri := range []string{"agent-protocols://rooms/nosuchroom", "agent-protocols://rooms/nosuchroom/timeline", "file:///etc/passwd", "agent-protocols://keys"} {
 				_, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
-				if !errors.As(err, &je) || je.Code != -32002 || !strings.Contains(string(je.Data), `"uri":"`+uri+`"`) {
-					t.Errorf("read %s: %v (data %s), want -32002 with data.uri", uri, err, dataOf(je))
+				if !errors.As(err, &je) || je.Code != notFound || !strings.Contains(string(je.Data), `"uri":"`+uri+`"`) {
+					t.Errorf("read %s: %v (data %s), want %d with data.uri", uri, err, dataOf(je), notFound)
 				}
 			}
 			if _, err := cs.ListPrompts(ctx, nil); !errors.As(err, &je) || je.Code != jsonrpc.CodeMethodNotFound {
