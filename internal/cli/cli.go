@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 )
 
 // StatusUsage is the exit status of a usage error, as in the flag
@@ -52,4 +53,50 @@ func PrintUsage(fs *flag.FlagSet, synopsis string, w io.Writer) {
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 	fs.SetOutput(out)
+}
+
+// EnvString is a string flag whose default comes from an environment
+// variable. An error about its value, or about its conflict with another
+// flag, names where the value came from (Source): an operator who never
+// typed the flag must be told about the variable still exported in the
+// shell. --help names the variable but never prints its value, which may
+// hold a password.
+type EnvString struct {
+	fs        *flag.FlagSet
+	name, env string
+	value     *string
+}
+
+// StringEnv defines the flag --name on fs whose value, when the command
+// line does not set it, is that of the environment variable env.
+func StringEnv(fs *flag.FlagSet, name, env, usage string) *EnvString {
+	return &EnvString{fs: fs, name: name, env: env, value: fs.String(name, "", usage+" (default $"+env+")")}
+}
+
+// Value is the flag's value after parsing.
+func (f *EnvString) Value() string {
+	if f.set() {
+		return *f.value
+	}
+	return os.Getenv(f.env)
+}
+
+// Source names where the value came from, for messages: "--name" when
+// the command line set it, "$ENV" when the environment did, "" when
+// neither did.
+func (f *EnvString) Source() string {
+	switch {
+	case f.set():
+		return "--" + f.name
+	case os.Getenv(f.env) != "":
+		return "$" + f.env
+	}
+	return ""
+}
+
+// set reports whether the command line set the flag.
+func (f *EnvString) set() bool {
+	set := false
+	f.fs.Visit(func(fl *flag.Flag) { set = set || fl.Name == f.name })
+	return set
 }

@@ -53,3 +53,38 @@ func TestParse(t *testing.T) {
 		}
 	}
 }
+
+// TestEnvString: the environment gives the default, the command line
+// wins, and Source says which one a message must name.
+func TestEnvString(t *testing.T) {
+	const env = "CLI_TEST_POSTGRES"
+	for _, c := range []struct {
+		env    string
+		args   []string
+		value  string
+		source string
+	}{
+		{"", nil, "", ""},
+		{"postgres://env", nil, "postgres://env", "$" + env},
+		{"postgres://env", []string{"--postgres", "postgres://flag"}, "postgres://flag", "--postgres"},
+		{"", []string{"--postgres", "postgres://flag"}, "postgres://flag", "--postgres"},
+	} {
+		t.Setenv(env, c.env)
+		fs := flag.NewFlagSet("prog", flag.ContinueOnError)
+		pg := StringEnv(fs, "postgres", env, "database URL")
+		if status, done := Parse(fs, c.args, synopsis, new(bytes.Buffer), new(bytes.Buffer)); done {
+			t.Fatalf("%q: parse ended with %d", c.args, status)
+		}
+		if pg.Value() != c.value || pg.Source() != c.source {
+			t.Errorf("env %q, args %q: value %q from %q, want %q from %q", c.env, c.args, pg.Value(), pg.Source(), c.value, c.source)
+		}
+	}
+	t.Setenv(env, "postgres://adp:secret@db")
+	var out bytes.Buffer
+	fs := flag.NewFlagSet("prog", flag.ContinueOnError)
+	StringEnv(fs, "postgres", env, "database URL")
+	Parse(fs, []string{"--help"}, synopsis, &out, new(bytes.Buffer))
+	if !strings.Contains(out.String(), "(default $"+env+")") || strings.Contains(out.String(), "secret") {
+		t.Errorf("--help must name the variable, not print its value:\n%s", out.String())
+	}
+}
