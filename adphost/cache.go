@@ -229,8 +229,12 @@ func (h *Host) load(ctx context.Context, hr *hostRoom) error {
 	return err
 }
 
-// loadRoom builds hr.room (hr.mu held): the newest snapshot, then the records
-// after it. A room without records does not exist.
+// loadRoom builds hr.room (hr.mu held): the newest snapshot, then the
+// records after it. A room without records does not exist. A snapshot is
+// a shortcut, the log the truth: one that does not restore (truncated,
+// written by a newer version) or is not of the log (another room, another
+// record at its seq) is ignored, the room rebuilt from its first record,
+// and a fresh snapshot stored in its place.
 func (h *Host) loadRoom(ctx context.Context, hr *hostRoom) error {
 	opts := h.roomOpts
 	opts.URL = h.RoomURL(hr.id)
@@ -238,25 +242,49 @@ func (h *Host) loadRoom(ctx context.Context, hr *hostRoom) error {
 	if err != nil {
 		return err
 	}
+	var room *adp.Room
+	var recs []*adp.Record
 	if snap != nil {
-		room, err := adp.RestoreRoom(snap, &opts)
-		if err != nil {
+		// The snapshot's own record comes with the records after it: it
+		// checks the snapshot against the log, in the same read.
+		if recs, err = h.store.Records(ctx, hr.id, max(seq-1, 0), catchUpPage); err != nil {
 			return err
 		}
-		if room.Latest().Seq != seq {
-			return errors.New("adphost: a stored snapshot does not match its seq")
+		if room, err = adp.RestoreRoom(snap, &opts); err == nil {
+			switch l := room.Latest(); {
+			case room.ID() != hr.id || l.Seq != seq || seq < 1:
+				err = fmt.Errorf("the snapshot is of room %q at seq %d", clip(room.ID()), l.Seq)
+			case len(recs) == 0 || recs[0].Seq != seq || recs[0].Hash != l.Hash:
+				err = fmt.Errorf("the snapshot's record %d is not the log's", seq)
+			}
 		}
-		hr.room = room
-	} else {
-		hr.room = adp.NewRoom(hr.id, &opts)
+		if err != nil {
+			h.log.Warn("adphost: a stored room snapshot does not load; rebuilding the room from its log", "room", hr.id, "seq", seq, "err", err)
+			room, recs = nil, nil
+		}
 	}
+	rebuilt := snap != nil && room == nil
+	if room == nil {
+		room = adp.NewRoom(hr.id, &opts)
+	}
+	hr.room = room
 	hr.reg = hr.room.Registry()
 	hr.seq.Store(hr.room.Latest().Seq)
-	if err := h.catchUp(ctx, hr); err != nil {
-		return err
+	if len(recs) > 0 {
+		if err := h.applyStored(ctx, hr, recs[1:]); err != nil {
+			return err
+		}
+	}
+	if len(recs) == 0 || len(recs) == catchUpPage {
+		if err := h.catchUp(ctx, hr); err != nil {
+			return err
+		}
 	}
 	if hr.room.Latest().Seq == 0 {
 		return identity.Errorf(adp.CodeRoomNotFound, "room %q does not exist", clip(hr.id))
+	}
+	if rebuilt {
+		h.snapshot(ctx, hr)
 	}
 	return h.reconcile(ctx, hr)
 }
@@ -306,38 +334,49 @@ func (h *Host) reconcile(ctx context.Context, hr *hostRoom) error {
 // caller, never a verdict on its request.
 func (h *Host) catchUp(ctx context.Context, hr *hostRoom) error {
 	for {
-		after := hr.room.Latest().Seq
-		recs, err := h.store.Records(ctx, hr.id, after, 500)
+		recs, err := h.store.Records(ctx, hr.id, hr.room.Latest().Seq, catchUpPage)
 		if err != nil {
 			return unavailable(err)
 		}
-		for _, rec := range recs {
-			ev, err := adp.ParseEvent(rec.Envelope)
-			if err == nil {
-				err = hr.room.Apply(context.WithValue(ctx, replayKey{}, ev.Type), rec)
-			}
-			if err != nil {
-				if hr.loadErr == nil && !hr.dropped.Load() {
-					select {
-					case <-hr.loaded:
-						h.drop(hr, err)
-					default: // a load: its error removes it
-					}
-				}
-				return unavailable(err)
-			}
-			hr.seq.Store(rec.Seq)
-			hr.ix = nil
-			if ev.Type == adp.TypeRoomCreate || ev.Type == adp.TypeTypeDefine {
-				hr.reg = hr.room.Registry()
-			}
-			h.publishRecord(hr, rec)
+		if err := h.applyStored(ctx, hr, recs); err != nil {
+			return err
 		}
-		if len(recs) < 500 {
+		if len(recs) < catchUpPage {
 			hr.unsure.Store(false)
 			return nil
 		}
 	}
+}
+
+// catchUpPage is how many records a catch-up reads at a time.
+const catchUpPage = 500
+
+// applyStored applies stored records to hr's replica and announces each
+// (hr.mu held); see catchUp.
+func (h *Host) applyStored(ctx context.Context, hr *hostRoom, recs []*adp.Record) error {
+	for _, rec := range recs {
+		ev, err := adp.ParseEvent(rec.Envelope)
+		if err == nil {
+			err = hr.room.Apply(context.WithValue(ctx, replayKey{}, ev.Type), rec)
+		}
+		if err != nil {
+			if !hr.dropped.Load() {
+				select {
+				case <-hr.loaded:
+					h.drop(hr, err)
+				default: // a load: its error removes it
+				}
+			}
+			return unavailable(err)
+		}
+		hr.seq.Store(rec.Seq)
+		hr.ix = nil
+		if ev.Type == adp.TypeRoomCreate || ev.Type == adp.TypeTypeDefine {
+			hr.reg = hr.room.Registry()
+		}
+		h.publishRecord(hr, rec)
+	}
+	return nil
 }
 
 // startListening starts, for a Notifier store, the listener and the

@@ -117,7 +117,11 @@
 // stored; the replica reads the Store's head at its next use. A replica
 // that cannot be put back, or that cannot apply a stored record, is
 // dropped from the cache (its live streams end, and their clients resume
-// from the history) and loaded afresh on next use. A room's load runs
+// from the history) and loaded afresh on next use. A stored snapshot
+// that does not restore (truncated, from a newer version) or does not
+// match the log is ignored: the room is rebuilt from its log and the
+// snapshot rewritten, so an outsider of a private room sees a missing
+// room either way. A room's load runs
 // detached from the request that started it, under its own 30 s bound, so
 // one client's disconnect does not fail the others waiting for it; a room
 // with a write between its lookup and its answer is not evicted.

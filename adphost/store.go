@@ -51,7 +51,8 @@ type Store interface {
 	RecordByEvent(ctx context.Context, event envelope.Hash) (*adp.Record, error)
 
 	// PutSnapshot stores a room snapshot (adp.Room.Snapshot) taken at
-	// seq, unless a newer one is stored.
+	// seq, unless a newer one is stored; one taken at the same seq is
+	// replaced (the Host rewrites a snapshot that does not load).
 	PutSnapshot(ctx context.Context, roomID string, seq int64, snap []byte) error
 	// Snapshot returns a room's newest snapshot and its seq; seq 0 and nil
 	// when there is none.
@@ -382,7 +383,7 @@ func (m *MemoryStore) PutSnapshot(_ context.Context, roomID string, seq int64, s
 func (m *MemoryStore) putSnapshot(roomID string, seq int64, snap []byte) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.snapshots[roomID].seq < seq {
+	if m.snapshots[roomID].seq <= seq {
 		m.snapshots[roomID] = memSnapshot{seq, snap}
 	}
 }

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -404,4 +406,76 @@ func TestNoEvictionDuringWrite(t *testing.T) {
 	if seq := mustv(reader.GetRoom(ctx, a)).Seq; seq != head {
 		t.Fatalf("after the write the host serves seq %d; the store's head is %d", seq, head)
 	}
+}
+
+// TestSnapshotThatDoesNotLoad: a stored snapshot that does not restore
+// (truncated, a version this code does not read) or is not of the log (a
+// seq it was not taken at) is ignored: the room is rebuilt from its log
+// and a fresh snapshot stored in its place. An outsider asking for the
+// private room meanwhile gets exactly a missing room's answer, and no
+// answer carries the snapshot's error.
+func TestSnapshotThatDoesNotLoad(t *testing.T) {
+	ctx := ctxT(t)
+	store := adphost.NewMemoryStore()
+	w := newWorld(t, &adphost.Options{Store: store, SnapshotEvery: 10, RateLimits: adphost.Unlimited()})
+	alice := w.client("alice")
+	room := mustv(alice.CreateRoom(ctx, roomSpec(t, adp.VisibilityPrivate, "snapshots"))).RoomID
+	for i := range 12 {
+		mustv(alice.SendMessage(ctx, room, text(fmt.Sprint("message ", i))))
+	}
+	at, good := mustv2(store.Snapshot(ctx, room))
+	if at != 10 {
+		t.Fatalf("snapshot at %d, want 10", at)
+	}
+	missing := "nosuchroom0000000000"
+	for name, bad := range map[string][]byte{
+		"truncated":   good[:len(good)/2],
+		"version 2":   bytes.Replace(good, []byte(`"version":1`), []byte(`"version":2`), 1),
+		"another seq": good, // taken at 10, stored as of the head
+	} {
+		t.Run(name, func(t *testing.T) {
+			latest := mustv(store.Head(ctx, room))
+			if err := store.PutSnapshot(ctx, room, latest, bad); err != nil {
+				t.Fatal(err)
+			}
+			// A fresh host: nothing cached.
+			fresh := newWorld(t, &adphost.Options{Store: store, SnapshotEvery: 10, RateLimits: adphost.Unlimited()})
+			get := func(path string) (int, string) {
+				resp := mustv(fresh.hc.Get(fresh.url + path))
+				defer resp.Body.Close()
+				b, _ := io.ReadAll(resp.Body)
+				return resp.StatusCode, string(b)
+			}
+			for _, path := range []string{"/v1/rooms/%s", "/v1/rooms/%s/events"} {
+				st, body := get(fmt.Sprintf(path, room))
+				mst, mbody := get(fmt.Sprintf(path, missing))
+				if st != mst || strings.ReplaceAll(body, room, missing) != mbody {
+					t.Fatalf("an outsider's GET %s: %d %s; a missing room's: %d %s", fmt.Sprintf(path, room), st, body, mst, mbody)
+				}
+			}
+			if _, err := fresh.client("mallory").GetRoom(ctx, room); !errors.Is(err, adp.ErrRoomNotFound) {
+				t.Fatalf("an outsider with a token: %v", err)
+			}
+			res, err := fresh.client("alice").GetRoom(ctx, room)
+			if err != nil || res.Seq != latest {
+				t.Fatalf("the creator: %v, %v; want the room at seq %d", res, err, latest)
+			}
+			seq, snap := mustv2(store.Snapshot(ctx, room))
+			restored, err := adp.RestoreRoom(snap, nil)
+			if seq != latest || err != nil || restored.Latest().Seq != latest {
+				t.Fatalf("the stored snapshot after the rebuild: seq %d, %v", seq, err)
+			}
+			rec := mustv(fresh.client("alice").SendMessage(ctx, room, text("after")))
+			if rec.Seq != latest+1 {
+				t.Fatalf("a write after the rebuild got seq %d", rec.Seq)
+			}
+		})
+	}
+}
+
+func mustv2[A, B any](a A, b B, err error) (A, B) {
+	if err != nil {
+		panic(err)
+	}
+	return a, b
 }

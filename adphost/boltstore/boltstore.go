@@ -228,7 +228,7 @@ func (s *Store) Head(_ context.Context, roomID string) (int64, error) {
 func (s *Store) PutSnapshot(_ context.Context, roomID string, seq int64, snap []byte) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bSnaps)
-		if old := b.Get([]byte(roomID)); len(old) >= 8 && int64(binary.BigEndian.Uint64(old)) >= seq {
+		if old := b.Get([]byte(roomID)); len(old) >= 8 && int64(binary.BigEndian.Uint64(old)) > seq {
 			return nil
 		}
 		return b.Put([]byte(roomID), append(seqKey(seq), snap...))

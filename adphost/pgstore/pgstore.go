@@ -631,7 +631,7 @@ func (s *Store) WriteState(ctx context.Context, roomID string, actor identity.Ag
 // PutSnapshot implements adphost.Store.
 func (s *Store) PutSnapshot(ctx context.Context, roomID string, seq int64, snap []byte) error {
 	_, err := s.pool.Exec(ctx, `INSERT INTO adp_snapshots AS s (room_id, seq, body) VALUES ($1, $2, $3)
-		ON CONFLICT (room_id) DO UPDATE SET seq = excluded.seq, body = excluded.body WHERE s.seq < excluded.seq`,
+		ON CONFLICT (room_id) DO UPDATE SET seq = excluded.seq, body = excluded.body WHERE s.seq <= excluded.seq`,
 		roomID, seq, snap)
 	if err != nil {
 		return fmt.Errorf("pgstore: %w", err)

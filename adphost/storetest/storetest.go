@@ -423,7 +423,8 @@ func quota(t *testing.T, s adphost.Store) {
 	}
 }
 
-// snapshot: the newest snapshot is kept, an older one does not replace it.
+// snapshot: the newest snapshot is kept, an older one does not replace it,
+// one at the same seq does.
 func snapshot(t *testing.T, s adphost.Store) {
 	ctx := t.Context()
 	if seq, b := must2b(t)(s.Snapshot(ctx, "snap")); seq != 0 || b != nil {
@@ -438,6 +439,12 @@ func snapshot(t *testing.T, s adphost.Store) {
 	}
 	ok(t, s.PutSnapshot(ctx, "snap", 9, []byte(`{"at":9}`)))
 	if seq, b := must2b(t)(s.Snapshot(ctx, "snap")); seq != 9 || string(b) != `{"at":9}` {
+		t.Fatalf("snapshot %d %s", seq, b)
+	}
+	// One at the same seq replaces it: a snapshot that does not load is
+	// rewritten where it was.
+	ok(t, s.PutSnapshot(ctx, "snap", 9, []byte(`{"at":9,"again":true}`)))
+	if seq, b := must2b(t)(s.Snapshot(ctx, "snap")); seq != 9 || string(b) != `{"at":9,"again":true}` {
 		t.Fatalf("snapshot %d %q", seq, b)
 	}
 }
