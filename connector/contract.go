@@ -49,8 +49,10 @@ var (
 	// ErrHostNotAllowed: the host is not in the operator allowlist; nothing
 	// was signed and no request was sent.
 	ErrHostNotAllowed = errors.New("connector: host is not in the operator allowlist")
-	// ErrAmbiguousRoom: room_id matches rooms on more than one host; pass host.
-	ErrAmbiguousRoom = errors.New("connector: room_id is known on more than one host; pass host")
+	// ErrAmbiguousRoom: room_id does not pick one host — it is known on
+	// more than one, or (for a room that need not be known, room_join) on
+	// none while several hosts are configured; pass host.
+	ErrAmbiguousRoom = errors.New("connector: room_id does not pick one host; pass host")
 	// ErrUnknownRoom: the room was never opened on any configured host.
 	ErrUnknownRoom = errors.New("connector: unknown room; open it first")
 	// ErrRateLimited: the local write rate limit refused the write.

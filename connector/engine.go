@@ -464,11 +464,59 @@ func (e *Engine) resolve(host, roomID string) (roomKey, *hostState, error) {
 	e.mu.Unlock()
 	switch len(found) {
 	case 0:
+		if h := e.onlyHost(); h != nil {
+			return roomKey{}, nil, fmt.Errorf("%w: %s on %s", ErrUnknownRoom, clip(roomID), h.name)
+		}
 		return roomKey{}, nil, fmt.Errorf("%w: %s", ErrUnknownRoom, clip(roomID))
 	case 1:
 		return found[0], e.hosts[found[0].host], nil
 	}
-	return roomKey{}, nil, fmt.Errorf("%w: %s", ErrAmbiguousRoom, clip(roomID))
+	return roomKey{}, nil, fmt.Errorf("%w: %s is known on %d hosts", ErrAmbiguousRoom, clip(roomID), len(found))
+}
+
+// hostFor picks the host of a room that need not be known locally (a
+// restricted or private room is joined before it can be opened): the
+// given host; else the host room_id is known on; else, for a room known
+// on none, the only enabled host. Several candidates are
+// ErrAmbiguousRoom, which asks for host.
+func (e *Engine) hostFor(host, roomID string) (*hostState, error) {
+	if err := checkRoomID(roomID); err != nil {
+		return nil, err
+	}
+	if host != "" {
+		return e.host(host)
+	}
+	_, h, err := e.resolve("", roomID)
+	if !errors.Is(err, ErrUnknownRoom) {
+		return h, err
+	}
+	if h := e.onlyHost(); h != nil {
+		return h, nil
+	}
+	n := 0
+	for _, name := range e.hostOrder {
+		if e.hosts[name].client != nil {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("%w: no configured host is enabled", ErrHostNotAllowed)
+	}
+	return nil, fmt.Errorf("%w: %s is not known locally, and %d hosts are configured", ErrAmbiguousRoom, clip(roomID), n)
+}
+
+// onlyHost is the one enabled host, or nil when there are none or several.
+func (e *Engine) onlyHost() *hostState {
+	var only *hostState
+	for _, name := range e.hostOrder {
+		if h := e.hosts[name]; h.client != nil {
+			if only != nil {
+				return nil
+			}
+			only = h
+		}
+	}
+	return only
 }
 
 // Bounds of the host text a HostError carries.

@@ -93,22 +93,18 @@ func (e *Engine) CreateRoom(ctx context.Context, session string, in RoomCreateIn
 // room that needs approval gets a join request (status
 // "approval_required"); once it is approved (a room.join.approved inbox
 // item), calling Join again signs room.join with the approved role, and
-// fails with ErrRoleMismatch when the input names another role.
+// fails with ErrRoleMismatch when the input names another role. The room
+// need not be known locally: without Host, the host is the one the room
+// is known on, or the only enabled host; with several candidates Join
+// fails with ErrAmbiguousRoom.
 func (e *Engine) Join(ctx context.Context, session string, in RoomJoinInput) (*RoomJoinResult, error) {
 	if !validRole(in.Role) {
 		return nil, fmt.Errorf("%w: role %q", ErrInvalidInput, clip(in.Role))
 	}
-	var h *hostState
-	var err error
-	if in.Host != "" {
-		h, err = e.host(in.Host)
-	} else {
-		_, h, err = e.resolve("", in.RoomID)
-	}
+	// A restricted or private room cannot be opened before joining, so
+	// room_id alone is enough when it picks one host (hostFor).
+	h, err := e.hostFor(in.Host, in.RoomID)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkRoomID(in.RoomID); err != nil {
 		return nil, err
 	}
 	k := roomKey{h.name, in.RoomID}
@@ -209,8 +205,10 @@ func (e *Engine) Join(ctx context.Context, session string, in RoomJoinInput) (*R
 		return nil, err
 	}
 	var rec *adp.Record
-	if h.client.Verified(k.room) == nil {
+	if room := h.client.Verified(k.room); room == nil || !room.Created() {
 		// Not readable before joining: anchor on the host's latest record.
+		// (A room_open refused before joining leaves an empty replica,
+		// which verifies nothing: it is not readable either.)
 		rec, err = e.blindSignal(ctx, k, h, req, adp.Base{RoomID: k.room, Seq: res.Seq, Hash: res.Hash})
 		if err != nil {
 			return nil, err

@@ -191,7 +191,7 @@ type toolSpec struct {
 
 // Shared input properties.
 var (
-	pHost   = str("Host origin (for example https://api.example) as listed by agent_protocols_hosts_list. Only needed when the room_id matches rooms on more than one configured host; the connector then refuses to guess.")
+	pHost   = str("Host origin (for example https://api.example) as listed by agent_protocols_hosts_list. Optional: without it the connector uses the host the room_id is known on, or, for a room not known locally, the only configured host; when that leaves several hosts it refuses to guess and asks for host.")
 	pRoomID = schema{"type": "string", "minLength": 1, "maxLength": MaxRoomIDLen, "pattern": "^[A-Za-z0-9._~-]+$",
 		"description": "ADP room ID (letters, digits, - . _ ~; at most 128)."}
 	pRoom = schema{"room_id": pRoomID, "host": pHost}
@@ -432,7 +432,7 @@ func toolSpecs() []toolSpec {
 				"request_id":  str("Approved join request to complete."),
 				"extra":       pExtra,
 			}), "room_id", "role"),
-			desc: signsWrites + "Joins a room: signs room.join directly, or files a join request and returns approval_required; call again after the room.join.approved inbox item to complete with the approved role.",
+			desc: signsWrites + "Joins a room: signs room.join directly, or files a join request and returns approval_required; call again after the room.join.approved inbox item to complete with the approved role. A restricted or private room cannot be opened before you join: call this with room_id and role (host only when several hosts are configured).",
 			bind: withSession((*Engine).Join)},
 		{name: "room_leave", title: "Leave room", ann: write,
 			in:   object(with(pRoom, schema{"reason": anyStr("Reason.")}), "room_id"),
