@@ -372,7 +372,7 @@ func (g *gatedAppendStore) Append(ctx context.Context, c *adphost.Commit) error 
 // serves it.
 func TestNoEvictionDuringWrite(t *testing.T) {
 	ctx := ctxT(t)
-	bolt, err := boltstore.Open(filepath.Join(t.TempDir(), "host.db"))
+	bolt, err := boltstore.Open(filepath.Join(t.TempDir(), "host.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

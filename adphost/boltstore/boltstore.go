@@ -4,8 +4,9 @@
 // parsed strictly on the way out, because the file is not trusted more
 // than a network answer.
 //
-// bbolt allows one process per file; a host served by several processes
-// needs a shared database store.
+// bbolt allows one process per file (a second one fails with [ErrLocked]
+// after [Options].LockTimeout); a host served by several processes needs a
+// shared database store.
 package boltstore
 
 import (
@@ -14,11 +15,14 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/go-json-experiment/json"
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/adphost"
@@ -58,10 +62,33 @@ var (
 	bAppl     = []byte("request-applicants")
 )
 
+// Options configures Open. A nil *Options means defaults.
+type Options struct {
+	// LockTimeout bounds the wait for the file's lock, which a process
+	// that has the file open holds; 0 means DefaultLockTimeout. Open then
+	// fails with an error wrapping ErrLocked.
+	LockTimeout time.Duration
+}
+
+// DefaultLockTimeout is the default Options.LockTimeout.
+const DefaultLockTimeout = time.Second
+
+// ErrLocked is wrapped by Open's error when another process (or another
+// Store of this one) has the file open.
+var ErrLocked = errors.New("boltstore: the file is in use by another process")
+
 // Open opens (or creates) the store's file at path. The file is locked
-// for this process while it is open.
-func Open(path string) (*Store, error) {
-	db, err := bolt.Open(path, 0o600, nil)
+// for this process while it is open; a file another process holds fails
+// after opts.LockTimeout with ErrLocked, rather than waiting for it.
+func Open(path string, opts *Options) (*Store, error) {
+	timeout := DefaultLockTimeout
+	if opts != nil && opts.LockTimeout > 0 {
+		timeout = opts.LockTimeout
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, fmt.Errorf("%w: %s (its lock was not released within %v)", ErrLocked, path, timeout)
+	}
 	if err != nil {
 		return nil, err
 	}

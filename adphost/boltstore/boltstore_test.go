@@ -2,9 +2,11 @@ package boltstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,7 +22,7 @@ import (
 // TestConformance: the bbolt store passes the Store suite.
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) adphost.Store {
-		s, err := Open(filepath.Join(t.TempDir(), "host.db"))
+		s, err := Open(filepath.Join(t.TempDir(), "host.db"), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -33,7 +35,7 @@ func TestConformance(t *testing.T) {
 func TestReopen(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "host.db")
-	s, err := Open(path)
+	s, err := Open(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +61,7 @@ func TestReopen(t *testing.T) {
 	}
 	s.Close()
 
-	s, err = Open(path)
+	s, err = Open(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +93,7 @@ func TestReopen(t *testing.T) {
 func TestJoinRequestIndex(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "host.db")
-	s, err := Open(path)
+	s, err := Open(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +166,7 @@ func TestJoinRequestIndex(t *testing.T) {
 		return tx.DeleteBucket(bOrder)
 	})
 	s.Close()
-	if s, err = Open(path); err != nil {
+	if s, err = Open(path, nil); err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
@@ -181,7 +183,7 @@ func TestJoinRequestIndex(t *testing.T) {
 // cost before the index (a scan, decode and sort of every request).
 func BenchmarkJoinRequestLookup(b *testing.B) {
 	ctx := context.Background()
-	s, err := Open(filepath.Join(b.TempDir(), "host.db"))
+	s, err := Open(filepath.Join(b.TempDir(), "host.db"), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -236,7 +238,7 @@ func key2(t *testing.T) *identity.PrivateKey {
 // transaction (and is unmapped when the file grows or closes).
 func TestRecordsOutliveTheFile(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(filepath.Join(t.TempDir(), "host.db"))
+	s, err := Open(filepath.Join(t.TempDir(), "host.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,5 +278,29 @@ func TestRecordsOutliveTheFile(t *testing.T) {
 	}
 	if !same(one, recs[3]) {
 		t.Fatal("RecordByEvent's record differs once the file is closed")
+	}
+}
+
+// TestOpenHeldFile: a file another Store (another process) holds is not
+// waited for: Open fails with ErrLocked after LockTimeout, naming the
+// file.
+func TestOpenHeldFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "host.db")
+	s, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	start := time.Now()
+	s2, err := Open(path, &Options{LockTimeout: 100 * time.Millisecond})
+	if err == nil {
+		s2.Close()
+		t.Fatal("a held file opened")
+	}
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("Open of a held file: %v", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("Open of a held file took %v", d)
 	}
 }

@@ -27,7 +27,7 @@ func Example() {
 	defer stop()
 	production := false
 
-	st, err := boltstore.Open("/var/lib/adp/host.db") // or adphost.NewMemoryStore(), or your database
+	st, err := boltstore.Open("/var/lib/adp/host.db", nil) // or adphost.NewMemoryStore(), or your database
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func ExampleOpen() {
 
 	// serve runs a host on the file for the duration of use.
 	serve := func(use func(*adp.Client)) {
-		st, err := boltstore.Open(path) // one process at a time: bbolt locks the file
+		st, err := boltstore.Open(path, nil) // one process at a time: bbolt locks the file
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -14,7 +14,7 @@ import (
 // (boltstore's own tests run exactly this.)
 func boltConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) adphost.Store {
-		st, err := boltstore.Open(filepath.Join(t.TempDir(), "host.db"))
+		st, err := boltstore.Open(filepath.Join(t.TempDir(), "host.db"), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -29,6 +30,7 @@ func TestHostProcess(t *testing.T) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := run(ctx, strings.Fields(args), os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "host:", err) // as main does
 		os.Exit(1)
 	}
 	os.Exit(0)

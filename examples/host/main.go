@@ -93,7 +93,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		if err := os.MkdirAll(*data, 0o700); err != nil {
 			return err
 		}
-		st, err := boltstore.Open(filepath.Join(*data, "host.db"))
+		st, err := boltstore.Open(filepath.Join(*data, "host.db"), nil)
 		if err != nil {
 			return err
 		}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -130,4 +132,35 @@ func TestRunOrigin(t *testing.T) {
 	if !refused {
 		t.Fatal("a token for the listen address was accepted")
 	}
+}
+
+// TestRunDataInUse: a second host process on the --data directory another
+// one is serving exits non-zero within 10 s, saying the file is in use,
+// instead of waiting for its lock.
+func TestRunDataInUse(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts host processes")
+	}
+	dir := t.TempDir()
+	first := &hostProc{tb: t, addr: freeAddr(t)}
+	first.args = "--addr " + first.addr + " --data " + dir
+	first.start()
+	defer first.stop()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestHostProcess$")
+	cmd.Env = append(os.Environ(), envHostArgs+"=--addr 127.0.0.1:0 --data "+dir)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	start := time.Now()
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() <= 0 || ctx.Err() != nil {
+		t.Fatalf("the second process: %v after %v (stderr %q)", err, time.Since(start), stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "in use by another process") {
+		t.Fatalf("the second process said %q", stderr.String())
+	}
+	t.Logf("exit %d after %v: %s", exit.ExitCode(), time.Since(start).Round(time.Millisecond), strings.TrimSpace(stderr.String()))
 }
