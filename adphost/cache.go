@@ -294,15 +294,18 @@ func (h *Host) loadRoom(ctx context.Context, hr *hostRoom) error {
 // new status are two Store writes, and a crash (or a Store error) between
 // them must not leave a reviewed request pending forever. The log wins,
 // as it does for the room's own rules. hr.mu is held.
+//
+// Only the pending requests that have not expired are read (through the
+// Store's index), so that a load does not grow with the room's history of
+// applicants: a request reviewed before it expired and left pending by a
+// crash shows as expired once it has, which is no less than it can
+// still be used for (§11: an approval ends with the request).
 func (h *Host) reconcile(ctx context.Context, hr *hostRoom) error {
-	list, err := h.store.JoinRequests(ctx, hr.id)
+	list, err := h.pendingRequests(ctx, hr.id, h.now().UnixMilli())
 	if err != nil {
 		return err
 	}
 	for _, jr := range list {
-		if jr.Status != adp.JoinPending {
-			continue
-		}
 		seq, ok := hr.room.ReviewSeq(jr.Request.ID)
 		if !ok {
 			continue

@@ -5,11 +5,15 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/internal/b64url"
 	"github.com/agentprotocols/go-sdk/internal/strictjson"
 )
 
@@ -85,7 +89,7 @@ func (h *Host) createJoinRequest(w http.ResponseWriter, r *http.Request) {
 		err = writable(room.Status(now))
 	}
 	if err == nil {
-		err = h.checkPending(r, hr.id)
+		err = h.checkPending(r, hr.id, now)
 	}
 	if err == nil {
 		err = h.take(r.Context(), rateKey{agent: who, class: "join-request"}, h.limits.JoinRequests, now)
@@ -118,21 +122,14 @@ func (h *Host) createJoinRequest(w http.ResponseWriter, r *http.Request) {
 }
 
 // checkPending bounds a room's pending requests, so that the list the
-// reviewers read stays bounded whatever applicants do. A request stays
-// pending at most JoinRequestTTL, so only the requests created within it
-// are read, not the room's whole history of applicants (a TTL lowered
-// across a restart may let the older requests of the higher one go
-// uncounted until they expire).
-func (h *Host) checkPending(r *http.Request, roomID string) error {
-	list, err := h.recentRequests(r.Context(), roomID, h.now().Add(-h.jrTTL).UnixMilli())
+// reviewers read stays bounded whatever applicants do. It counts the
+// requests stored as pending that have not expired, through the Store's
+// index: requests a public room approved at once, and decided or expired
+// ones, cost it nothing.
+func (h *Host) checkPending(r *http.Request, roomID string, now time.Time) error {
+	n, err := h.countPending(r.Context(), roomID, now.UnixMilli())
 	if err != nil {
 		return err
-	}
-	n := 0
-	for _, jr := range list {
-		if h.effective(jr).Status == adp.JoinPending {
-			n++
-		}
 	}
 	if n >= h.maxPending {
 		// No count in the answer: applying is open to outsiders of a
@@ -164,8 +161,11 @@ func canReview(room *adp.Room, who identity.AgentID) bool {
 
 // listJoinRequests is GET /v1/rooms/{room_id}/join-requests: the
 // authoritative list, for the creator and moderators only, as an Identity
-// list in creation order, paged by limit (default 100, at most 1000),
-// Options.MaxPageBytes and an opaque cursor.
+// list in key order (created_at, then ID), paged by limit (default 100,
+// at most 1000), Options.MaxPageBytes and an opaque cursor naming the last
+// request of the page before. The page is read from the Store by key, so
+// that a page costs the same in a room of a hundred applicants and of a
+// hundred thousand.
 func (h *Host) listJoinRequests(w http.ResponseWriter, r *http.Request) {
 	who, hr, err := h.callerRoom(r)
 	if err == nil {
@@ -175,28 +175,50 @@ func (h *Host) listJoinRequests(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	var limit int
-	var off int64
+	var after JoinRequestKey
 	if err == nil {
 		limit, err = limitParam(q.Get("limit"), DefaultEventsLimit, MaxEventsLimit)
 	}
 	if err == nil && q.Has("cursor") {
-		off, err = parseCursor(q.Get("cursor"))
+		after, err = parseKeyCursor(q.Get("cursor"))
 	}
 	var list []*adp.JoinRequestResource
 	if err == nil {
-		list, err = h.store.JoinRequests(r.Context(), hr.id)
+		list, err = h.requestsAfter(r.Context(), hr.id, after, limit+1) // one more: does a next page exist?
 	}
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	out := identity.List[*adp.JoinRequestResource]{Result: []*adp.JoinRequestResource{}}
-	part, next := cut(list, off, limit, h.pageBytes)
-	for _, jr := range part {
-		out.Result = append(out.Result, h.effective(jr))
+	for i, jr := range list {
+		list[i] = h.effective(jr)
 	}
-	out.NextCursor = next
+	out := identity.List[*adp.JoinRequestResource]{Result: []*adp.JoinRequestResource{}}
+	if part, next := cut(list, 0, limit, h.pageBytes); part != nil {
+		out.Result = part
+		if next != "" {
+			out.NextCursor = makeKeyCursor(KeyOf(part[len(part)-1]))
+		}
+	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// Join-request cursors are opaque to clients: base64url of
+// "k:<created_at>:<id>", the key of the last request of the page before.
+func makeKeyCursor(k JoinRequestKey) string {
+	b := strconv.AppendInt([]byte("k:"), k.CreatedAt, 10)
+	return b64url.Encode(append(append(b, ':'), k.ID...))
+}
+
+func parseKeyCursor(s string) (JoinRequestKey, error) {
+	raw, err := b64url.Decode(s)
+	if err == nil && len(raw) > 2 && string(raw[:2]) == "k:" {
+		at, id, ok := strings.Cut(string(raw[2:]), ":")
+		if n, err := strconv.ParseInt(at, 10, 64); ok && err == nil && n >= 0 {
+			return JoinRequestKey{CreatedAt: n, ID: id}, nil
+		}
+	}
+	return JoinRequestKey{}, identity.NewError(identity.CodeInvalidRequest, "cursor is not one this host issued")
 }
 
 // getJoinRequest is GET /v1/rooms/{room_id}/join-requests/{request_id}:

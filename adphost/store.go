@@ -220,20 +220,48 @@ type BatchAppender interface {
 }
 
 // JoinRequestIndex is an optional extension of a Store that indexes join
-// requests by applicant and by creation time. The Host then finds one
-// agent's requests for a room (an applicant's read of a private room,
-// /v1/me/rooms) and a room's recent requests (the pending bound of a new
-// request) without listing every request of the room, so that neither
-// the time nor the answer of such a call grows with the room's history of
-// applicants. A Store without it is read through JoinRequests.
-// MemoryStore, boltstore and pgstore implement it.
+// requests by applicant, by (created_at, id) and, for the pending ones, by
+// expiry. The Host then finds one agent's requests for a room (an
+// applicant's read of a private room, /v1/me/rooms), counts a room's
+// pending requests (the bound a new request checks), reads them (when a
+// room is loaded) and pages the reviewers' list without reading every
+// request of the room, so that neither the time nor the answer of such a
+// call grows with the room's history of applicants. A Store without it is
+// read through JoinRequests. MemoryStore, boltstore and pgstore implement
+// it.
 type JoinRequestIndex interface {
 	// ApplicantJoinRequests returns applicant's join requests for the
 	// room, in creation order.
 	ApplicantJoinRequests(ctx context.Context, roomID string, applicant identity.AgentID) ([]*adp.JoinRequestResource, error)
-	// RecentJoinRequests returns the room's join requests created after
-	// createdAfter (Unix ms), in creation order.
-	RecentJoinRequests(ctx context.Context, roomID string, createdAfter int64) ([]*adp.JoinRequestResource, error)
+	// CountPendingJoinRequests returns how many of the room's join
+	// requests are stored as pending and expire after now (Unix ms): the
+	// length of PendingJoinRequests, without reading the requests.
+	CountPendingJoinRequests(ctx context.Context, roomID string, now int64) (int, error)
+	// PendingJoinRequests returns the room's join requests that are
+	// stored as pending and expire after now (Unix ms), in key order.
+	PendingJoinRequests(ctx context.Context, roomID string, now int64) ([]*adp.JoinRequestResource, error)
+	// JoinRequestsAfter returns up to limit of the room's join requests
+	// whose key follows after, in key order: one page of the list.
+	JoinRequestsAfter(ctx context.Context, roomID string, after JoinRequestKey, limit int) ([]*adp.JoinRequestResource, error)
+}
+
+// JoinRequestKey orders a room's join requests: by created_at (Unix ms,
+// not negative), then by ID. Both are immutable, so a list paged by key
+// neither skips nor repeats a request, whatever is added meanwhile. The
+// zero key precedes every request.
+type JoinRequestKey struct {
+	CreatedAt int64
+	ID        string
+}
+
+// KeyOf returns jr's JoinRequestKey.
+func KeyOf(jr *adp.JoinRequestResource) JoinRequestKey {
+	return JoinRequestKey{jr.Request.CreatedAt, jr.Request.ID}
+}
+
+// Compare orders k before (-1), at (0) or after (+1) o.
+func (k JoinRequestKey) Compare(o JoinRequestKey) int {
+	return cmp.Or(cmp.Compare(k.CreatedAt, o.CreatedAt), strings.Compare(k.ID, o.ID))
 }
 
 // applicantRequests returns who's join requests for a room, through the
@@ -249,17 +277,50 @@ func (h *Host) applicantRequests(ctx context.Context, roomID string, who identit
 	return slices.DeleteFunc(list, func(jr *adp.JoinRequestResource) bool { return jr.Request.Applicant != who }), nil
 }
 
-// recentRequests returns a room's join requests created after
-// createdAfter, through the Store's JoinRequestIndex when it has one.
-func (h *Host) recentRequests(ctx context.Context, roomID string, createdAfter int64) ([]*adp.JoinRequestResource, error) {
+// pendingRequests returns a room's live pending join requests, through
+// the Store's JoinRequestIndex when it has one.
+func (h *Host) pendingRequests(ctx context.Context, roomID string, now int64) ([]*adp.JoinRequestResource, error) {
 	if ix, ok := h.store.(JoinRequestIndex); ok {
-		return ix.RecentJoinRequests(ctx, roomID, createdAfter)
+		return ix.PendingJoinRequests(ctx, roomID, now)
 	}
+	list, err := h.sortedRequests(ctx, roomID)
+	return slices.DeleteFunc(list, func(jr *adp.JoinRequestResource) bool { return !livePending(jr, now) }), err
+}
+
+// countPending counts a room's live pending join requests, through the
+// Store's JoinRequestIndex when it has one.
+func (h *Host) countPending(ctx context.Context, roomID string, now int64) (int, error) {
+	if ix, ok := h.store.(JoinRequestIndex); ok {
+		return ix.CountPendingJoinRequests(ctx, roomID, now)
+	}
+	list, err := h.pendingRequests(ctx, roomID, now)
+	return len(list), err
+}
+
+// requestsAfter returns one page of a room's join requests, through the
+// Store's JoinRequestIndex when it has one.
+func (h *Host) requestsAfter(ctx context.Context, roomID string, after JoinRequestKey, limit int) ([]*adp.JoinRequestResource, error) {
+	if ix, ok := h.store.(JoinRequestIndex); ok {
+		return ix.JoinRequestsAfter(ctx, roomID, after, limit)
+	}
+	list, err := h.sortedRequests(ctx, roomID)
+	list = slices.DeleteFunc(list, func(jr *adp.JoinRequestResource) bool { return KeyOf(jr).Compare(after) <= 0 })
+	return list[:min(len(list), max(limit, 0))], err
+}
+
+// sortedRequests is JoinRequests in key order.
+func (h *Host) sortedRequests(ctx context.Context, roomID string) ([]*adp.JoinRequestResource, error) {
 	list, err := h.store.JoinRequests(ctx, roomID)
-	if err != nil {
-		return nil, err
-	}
-	return slices.DeleteFunc(list, func(jr *adp.JoinRequestResource) bool { return jr.Request.CreatedAt <= createdAfter }), nil
+	slices.SortStableFunc(list, compareRequests)
+	return list, err
+}
+
+func compareRequests(a, b *adp.JoinRequestResource) int { return KeyOf(a).Compare(KeyOf(b)) }
+
+// livePending reports whether jr is stored as pending and expires after
+// now (Unix ms).
+func livePending(jr *adp.JoinRequestResource, now int64) bool {
+	return jr.Status == adp.JoinPending && jr.Request.ExpiresAt > now
 }
 
 // MemoryStore is the in-memory Store. It is safe for concurrent use.
@@ -267,13 +328,21 @@ type MemoryStore struct {
 	mu        sync.RWMutex
 	logs      map[string][]*adp.Record
 	events    map[envelope.Hash]*adp.Record
-	requests  map[string][]*adp.JoinRequestResource // by room, creation order
+	requests  map[string]*memRequests // by room
 	statuses  map[string]map[identity.AgentID]*adp.AgentStatus
 	nonces    map[identity.AgentID][2]int64
 	quotas    map[string][]int64
 	snapshots map[string]memSnapshot
 	index     map[string]*RoomIndex
 	swept     int64 // when idle quota windows were last dropped (Unix ms)
+}
+
+// memRequests are one room's join requests: in key order, by ID, and the
+// expiry of those stored as pending.
+type memRequests struct {
+	order   []*adp.JoinRequestResource
+	byID    map[string]*adp.JoinRequestResource
+	pending map[string]int64
 }
 
 type memSnapshot struct {
@@ -286,7 +355,7 @@ func NewMemoryStore() *MemoryStore {
 	return &MemoryStore{
 		logs:      map[string][]*adp.Record{},
 		events:    map[envelope.Hash]*adp.Record{},
-		requests:  map[string][]*adp.JoinRequestResource{},
+		requests:  map[string]*memRequests{},
 		statuses:  map[string]map[identity.AgentID]*adp.AgentStatus{},
 		nonces:    map[identity.AgentID][2]int64{},
 		quotas:    map[string][]int64{},
@@ -425,7 +494,10 @@ func (m *MemoryStore) AgentRooms(_ context.Context, agent identity.AgentID) ([]R
 				c.Members = []MemberIndex{mi}
 			}
 		}
-		applied := slices.ContainsFunc(m.requests[id], func(jr *adp.JoinRequestResource) bool { return jr.Request.Applicant == agent })
+		var applied bool
+		if rs := m.requests[id]; rs != nil {
+			applied = slices.ContainsFunc(rs.order, func(jr *adp.JoinRequestResource) bool { return jr.Request.Applicant == agent })
+		}
 		if c.Members != nil || ix.Summary.Creator == agent || applied {
 			out = append(out, c)
 		}
@@ -444,14 +516,22 @@ func (m *MemoryStore) PutJoinRequest(_ context.Context, jr *adp.JoinRequestResou
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c := *jr
-	list := m.requests[jr.Request.RoomID]
-	for i, old := range list {
-		if old.Request.ID == jr.Request.ID {
-			list[i] = &c
-			return nil
-		}
+	rs := m.requests[jr.Request.RoomID]
+	if rs == nil {
+		rs = &memRequests{byID: map[string]*adp.JoinRequestResource{}, pending: map[string]int64{}}
+		m.requests[jr.Request.RoomID] = rs
 	}
-	m.requests[jr.Request.RoomID] = append(list, &c)
+	if old := rs.byID[c.Request.ID]; old != nil {
+		i, _ := slices.BinarySearchFunc(rs.order, KeyOf(old), func(e *adp.JoinRequestResource, k JoinRequestKey) int { return KeyOf(e).Compare(k) })
+		rs.order = slices.Delete(rs.order, i, i+1)
+	}
+	i, _ := slices.BinarySearchFunc(rs.order, KeyOf(&c), func(e *adp.JoinRequestResource, k JoinRequestKey) int { return KeyOf(e).Compare(k) })
+	rs.order = slices.Insert(rs.order, i, &c)
+	rs.byID[c.Request.ID] = &c
+	delete(rs.pending, c.Request.ID)
+	if c.Status == adp.JoinPending {
+		rs.pending[c.Request.ID] = c.Request.ExpiresAt
+	}
 	return nil
 }
 
@@ -459,53 +539,99 @@ func (m *MemoryStore) PutJoinRequest(_ context.Context, jr *adp.JoinRequestResou
 func (m *MemoryStore) JoinRequest(_ context.Context, roomID, id string) (*adp.JoinRequestResource, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	for _, jr := range m.requests[roomID] {
-		if jr.Request.ID == id {
-			c := *jr
-			return &c, nil
-		}
+	if rs := m.requests[roomID]; rs != nil && rs.byID[id] != nil {
+		c := *rs.byID[id]
+		return &c, nil
 	}
 	return nil, nil
+}
+
+// copies returns copies of the room's join requests keep accepts, in key
+// order (m.mu held).
+func (m *MemoryStore) copies(roomID string, keep func(*adp.JoinRequestResource) bool) []*adp.JoinRequestResource {
+	rs := m.requests[roomID]
+	if rs == nil {
+		return nil
+	}
+	var out []*adp.JoinRequestResource
+	for _, jr := range rs.order {
+		if keep(jr) {
+			c := *jr
+			out = append(out, &c)
+		}
+	}
+	return out
 }
 
 // ApplicantJoinRequests implements JoinRequestIndex.
 func (m *MemoryStore) ApplicantJoinRequests(_ context.Context, roomID string, applicant identity.AgentID) ([]*adp.JoinRequestResource, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
+	return m.copies(roomID, func(jr *adp.JoinRequestResource) bool { return jr.Request.Applicant == applicant }), nil
+}
+
+// CountPendingJoinRequests implements JoinRequestIndex, from the room's
+// pending requests alone.
+func (m *MemoryStore) CountPendingJoinRequests(_ context.Context, roomID string, now int64) (int, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	n := 0
+	if rs := m.requests[roomID]; rs != nil {
+		for _, exp := range rs.pending {
+			if exp > now {
+				n++
+			}
+		}
+	}
+	return n, nil
+}
+
+// PendingJoinRequests implements JoinRequestIndex, from the room's pending
+// requests alone.
+func (m *MemoryStore) PendingJoinRequests(_ context.Context, roomID string, now int64) ([]*adp.JoinRequestResource, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	rs := m.requests[roomID]
+	if rs == nil {
+		return nil, nil
+	}
 	var out []*adp.JoinRequestResource
-	for _, jr := range m.requests[roomID] {
-		if jr.Request.Applicant == applicant {
-			c := *jr
+	for id, exp := range rs.pending {
+		if exp > now {
+			c := *rs.byID[id]
 			out = append(out, &c)
 		}
 	}
+	slices.SortFunc(out, compareRequests)
 	return out, nil
 }
 
-// RecentJoinRequests implements JoinRequestIndex.
-func (m *MemoryStore) RecentJoinRequests(_ context.Context, roomID string, createdAfter int64) ([]*adp.JoinRequestResource, error) {
+// JoinRequestsAfter implements JoinRequestIndex: a binary search for the
+// page's start.
+func (m *MemoryStore) JoinRequestsAfter(_ context.Context, roomID string, after JoinRequestKey, limit int) ([]*adp.JoinRequestResource, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	var out []*adp.JoinRequestResource
-	for _, jr := range m.requests[roomID] {
-		if jr.Request.CreatedAt > createdAfter {
-			c := *jr
-			out = append(out, &c)
-		}
+	rs := m.requests[roomID]
+	if rs == nil {
+		return nil, nil
 	}
-	return out, nil
-}
-
-// JoinRequests implements Store.
-func (m *MemoryStore) JoinRequests(_ context.Context, roomID string) ([]*adp.JoinRequestResource, error) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	out := make([]*adp.JoinRequestResource, 0, len(m.requests[roomID]))
-	for _, jr := range m.requests[roomID] {
+	i, found := slices.BinarySearchFunc(rs.order, after, func(e *adp.JoinRequestResource, k JoinRequestKey) int { return KeyOf(e).Compare(k) })
+	if found {
+		i++
+	}
+	out := make([]*adp.JoinRequestResource, 0, min(max(limit, 0), len(rs.order)-i))
+	for _, jr := range rs.order[i:min(len(rs.order), i+max(limit, 0))] {
 		c := *jr
 		out = append(out, &c)
 	}
 	return out, nil
+}
+
+// JoinRequests implements Store, in key order.
+func (m *MemoryStore) JoinRequests(_ context.Context, roomID string) ([]*adp.JoinRequestResource, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.copies(roomID, func(*adp.JoinRequestResource) bool { return true }), nil
 }
 
 // PutStatus implements Store.

@@ -40,9 +40,11 @@ import (
 // "requests" and "statuses" hold one bucket per room of JSON values,
 // keyed by request ID and Agent ID; "request-order" indexes each room's
 // requests by creation (key: big-endian created_at and the ID) and
-// "request-applicants" by applicant (key: Agent ID, NUL, request ID), so
-// that one request is one key lookup, the list needs no sort and an
-// agent's requests need no scan;
+// "request-applicants" by applicant (key: Agent ID, NUL, request ID) and
+// "request-pending" holds those stored as pending by expiry (key:
+// big-endian expires_at and the ID), so that one request is one key
+// lookup, the list needs no sort, a page starts with one seek, and
+// neither an agent's requests nor a room's pending ones need a scan;
 // "nonces" maps an Agent ID to its greatest nonce and expiry; "quotas"
 // maps a quota key to its window (big-endian uses); "snapshots" maps a
 // room to its seq and snapshot; "index" maps a room to its index entry
@@ -60,6 +62,7 @@ var (
 	bIndex    = []byte("index")
 	bOrder    = []byte("request-order")
 	bAppl     = []byte("request-applicants")
+	bPending  = []byte("request-pending")
 )
 
 // Options configures Open. A nil *Options means defaults.
@@ -395,10 +398,10 @@ func each[T any](s *Store, top []byte, room string) ([]*T, error) {
 // indexRequests builds the join-request indexes of a file from before
 // them, once.
 func indexRequests(tx *bolt.Tx) error {
-	if tx.Bucket(bOrder) != nil && tx.Bucket(bAppl) != nil {
+	if tx.Bucket(bOrder) != nil && tx.Bucket(bAppl) != nil && tx.Bucket(bPending) != nil {
 		return nil
 	}
-	for _, b := range [][]byte{bOrder, bAppl} {
+	for _, b := range [][]byte{bOrder, bAppl, bPending} {
 		if tx.Bucket(b) != nil {
 			if err := tx.DeleteBucket(b); err != nil {
 				return err
@@ -414,7 +417,10 @@ func indexRequests(tx *bolt.Tx) error {
 			if err := strictjson.Unmarshal(v, &jr); err != nil {
 				return err
 			}
-			return indexRequest(tx, &jr.Request)
+			if err := indexRequest(tx, &jr.Request); err != nil {
+				return err
+			}
+			return indexPending(tx, nil, &jr)
 		})
 	})
 }
@@ -424,6 +430,7 @@ func indexRequests(tx *bolt.Tx) error {
 func orderKey(r *adp.JoinRequest) []byte   { return append(seqKey(r.CreatedAt), r.ID...) }
 func applKey(r *adp.JoinRequest) []byte    { return append(applPrefix(r.Applicant), r.ID...) }
 func applPrefix(a identity.AgentID) []byte { return append([]byte(a.String()), 0) }
+func pendingKey(r *adp.JoinRequest) []byte { return append(seqKey(r.ExpiresAt), r.ID...) }
 
 // indexRequest adds a new request to both indexes.
 func indexRequest(tx *bolt.Tx, r *adp.JoinRequest) error {
@@ -442,8 +449,26 @@ func indexRequest(tx *bolt.Tx, r *adp.JoinRequest) error {
 	return appl.Put(applKey(r), nil)
 }
 
-// PutJoinRequest implements adphost.Store: the request and, for a new
-// one, its index entries, in one transaction. The immutable request
+// indexPending moves a request's entry in the pending index from what
+// prev (nil for a new request) needed to what jr needs.
+func indexPending(tx *bolt.Tx, prev, jr *adp.JoinRequestResource) error {
+	p, err := tx.Bucket(bPending).CreateBucketIfNotExists([]byte(jr.Request.RoomID))
+	if err != nil {
+		return err
+	}
+	if prev != nil && prev.Status == adp.JoinPending {
+		if err := p.Delete(pendingKey(&prev.Request)); err != nil {
+			return err
+		}
+	}
+	if jr.Status == adp.JoinPending {
+		return p.Put(pendingKey(&jr.Request), nil)
+	}
+	return nil
+}
+
+// PutJoinRequest implements adphost.Store: the request and its index
+// entries, in one transaction. The immutable request
 // (applicant, created_at) must not change.
 func (s *Store) PutJoinRequest(_ context.Context, jr *adp.JoinRequestResource) error {
 	b, err := json.Marshal(jr, json.Deterministic(true))
@@ -456,15 +481,19 @@ func (s *Store) PutJoinRequest(_ context.Context, jr *adp.JoinRequestResource) e
 		if err != nil {
 			return err
 		}
+		var prev *adp.JoinRequestResource
 		if old := r.Get(id); old != nil {
-			var prev adp.JoinRequestResource
-			if err := strictjson.Unmarshal(old, &prev); err != nil {
+			prev = new(adp.JoinRequestResource)
+			if err := strictjson.Unmarshal(old, prev); err != nil {
 				return err
 			}
 			if prev.Request.CreatedAt != jr.Request.CreatedAt || prev.Request.Applicant != jr.Request.Applicant {
 				return errors.New("boltstore: a join request's applicant and created_at are immutable")
 			}
 		} else if err := indexRequest(tx, &jr.Request); err != nil {
+			return err
+		}
+		if err := indexPending(tx, prev, jr); err != nil {
 			return err
 		}
 		return r.Put(id, b)
@@ -554,17 +583,22 @@ func (s *Store) ApplicantJoinRequests(_ context.Context, roomID string, applican
 	return out, err
 }
 
-// RecentJoinRequests implements adphost.JoinRequestIndex from the
-// creation-order index.
-func (s *Store) RecentJoinRequests(_ context.Context, roomID string, createdAfter int64) ([]*adp.JoinRequestResource, error) {
+// JoinRequestsAfter implements adphost.JoinRequestIndex: one seek in the
+// creation-order index, whose keys are the requests' keys.
+func (s *Store) JoinRequestsAfter(_ context.Context, roomID string, after adphost.JoinRequestKey, limit int) ([]*adp.JoinRequestResource, error) {
 	var out []*adp.JoinRequestResource
 	err := s.db.View(func(tx *bolt.Tx) error {
 		r, order := tx.Bucket(bRequests).Bucket([]byte(roomID)), tx.Bucket(bOrder).Bucket([]byte(roomID))
 		if r == nil || order == nil {
 			return nil
 		}
+		from := append(seqKey(after.CreatedAt), after.ID...)
 		c := order.Cursor()
-		for k, _ := c.Seek(seqKey(max(createdAfter, -1) + 1)); k != nil; k, _ = c.Next() {
+		k, _ := c.Seek(from)
+		if bytes.Equal(k, from) {
+			k, _ = c.Next()
+		}
+		for ; k != nil && len(out) < limit; k, _ = c.Next() {
 			jr, err := indexedRequest(r, k[8:])
 			if err != nil {
 				return err
@@ -574,6 +608,48 @@ func (s *Store) RecentJoinRequests(_ context.Context, roomID string, createdAfte
 		return nil
 	})
 	return out, err
+}
+
+// pending calls f with the key of each of the room's requests stored as
+// pending that expire after now, from the pending index.
+func (s *Store) pending(roomID string, now int64, f func(tx *bolt.Tx, id []byte) error) error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		p := tx.Bucket(bPending).Bucket([]byte(roomID))
+		if p == nil {
+			return nil
+		}
+		c := p.Cursor()
+		for k, _ := c.Seek(seqKey(max(now, -1) + 1)); k != nil; k, _ = c.Next() {
+			if err := f(tx, k[8:]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// CountPendingJoinRequests implements adphost.JoinRequestIndex: the keys
+// of the pending index past now, no request read.
+func (s *Store) CountPendingJoinRequests(_ context.Context, roomID string, now int64) (int, error) {
+	n := 0
+	err := s.pending(roomID, now, func(*bolt.Tx, []byte) error { n++; return nil })
+	return n, err
+}
+
+// PendingJoinRequests implements adphost.JoinRequestIndex from the pending
+// index.
+func (s *Store) PendingJoinRequests(_ context.Context, roomID string, now int64) ([]*adp.JoinRequestResource, error) {
+	var out []*adp.JoinRequestResource
+	err := s.pending(roomID, now, func(tx *bolt.Tx, id []byte) error {
+		jr, err := indexedRequest(tx.Bucket(bRequests).Bucket([]byte(roomID)), id)
+		out = append(out, jr)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b *adp.JoinRequestResource) int { return adphost.KeyOf(a).Compare(adphost.KeyOf(b)) })
+	return out, nil
 }
 
 // hasApplied reports whether agent has a join request for room, from the

@@ -149,9 +149,20 @@ func TestJoinRequestIndex(t *testing.T) {
 			t.Fatalf("applicant's requests: %v, %v", got, err)
 		}
 	}
-	recent, err := s.RecentJoinRequests(ctx, "room", 1)
-	if err != nil || len(recent) != 2 || recent[0].Request.ID != "jr_b" || recent[1].Request.ID != "jr_a" {
-		t.Fatalf("requests created after 1: %v, %v", recent, err)
+	pending := func() []string {
+		list, err := s.PendingJoinRequests(ctx, "room", 0)
+		n, cerr := s.CountPendingJoinRequests(ctx, "room", 0)
+		var ids []string
+		for _, jr := range list {
+			ids = append(ids, jr.Request.ID)
+		}
+		if err != nil || cerr != nil || n != len(ids) {
+			t.Fatalf("pending requests: %v (%d counted), %v, %v", ids, n, err, cerr)
+		}
+		return ids
+	}
+	if got := pending(); !slices.Equal(got, []string{"jr_z", "jr_b", "jr_a"}) {
+		t.Fatalf("pending requests: %v", got)
 	}
 	s.db.Update(func(tx *bolt.Tx) error {
 		return tx.Bucket(bRequests).Bucket([]byte("room")).Put([]byte("jr_0"), []byte("{corrupt"))
@@ -163,6 +174,7 @@ func TestJoinRequestIndex(t *testing.T) {
 	s.db.Update(func(tx *bolt.Tx) error {
 		tx.Bucket(bRequests).Bucket([]byte("room")).Delete([]byte("jr_0"))
 		tx.DeleteBucket(bAppl)
+		tx.DeleteBucket(bPending)
 		return tx.DeleteBucket(bOrder)
 	})
 	s.Close()
@@ -175,6 +187,9 @@ func TestJoinRequestIndex(t *testing.T) {
 	}
 	if list, err := s.ApplicantJoinRequests(ctx, "room", key2(t).AgentID()); err != nil || len(list) != 1 {
 		t.Fatalf("rebuilt applicant index: %v, %v", list, err)
+	}
+	if got := pending(); !slices.Equal(got, []string{"jr_z", "jr_b", "jr_a"}) {
+		t.Fatalf("rebuilt pending index: %v", got)
 	}
 }
 
@@ -192,10 +207,11 @@ func BenchmarkJoinRequestLookup(b *testing.B) {
 	s.db.Update(func(tx *bolt.Tx) error {
 		r, _ := tx.Bucket(bRequests).CreateBucketIfNotExists([]byte("room"))
 		for i := range 20000 {
-			jr := adp.JoinRequestResource{Request: adp.JoinRequest{ID: fmt.Sprintf("jr_%05d", i), RoomID: "room", Applicant: k.AgentID(), Role: adp.RoleSpeaker, CreatedAt: int64(i), ExpiresAt: 1}, Status: adp.JoinPending}
+			jr := adp.JoinRequestResource{Request: adp.JoinRequest{ID: fmt.Sprintf("jr_%05d", i), RoomID: "room", Applicant: k.AgentID(), Role: adp.RoleSpeaker, CreatedAt: int64(i), ExpiresAt: int64(i)}, Status: adp.JoinPending}
 			v, _ := json.Marshal(&jr)
 			r.Put([]byte(jr.Request.ID), v)
 			indexRequest(tx, &jr.Request)
+			indexPending(tx, nil, &jr)
 		}
 		return nil
 	})
@@ -206,9 +222,16 @@ func BenchmarkJoinRequestLookup(b *testing.B) {
 			}
 		}
 	})
-	b.Run("recent", func(b *testing.B) { // the pending bound of a new request
+	b.Run("pending", func(b *testing.B) { // the pending bound of a new request
 		for b.Loop() {
-			if list, err := s.RecentJoinRequests(ctx, "room", 19989); err != nil || len(list) != 10 {
+			if n, err := s.CountPendingJoinRequests(ctx, "room", 19989); err != nil || n != 10 {
+				b.Fatal(n, err)
+			}
+		}
+	})
+	b.Run("page", func(b *testing.B) { // one page of the reviewers' list
+		for b.Loop() {
+			if list, err := s.JoinRequestsAfter(ctx, "room", adphost.JoinRequestKey{CreatedAt: 12345, ID: "jr_12345"}, 100); err != nil || len(list) != 100 {
 				b.Fatal(len(list), err)
 			}
 		}

@@ -710,9 +710,13 @@ func (s *Store) PutJoinRequest(ctx context.Context, jr *adp.JoinRequestResource)
 	if err != nil {
 		return err
 	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO adp_join_requests (room_id, id, applicant, created_at, body) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (room_id, id) DO UPDATE SET body = excluded.body`,
-		jr.Request.RoomID, jr.Request.ID, jr.Request.Applicant.String(), jr.Request.CreatedAt, b)
+	var pendingUntil *int64 // the pending index holds only the pending
+	if jr.Status == adp.JoinPending {
+		pendingUntil = &jr.Request.ExpiresAt
+	}
+	_, err = s.pool.Exec(ctx, `INSERT INTO adp_join_requests (room_id, id, applicant, created_at, pending_until, body) VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (room_id, id) DO UPDATE SET body = excluded.body, pending_until = excluded.pending_until`,
+		jr.Request.RoomID, jr.Request.ID, jr.Request.Applicant.String(), jr.Request.CreatedAt, pendingUntil, b)
 	if err != nil {
 		return fmt.Errorf("pgstore: %w", err)
 	}
@@ -752,11 +756,33 @@ func (s *Store) ApplicantJoinRequests(ctx context.Context, roomID string, applic
 	return collect(rows, bodyRow[adp.JoinRequestResource])
 }
 
-// RecentJoinRequests implements adphost.JoinRequestIndex, through an index
-// on (room, created_at).
-func (s *Store) RecentJoinRequests(ctx context.Context, roomID string, createdAfter int64) ([]*adp.JoinRequestResource, error) {
-	rows, err := s.pool.Query(ctx, `SELECT body FROM adp_join_requests WHERE room_id = $1 AND created_at > $2 ORDER BY created`,
-		roomID, createdAfter)
+// CountPendingJoinRequests implements adphost.JoinRequestIndex, through a
+// partial index on the pending requests' expiry.
+func (s *Store) CountPendingJoinRequests(ctx context.Context, roomID string, now int64) (int, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM adp_join_requests WHERE room_id = $1 AND pending_until > $2`, roomID, now).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("pgstore: %w", err)
+	}
+	return n, nil
+}
+
+// PendingJoinRequests implements adphost.JoinRequestIndex, through a
+// partial index on the pending requests' expiry.
+func (s *Store) PendingJoinRequests(ctx context.Context, roomID string, now int64) ([]*adp.JoinRequestResource, error) {
+	rows, err := s.pool.Query(ctx, `SELECT body FROM adp_join_requests WHERE room_id = $1 AND pending_until > $2 ORDER BY created_at, id`,
+		roomID, now)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	return collect(rows, bodyRow[adp.JoinRequestResource])
+}
+
+// JoinRequestsAfter implements adphost.JoinRequestIndex, through an index
+// on (room, created_at, id).
+func (s *Store) JoinRequestsAfter(ctx context.Context, roomID string, after adphost.JoinRequestKey, limit int) ([]*adp.JoinRequestResource, error) {
+	rows, err := s.pool.Query(ctx, `SELECT body FROM adp_join_requests WHERE room_id = $1 AND (created_at, id) > ($2, $3)
+		ORDER BY created_at, id LIMIT $4`, roomID, after.CreatedAt, after.ID, max(limit, 0))
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: %w", err)
 	}

@@ -130,3 +130,56 @@ func TestWriteState(t *testing.T) {
 		t.Fatalf("write state of nothing: %+v", st)
 	}
 }
+
+// TestPendingIndexMigration: the schema step that indexes pending join
+// requests finds the pending ones among the rows written before it,
+// whatever text they hold (U+0000 included, which jsonb refuses).
+func TestPendingIndexMigration(t *testing.T) {
+	url := pgtest.Database(t)
+	s := open(t, url)
+	ctx := t.Context()
+	who := storetest.Author("applicant").AgentID()
+	for i, c := range []struct {
+		status adp.JoinRequestStatus
+		reason string
+	}{
+		{adp.JoinPending, "nul \x00 here"},
+		{adp.JoinPending, `an escaped backslash before u0000: \u0000`},
+		{adp.JoinApproved, "\x00"},
+		{adp.JoinPending, "plain"},
+	} {
+		jr := &adp.JoinRequestResource{Request: adp.JoinRequest{ID: fmt.Sprintf("jr_%d", i), RoomID: "room", Applicant: who,
+			Role: adp.RoleSpeaker, Reason: &c.reason, CreatedAt: int64(i), ExpiresAt: 1000 + int64(i)}, Status: c.status}
+		if err := s.PutJoinRequest(ctx, jr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Back to the schema before the step, rows and all (a later step
+	// must be undone here too).
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, `ALTER TABLE adp_join_requests DROP COLUMN pending_until;
+		DROP INDEX adp_join_requests_by_key;
+		CREATE INDEX adp_join_requests_by_time ON adp_join_requests (room_id, created_at);
+		DELETE FROM adp_schema WHERE version >= 4`); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, url)
+	list, err := s.PendingJoinRequests(ctx, "room", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, jr := range list {
+		ids = append(ids, jr.Request.ID)
+	}
+	if n, err := s.CountPendingJoinRequests(ctx, "room", 1000); err != nil || n != 2 || strings.Join(ids, " ") != "jr_1 jr_3" {
+		t.Fatalf("pending after the migration: %v (%d counted, %v)", ids, n, err)
+	}
+	if n, _ := s.CountPendingJoinRequests(ctx, "room", 0); n != 3 {
+		t.Fatalf("%d pending at 0, want 3", n)
+	}
+}

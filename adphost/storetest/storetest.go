@@ -534,8 +534,9 @@ func joinRequests(t *testing.T, s adphost.Store) {
 }
 
 // joinRequestIndex: for a Store that implements adphost.JoinRequestIndex
-// (skipped otherwise), one applicant's requests and a room's recent ones,
-// in creation order, agree with JoinRequests.
+// (skipped otherwise), one applicant's requests in creation order, the
+// pending ones counted and read by expiry, and pages in key order that
+// agree with JoinRequests.
 func joinRequestIndex(t *testing.T, s adphost.Store) {
 	ix, isIndex := s.(adphost.JoinRequestIndex)
 	if !isIndex {
@@ -546,7 +547,8 @@ func joinRequestIndex(t *testing.T, s adphost.Store) {
 	ok(t, s.PutJoinRequest(ctx, joinRequest("jr", "jr_B", alice, 20)))
 	ok(t, s.PutJoinRequest(ctx, joinRequest("jr", "jr_A", bob, 30)))
 	ok(t, s.PutJoinRequest(ctx, joinRequest("jr", "jr_D", alice, 40)))
-	ok(t, s.PutJoinRequest(ctx, joinRequest("other", "jr_C", alice, 10)))
+	ok(t, s.PutJoinRequest(ctx, joinRequest("jr", "jr_C", bob, 30))) // created with jr_A: the ID orders them
+	ok(t, s.PutJoinRequest(ctx, joinRequest("other", "jr_E", alice, 10)))
 	up := joinRequest("jr", "jr_B", alice, 20)
 	up.Status = adp.JoinRejected
 	ok(t, s.PutJoinRequest(ctx, up))
@@ -563,11 +565,61 @@ func joinRequestIndex(t *testing.T, s adphost.Store) {
 	if got := ids(try(ix.ApplicantJoinRequests(ctx, "none", alice)).get(t)); len(got) != 0 {
 		t.Fatalf("requests of a room without any: %v", got)
 	}
-	if got := ids(try(ix.RecentJoinRequests(ctx, "jr", 20)).get(t)); !slices.Equal(got, []string{"jr_A", "jr_D"}) {
-		t.Fatalf("requests created after 20: %v", got)
+
+	// Pages: key order (created_at, then ID), after any key, of any size.
+	all := []string{"jr_B", "jr_A", "jr_C", "jr_D"}
+	for _, c := range []struct {
+		after adphost.JoinRequestKey
+		limit int
+		want  []string
+	}{
+		{adphost.JoinRequestKey{}, 10, all},
+		{adphost.JoinRequestKey{}, 2, all[:2]},
+		{adphost.JoinRequestKey{CreatedAt: 30, ID: "jr_A"}, 2, all[2:]},
+		{adphost.JoinRequestKey{CreatedAt: 30, ID: "jr_B"}, 10, all[2:]}, // a key of no request
+		{adphost.JoinRequestKey{CreatedAt: 30}, 1, all[1:2]},
+		{adphost.JoinRequestKey{CreatedAt: 40, ID: "jr_D"}, 10, nil},
+		{adphost.JoinRequestKey{}, 0, nil},
+	} {
+		page := try(ix.JoinRequestsAfter(ctx, "jr", c.after, c.limit)).get(t)
+		if got := ids(page); !slices.Equal(got, c.want) {
+			t.Fatalf("page after %+v, limit %d: %v, want %v", c.after, c.limit, got, c.want)
+		}
 	}
-	if got := ids(try(ix.RecentJoinRequests(ctx, "jr", 0)).get(t)); !slices.Equal(got, []string{"jr_B", "jr_A", "jr_D"}) {
-		t.Fatalf("requests created after 0: %v", got)
+	if page := try(ix.JoinRequestsAfter(ctx, "jr", adphost.JoinRequestKey{}, 1)).get(t); page[0].Status != adp.JoinRejected {
+		t.Fatalf("a page shows a replaced request as %q", page[0].Status)
+	}
+	if got := ids(try(ix.JoinRequestsAfter(ctx, "none", adphost.JoinRequestKey{}, 10)).get(t)); len(got) != 0 {
+		t.Fatalf("a page of a room without requests: %v", got)
+	}
+	if got := ids(try(s.JoinRequests(ctx, "jr")).get(t)); !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(all))) {
+		t.Fatalf("JoinRequests %v, pages %v", got, all)
+	}
+
+	// Pending: stored as pending and expiring after now; a decision or
+	// the expiry takes a request out.
+	pending := func(now int64) []string {
+		n := try(ix.CountPendingJoinRequests(ctx, "jr", now)).get(t)
+		list := ids(try(ix.PendingJoinRequests(ctx, "jr", now)).get(t))
+		if n != len(list) {
+			t.Fatalf("at %d: %d pending counted, %v read", now, n, list)
+		}
+		return list
+	}
+	if got := pending(0); !slices.Equal(got, []string{"jr_A", "jr_C", "jr_D"}) {
+		t.Fatalf("pending at 0: %v", got)
+	}
+	if got := pending(30 + 3_600_000); !slices.Equal(got, []string{"jr_D"}) { // jr_A and jr_C expire at that moment
+		t.Fatalf("pending when jr_A and jr_C expire: %v", got)
+	}
+	up = joinRequest("jr", "jr_D", alice, 40)
+	up.Status, up.ApprovedRole = adp.JoinApproved, adp.RoleSpeaker
+	ok(t, s.PutJoinRequest(ctx, up))
+	if got := pending(0); !slices.Equal(got, []string{"jr_A", "jr_C"}) {
+		t.Fatalf("pending after jr_D's approval: %v", got)
+	}
+	if got := try(ix.CountPendingJoinRequests(ctx, "none", 0)).get(t); got != 0 {
+		t.Fatalf("%d pending in a room without requests", got)
 	}
 }
 
