@@ -41,14 +41,8 @@ func (h *Host) callerRoom(r *http.Request) (identity.AgentID, *hostRoom, error) 
 // error); on error it has written the response and ok is false.
 func (h *Host) callerRoomInput(w http.ResponseWriter, r *http.Request, what string, in any) (who identity.AgentID, hr *hostRoom, ok bool) {
 	who, hr, err := h.callerRoom(r)
-	var b []byte
 	if err == nil {
-		b, err = readBody(r, 16<<10)
-	}
-	if err == nil {
-		if uerr := strictUnmarshal(b, in); uerr != nil {
-			err = identity.Wrap(identity.CodeInvalidRequest, what, uerr)
-		}
+		err = readInput(r, what, in)
 	}
 	if err != nil {
 		writeError(w, err)
@@ -62,42 +56,36 @@ func (h *Host) callerRoomInput(w http.ResponseWriter, r *http.Request, what stri
 // except a banned applicant's or a moderator request from an agent not in
 // moderator_agent_ids; every other request stays pending until a signed
 // room.join.review decides it.
+//
+// The applicant's quota is taken before anything is read, so that an
+// applicant over it costs one quota check; and the request is judged on
+// the replica as it is, without the room's lock, so that applicants never
+// hold up the room's writes (the pending bound may then be passed by the
+// requests judged at the same moment).
 func (h *Host) createJoinRequest(w http.ResponseWriter, r *http.Request) {
-	var in adp.JoinRequestInput
-	who, hr, ok := h.callerRoomInput(w, r, "join request", &in)
-	if !ok {
-		return
-	}
-	var err error
 	now := h.now()
-	hr.mu.Lock() // one decision per room at a time, like a write
-	defer hr.mu.Unlock()
-	room := hr.room
-	c := room.Contract()
-	m, isMemberNow := room.Member(who)
-	switch {
-	case in.Role != adp.RoleModerator && in.Role != adp.RoleSpeaker && in.Role != adp.RoleObserver:
-		err = identity.Errorf(identity.CodeInvalidRequest, "role %q is not moderator, speaker or observer", clip(string(in.Role)))
-	case len(in.Extra) > 0 && in.Extra.Kind() != '{':
-		err = identity.NewError(identity.CodeInvalidRequest, "extra is not a JSON object")
-	case in.Role == adp.RoleObserver && c.Policy.ObserverAllowed != nil && !*c.Policy.ObserverAllowed:
-		err = identity.NewError(adp.CodeRoleNotAllowed, "the room policy does not allow observers")
-	case isMemberNow && m.Status == adp.MemberActive:
-		err = identity.NewError(identity.CodeInvalidRequest, "the applicant is already an active member")
-	}
-	if err == nil {
-		err = writable(room.Status(now))
-	}
-	if err == nil {
-		err = h.checkPending(r, hr.id, now)
-	}
+	who, err := h.requireCaller(r)
 	if err == nil {
 		err = h.take(r.Context(), rateKey{agent: who, class: "join-request"}, h.limits.JoinRequests, now)
+	}
+	var hr *hostRoom
+	if err == nil {
+		hr, err = h.lookup(r.Context(), r.PathValue("room_id"))
+	}
+	var in adp.JoinRequestInput
+	if err == nil {
+		err = readInput(r, "join request", &in)
+	}
+	var room *adp.Room
+	if err == nil {
+		room = hr.current()
+		err = h.judgeJoinRequest(r, room, hr.id, who, &in, now)
 	}
 	if err != nil {
 		writeError(w, err)
 		return
 	}
+	c := room.Contract()
 	ms := now.UnixMilli()
 	jr := &adp.JoinRequestResource{
 		Request: adp.JoinRequest{
@@ -117,8 +105,46 @@ func (h *Host) createJoinRequest(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	hr.mu.Lock()
 	h.publishJoinRequest(hr, jr)
+	hr.mu.Unlock()
 	writeJSON(w, http.StatusCreated, jr)
+}
+
+// judgeJoinRequest refuses a join request the room would not take.
+func (h *Host) judgeJoinRequest(r *http.Request, room *adp.Room, roomID string, who identity.AgentID, in *adp.JoinRequestInput, now time.Time) error {
+	c := room.Contract()
+	m, isMemberNow := room.Member(who)
+	var err error
+	switch {
+	case in.Role != adp.RoleModerator && in.Role != adp.RoleSpeaker && in.Role != adp.RoleObserver:
+		return identity.Errorf(identity.CodeInvalidRequest, "role %q is not moderator, speaker or observer", clip(string(in.Role)))
+	case len(in.Extra) > 0 && in.Extra.Kind() != '{':
+		return identity.NewError(identity.CodeInvalidRequest, "extra is not a JSON object")
+	case in.Role == adp.RoleObserver && c.Policy.ObserverAllowed != nil && !*c.Policy.ObserverAllowed:
+		err = identity.NewError(adp.CodeRoleNotAllowed, "the room policy does not allow observers")
+	case isMemberNow && m.Status == adp.MemberActive:
+		err = identity.NewError(identity.CodeInvalidRequest, "the applicant is already an active member")
+	default:
+		err = writable(room.Status(now))
+	}
+	if err != nil {
+		return err
+	}
+	return h.checkPending(r, roomID, now)
+}
+
+// readInput strictly decodes a body of at most 16 KiB into in (what names
+// it in the error).
+func readInput(r *http.Request, what string, in any) error {
+	b, err := readBody(r, 16<<10)
+	if err != nil {
+		return err
+	}
+	if err := strictUnmarshal(b, in); err != nil {
+		return identity.Wrap(identity.CodeInvalidRequest, what, err)
+	}
+	return nil
 }
 
 // checkPending bounds a room's pending requests, so that the list the
