@@ -111,7 +111,11 @@ func (h *Host) createJoinRequest(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, jr)
 }
 
-// judgeJoinRequest refuses a join request the room would not take.
+// judgeJoinRequest refuses a join request the room would not take. An
+// outsider of a private room learns nothing of the room's policy or state
+// from it (§16): what its policy or status refuses is answered as for a
+// missing room, and only the input's shape and the pending bound are
+// judged otherwise.
 func (h *Host) judgeJoinRequest(r *http.Request, room *adp.Room, roomID string, who identity.AgentID, in *adp.JoinRequestInput, now time.Time) error {
 	c := room.Contract()
 	m, isMemberNow := room.Member(who)
@@ -129,7 +133,7 @@ func (h *Host) judgeJoinRequest(r *http.Request, room *adp.Room, roomID string, 
 		err = writable(room.Status(now))
 	}
 	if err != nil {
-		return err
+		return hiddenOr(room, roomID, who, err)
 	}
 	return h.checkPending(r, roomID, now)
 }

@@ -241,3 +241,56 @@ func TestApplicantReadsWithoutIndex(t *testing.T) {
 		t.Fatalf("pending applicant's rooms: %+v", mine)
 	}
 }
+
+// TestPrivateApplicationRefusals: applying is open to anyone (§11), but
+// an outsider's application that a private room would refuse (a role its
+// policy does not allow, a room ended or cancelled) is answered exactly
+// as one to a room that does not exist, quota included (§16: the
+// outsider learns neither the room's policy nor its state). A valid
+// application still gets its pending request, and a public room still
+// says why it refuses.
+func TestPrivateApplicationRefusals(t *testing.T) {
+	ctx := ctxT(t)
+	w := newWorld(t, nil) // default quotas: every application counts
+	alice := w.client("alice")
+	no := false
+	spec := roomSpec(t, adp.VisibilityPrivate, "no observers")
+	spec.Policy = &adp.Policy{ObserverAllowed: &no}
+	noObservers := mustv(alice.CreateRoom(ctx, spec)).RoomID
+	ended := mustv(alice.CreateRoom(ctx, roomSpec(t, adp.VisibilityPrivate, "ended"))).RoomID
+	mustv(alice.CloseRoom(ctx, ended, adp.Notice{}))
+	spec = roomSpec(t, adp.VisibilityPrivate, "cancelled")
+	spec.StartTime, spec.EndTime = t0.Add(time.Hour).UnixMilli(), t0.Add(2*time.Hour).UnixMilli()
+	cancelled := mustv(alice.CreateRoom(ctx, spec)).RoomID
+	mustv(alice.CancelRoom(ctx, cancelled, adp.Notice{}))
+	ghost := strings.Repeat("q", len(noObservers))
+
+	apply := func(who, room string, role adp.Role) answer {
+		return w.probe("POST", "/v1/rooms/"+room+"/join-requests", who, []byte(`{"role":"`+role+`"}`), room)
+	}
+	refused := []struct {
+		room string
+		role adp.Role
+	}{{noObservers, adp.RoleObserver}, {ended, adp.RoleSpeaker}, {cancelled, adp.RoleSpeaker}}
+	for i := range 11 { // the join-request quota is 10 a minute
+		c := refused[i%len(refused)]
+		got, want := apply("mallory", c.room, c.role), apply("mallet", ghost, c.role)
+		wantErr := "room_not_found"
+		if i == 10 {
+			wantErr = "rate_limited"
+		}
+		if got != want || !strings.Contains(got.body, wantErr) {
+			t.Errorf("application %d (%s): private room %v, no room %v, want %s", i, c.role, got, want, wantErr)
+		}
+	}
+
+	jr := mustv(w.client("carol").RequestJoin(ctx, noObservers, adp.JoinRequestInput{Role: adp.RoleSpeaker}))
+	if jr.Status != adp.JoinPending {
+		t.Fatalf("a valid application: %+v", jr)
+	}
+	spec = roomSpec(t, adp.VisibilityPublic, "public, no observers")
+	spec.Policy = &adp.Policy{ObserverAllowed: &no}
+	public := mustv(alice.CreateRoom(ctx, spec)).RoomID
+	_, err := w.client("carol").RequestJoin(ctx, public, adp.JoinRequestInput{Role: adp.RoleObserver})
+	wantCode(t, err, adp.ErrRoleNotAllowed, 400)
+}
