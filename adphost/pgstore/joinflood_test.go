@@ -10,8 +10,8 @@ import (
 	"github.com/agentprotocols/go-sdk/adphost"
 	"github.com/agentprotocols/go-sdk/adphost/adphosttest"
 	"github.com/agentprotocols/go-sdk/identity"
-	"github.com/agentprotocols/go-sdk/internal/raceflag"
 	"github.com/agentprotocols/go-sdk/internal/pgtest"
+	"github.com/agentprotocols/go-sdk/internal/raceflag"
 )
 
 // TestJoinFlood: on PostgreSQL, 5,000 join requests to a public room,
