@@ -212,6 +212,12 @@ func (f *jsonrpcFront) serveSessionStream(w http.ResponseWriter, r *http.Request
 	sid := r.Header.Get("Mcp-Session-Id")
 	switch r.Method {
 	case http.MethodGet:
+		// A Last-Event-ID that is not one of the go-sdk's event ids
+		// (stream_index) resumes nothing: the client gets a fresh stream,
+		// as for ids whose events are gone (replayBuffer), not HTTP 400.
+		if id := r.Header.Get("Last-Event-ID"); id != "" && !isEventID(id) {
+			r.Header.Del("Last-Event-ID")
+		}
 		if sid != "" {
 			defer f.streamOpened(httpSessionName(sid), true)()
 		}
@@ -225,6 +231,16 @@ func (f *jsonrpcFront) serveSessionStream(w http.ResponseWriter, r *http.Request
 		f.mu.Unlock()
 	}
 	f.sessions.ServeHTTP(w, r)
+}
+
+// isEventID reports whether id has the form of the go-sdk's SSE event ids,
+// "<stream>_<index>" (formatEventID in its mcp/streamable.go).
+func isEventID(id string) bool {
+	stream, index, ok := strings.Cut(id, "_")
+	if !ok || strings.Contains(index, "_") || strings.Contains(stream, "_") || index == "" || len(index) > 9 {
+		return false
+	}
+	return strings.Trim(index, "0123456789") == ""
 }
 
 // serveSession serves a session-era (MCP 2025-11-25 and earlier) POST.

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"io/fs"
+	"iter"
 	"net"
 	"net/http"
 	"net/netip"
@@ -91,13 +93,34 @@ func guard(token string, next http.Handler) http.Handler {
 // maxReplayBytes bounds the SSE replay buffer (all sessions together).
 const maxReplayBytes = 4 << 20
 
+// replayBuffer is the replay buffer of resumable streams. A reconnect
+// whose Last-Event-ID names events no longer held (evicted past the
+// bound, or never known) replays nothing and gets a fresh stream, rather
+// than the go-sdk's HTTP 400 (MemoryEventStore.After fails; see
+// modelcontextprotocol/go-sdk#754): a client given 400 stops
+// reconnecting, and the spec's answer to missed events is a re-read of
+// the resources, which needs a stream to come back on.
+type replayBuffer struct{ *mcp.MemoryEventStore }
+
+// After yields the events after index, or nothing when they are gone.
+// (The store fails before yielding any event, so nothing partial is sent.)
+func (b replayBuffer) After(ctx context.Context, session, stream string, index int) iter.Seq2[[]byte, error] {
+	return func(yield func([]byte, error) bool) {
+		for data, err := range b.MemoryEventStore.After(ctx, session, stream, index) {
+			if err != nil || !yield(data, nil) {
+				return
+			}
+		}
+	}
+}
+
 // httpHandler is the guarded Streamable HTTP endpoint for srv: the
 // go-sdk's stateful handler for MCP 2025-11-25 and earlier and its
 // stateless one for 2026-07-28, behind jsonrpcFront, which picks by the
 // request's protocol version.
 func httpHandler(srv *Server, token string) http.Handler {
 	events := mcp.NewMemoryEventStore(nil)
-	events.SetMaxBytes(maxReplayBytes)
+	events.SetMaxBytes(srv.replayBytes)
 	getServer := func(*http.Request) *mcp.Server { return srv.MCP() }
 	sessions := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 		Logger: srv.log,
@@ -108,7 +131,7 @@ func httpHandler(srv *Server, token string) http.Handler {
 		// reconnects with Last-Event-ID is sent what it missed, from a
 		// replay buffer bounded for all sessions together (oldest
 		// dropped first).
-		EventStore: events,
+		EventStore: replayBuffer{events},
 		// guard does the DNS-rebinding check, comparing Host names
 		// case-insensitively (R11); the SDK's own check is case-sensitive.
 		DisableLocalhostProtection: true,

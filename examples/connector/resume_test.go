@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -87,4 +88,77 @@ func TestHTTPResumableStream(t *testing.T) {
 	if ev2 := next(ch); ev2[0] == ev[0] {
 		t.Fatalf("replayed the already-seen event %v", ev2)
 	}
+}
+
+// TestHTTPResumeGone (R9): a reconnect whose Last-Event-ID names events
+// the bounded replay buffer no longer holds, or that no stream ever had,
+// or that is no event id at all, gets a fresh stream (HTTP 200, replaying
+// nothing) that carries what comes next — not HTTP 400, after which
+// clients stop reconnecting.
+func TestHTTPResumeGone(t *testing.T) {
+	h := newTestHost(t, nil)
+	c := newConnector(t, "http-gone", h)
+	c.srv.replayBytes = 1024
+	r := newRawHTTP(t, serveHTTP(t, c))
+	get := func(lastID string) (*http.Response, chan [2]string) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", r.url, nil)
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		req.Header.Set("Mcp-Session-Id", r.session)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		if lastID != "" {
+			req.Header.Set("Last-Event-ID", lastID)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			t.Fatalf("GET with Last-Event-ID %q: HTTP %d %s, want a fresh stream", lastID, resp.StatusCode, b)
+		}
+		ch := make(chan [2]string, 8)
+		go sseEvents(resp.Body, ch)
+		return resp, ch
+	}
+	// Waits for a notification on ch, poking until one arrives (the
+	// stream may attach after its headers).
+	notified := func(ch chan [2]string) [2]string {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_ = c.srv.MCP().ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: connector.URIDraftsHeld})
+			cancel()
+			select {
+			case ev := <-ch:
+				if strings.Contains(ev[1], "resources/updated") {
+					return ev
+				}
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		t.Fatal("no notification on the stream")
+		return [2]string{}
+	}
+	r.post(`{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"`+connector.URIDraftsHeld+`"}}`, nil).Body.Close()
+	resp, ch := get("")
+	seen := notified(ch)[0]
+	resp.Body.Close()
+	// Other traffic evicts the stream's events from the 1 KiB buffer.
+	for i := range 3 {
+		r.post(`{"jsonrpc":"2.0","id":`+itoa(10+i)+`,"method":"tools/list"}`, nil).Body.Close()
+	}
+	for _, lastID := range []string{seen, "not an event id", "_"} {
+		resp, ch := get(lastID)
+		notified(ch)
+		resp.Body.Close()
+	}
+	// An id of a stream the session never had resumes nothing: the
+	// stream ends at once, still HTTP 200.
+	resp, ch = get("nosuchstream_4")
+	for range ch {
+	}
+	resp.Body.Close()
 }

@@ -30,6 +30,7 @@ type Server struct {
 
 	progressEvery time.Duration
 	streamGrace   time.Duration
+	replayBytes   int // the HTTP replay buffer's bound (maxReplayBytes)
 
 	mu          sync.Mutex
 	sessions    map[*mcp.ServerSession]string
@@ -67,6 +68,7 @@ func NewServer(eng *connector.Engine, opts *ServerOptions) (*Server, error) {
 		s.progressEvery = 15 * time.Second
 	}
 	s.streamGrace = 5 * time.Second
+	s.replayBytes = maxReplayBytes
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "agent-protocols-connector", Title: "Agent Protocols connector", Version: serverVersion}, &mcp.ServerOptions{
 		Instructions: connector.Instructions,
 		Logger:       log,
