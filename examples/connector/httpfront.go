@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -63,6 +65,7 @@ type jsonrpcFront struct {
 	mu       sync.Mutex
 	inflight map[inflightKey]*cancelWriter
 	streams  map[string]*sessionStreams // by engine session name
+	calls    *pendingCalls
 
 	gone  func(session string)
 	grace time.Duration
@@ -87,9 +90,9 @@ const statelessEra = "2026-07-28"
 // request's protocol version (SEP-2575).
 const metaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
 
-func newJSONRPCFront(sessions, stateless http.Handler, gone func(session string), grace time.Duration) *jsonrpcFront {
+func newJSONRPCFront(sessions, stateless http.Handler, calls *pendingCalls, gone func(session string), grace time.Duration) *jsonrpcFront {
 	return &jsonrpcFront{sessions: sessions, stateless: stateless, max: mcp.DefaultMaxRequestBodyBytes,
-		inflight: map[inflightKey]*cancelWriter{}, streams: map[string]*sessionStreams{}, gone: gone, grace: grace}
+		inflight: map[inflightKey]*cancelWriter{}, streams: map[string]*sessionStreams{}, calls: calls, gone: gone, grace: grace}
 }
 
 // maxTrackedSessions bounds the stream bookkeeping; past it new sessions
@@ -97,17 +100,19 @@ func newJSONRPCFront(sessions, stateless http.Handler, gone func(session string)
 const maxTrackedSessions = 4096
 
 // streamOpened counts a stream of session (an engine session name); the
-// returned func closes it.
-func (f *jsonrpcFront) streamOpened(session string, get bool) (closed func()) {
+// returned func closes it and reports how many of the session's streams
+// are still open (-1: the session is not tracked).
+func (f *jsonrpcFront) streamOpened(session string, get bool) (closed func() (left int)) {
+	untracked := func() int { return -1 }
 	if session == "" || f.gone == nil {
-		return func() {}
+		return untracked
 	}
 	f.mu.Lock()
 	ss := f.streams[session]
 	if ss == nil {
 		if len(f.streams) >= maxTrackedSessions {
 			f.mu.Unlock()
-			return func() {}
+			return untracked
 		}
 		ss = &sessionStreams{}
 		f.streams[session] = ss
@@ -119,18 +124,18 @@ func (f *jsonrpcFront) streamOpened(session string, get bool) (closed func()) {
 		ss.pending = nil
 	}
 	f.mu.Unlock()
-	return func() {
+	return func() int {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		ss.open--
 		if ss.open > 0 {
-			return
+			return ss.open
 		}
 		if !ss.hadGET {
 			if f.streams[session] == ss {
 				delete(f.streams, session)
 			}
-			return
+			return 0
 		}
 		var t *time.Timer
 		t = time.AfterFunc(f.grace, func() {
@@ -144,10 +149,12 @@ func (f *jsonrpcFront) streamOpened(session string, get bool) (closed func()) {
 			f.gone(session)
 		})
 		ss.pending = t
+		return 0
 	}
 }
 
 func (f *jsonrpcFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	r.Header.Del(callHeader) // the front's own, never the client's
 	version := r.Header.Get("Mcp-Protocol-Version")
 	if r.Method != http.MethodPost || r.Body == nil {
 		if version >= statelessEra {
@@ -254,8 +261,9 @@ func (f *jsonrpcFront) serveSession(w http.ResponseWriter, r *http.Request, req 
 	if sid != "" {
 		session = httpSessionName(sid)
 	}
-	defer f.streamOpened(session, false)()
+	closed := f.streamOpened(session, false)
 	if !req.IsCall() {
+		defer closed()
 		if req.Method == "notifications/cancelled" {
 			if id, ok := cancelledID(req.Params); ok {
 				f.mu.Lock()
@@ -282,9 +290,24 @@ func (f *jsonrpcFront) serveSession(w http.ResponseWriter, r *http.Request, req 
 			f.mu.Unlock()
 		}()
 	}
+	// A tool call whose response stream closes (its client went away)
+	// while the session has no other stream open cannot be answered: it
+	// is cancelled, so a long-poll ends without claiming what arrives
+	// next (a claim would hide the item from every other session for the
+	// lease). A client that kept another stream open may still resume
+	// the stream and fetch the result.
+	var call string
+	if req.Method == "tools/call" && f.calls != nil {
+		call = f.calls.begin()
+		r.Header.Set(callHeader, call)
+	}
 	nh := &notHandledWriter{ResponseWriter: cw, id: req.ID, method: req.Method}
 	f.sessions.ServeHTTP(nh, r)
 	nh.finish()
+	left := closed()
+	if call != "" {
+		f.calls.finish(call, r.Context().Err() != nil && left == 0)
+	}
 }
 
 // serveStateless serves a 2026-07-28 request. Its engine session is its
@@ -300,6 +323,94 @@ func (f *jsonrpcFront) serveStateless(w http.ResponseWriter, r *http.Request, re
 		defer f.streamOpened(conv, req.Method == "subscriptions/listen")()
 	}
 	f.stateless.ServeHTTP(w, r)
+}
+
+// callHeader carries the front's key of a session-era tool call to the
+// tool handler (pendingCalls); a client's is removed.
+const callHeader = "Agent-Protocols-Call"
+
+// pendingCalls are the session-era tool calls in flight over HTTP, by the
+// key the front gives each, so the front can cancel one whose client went
+// away. A call abandoned before its handler started is remembered for a
+// while, so the handler starts cancelled.
+type pendingCalls struct {
+	mu    sync.Mutex
+	next  uint64
+	calls map[string]*pendingCall
+}
+
+type pendingCall struct {
+	cancel    context.CancelFunc // set while the handler runs
+	abandoned time.Time          // set: abandoned before the handler started
+}
+
+// abandonedKept is how long an abandoned call whose handler never started
+// is remembered.
+const abandonedKept = 30 * time.Second
+
+func newPendingCalls() *pendingCalls { return &pendingCalls{calls: map[string]*pendingCall{}} }
+
+// begin registers a call and returns its key.
+func (p *pendingCalls) begin() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	for k, c := range p.calls {
+		if !c.abandoned.IsZero() && now.Sub(c.abandoned) > abandonedKept {
+			delete(p.calls, k)
+		}
+	}
+	p.next++
+	key := strconv.FormatUint(p.next, 10)
+	p.calls[key] = &pendingCall{}
+	return key
+}
+
+// start is the handler's side: ctx is cancelled when the call is
+// abandoned; end unregisters it.
+func (p *pendingCalls) start(ctx context.Context, key string) (context.Context, func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.calls[key]
+	if c == nil {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	if !c.abandoned.IsZero() {
+		delete(p.calls, key)
+		cancel()
+		return ctx, cancel
+	}
+	c.cancel = cancel
+	return ctx, func() {
+		p.mu.Lock()
+		if p.calls[key] == c {
+			c.cancel = nil
+		}
+		p.mu.Unlock()
+		cancel()
+	}
+}
+
+// finish is the front's side, when the call's response stream ends:
+// abandon cancels the call (or, not started yet, has it start
+// cancelled).
+func (p *pendingCalls) finish(key string, abandon bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.calls[key]
+	if c == nil {
+		return
+	}
+	switch {
+	case !abandon:
+		delete(p.calls, key)
+	case c.cancel != nil:
+		c.cancel()
+		delete(p.calls, key)
+	default:
+		c.abandoned = time.Now()
+	}
 }
 
 // conversationHeader names a 2026-07-28 client's conversation over HTTP.

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentprotocols/go-sdk/adphost"
 	"github.com/agentprotocols/go-sdk/connector"
 )
 
@@ -42,6 +45,15 @@ func newRawHTTP(t *testing.T, ts *httptest.Server) *rawHTTP {
 // post sends one message on the session (mut may change the request).
 func (r *rawHTTP) post(body string, mut func(*http.Request)) *http.Response {
 	r.t.Helper()
+	resp, err := http.DefaultClient.Do(r.request(body, mut))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return resp
+}
+
+// request is the POST of one message on the session.
+func (r *rawHTTP) request(body string, mut func(*http.Request)) *http.Request {
 	req, _ := http.NewRequest("POST", r.url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -58,11 +70,7 @@ func (r *rawHTTP) post(body string, mut func(*http.Request)) *http.Response {
 	if mut != nil {
 		mut(req)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	return resp
+	return req
 }
 
 // sseEvents reads SSE events (id and data) from body until it ends.
@@ -196,5 +204,95 @@ func TestHTTPClaimReleasedWhenStreamsClose(t *testing.T) {
 			t.Fatal("the claim outlived the client's last stream")
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestHTTPAbandonedLongPollClaimsNothing: a long-poll with claim whose
+// client goes away (its response stream closes; in the session era the
+// session has no other stream open) ends at once: the mention that
+// arrives next is not claimed by it, and another session gets it — not
+// after the claim lease.
+func TestHTTPAbandonedLongPollClaimsNothing(t *testing.T) {
+	h := newTestHost(t, &adphost.Options{RateLimits: adphost.Unlimited()})
+	alice := newConnector(t, "alice", h)
+	bob := newConnector(t, "bob", h)
+	roomID := createRoom(t, alice, h, "public")
+	bob.call("room_open", map[string]any{"host": h.url, "room_id": roomID})
+	bob.call("room_join", map[string]any{"room_id": roomID, "role": "speaker"})
+	alice.call("room_state", map[string]any{"room_id": roomID, "refresh": true})
+	ts := serveHTTP(t, bob)
+	for _, version := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(version, func(t *testing.T) {
+			var r *rawHTTP
+			if version < "2026-07-28" {
+				r = newRawHTTP(t, ts)
+			} else {
+				r = &rawHTTP{t: t, url: ts.URL, version: version}
+			}
+			poll := requestLine(3, "tools/call", map[string]any{"name": connector.ToolPrefix + "inbox_next",
+				"arguments": map[string]any{"room_id": roomID, "kinds": []string{"room.mention"}, "claim": true, "wait_ms": 20000}})
+			if version >= "2026-07-28" {
+				var m map[string]any
+				_ = json.Unmarshal([]byte(poll), &m)
+				m["params"].(map[string]any)["_meta"] = meta2026()
+				b, _ := json.Marshal(m)
+				poll = string(b)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			req := r.request(poll, func(req *http.Request) {
+				req.Header.Set("Mcp-Method", "tools/call")
+				req.Header.Set("Mcp-Name", connector.ToolPrefix+"inbox_next")
+			}).WithContext(ctx)
+			ended := make(chan struct{})
+			go func() {
+				defer close(ended)
+				if resp, err := http.DefaultClient.Do(req); err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+			}()
+			time.Sleep(300 * time.Millisecond) // the poll is waiting
+			cancel()                           // the client goes away
+			<-ended
+			time.Sleep(200 * time.Millisecond)
+			alice.call("room_send_message", map[string]any{"room_id": roomID, "content": "ping " + version, "mentions": []string{bob.agentID}, "on_head_mismatch": "send_anyway"})
+			deadline := time.Now().Add(3 * time.Second)
+			for {
+				res := bob.call("inbox_next", map[string]any{"room_id": roomID, "kinds": []string{"room.mention"}, "claim": true, "wait_ms": 500})
+				if items, _ := res["items"].([]any); len(items) > 0 {
+					bob.call("inbox_ack", map[string]any{"ids": []string{get(items[0], "id").(string)}, "action": "handled"})
+					return
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the mention was claimed by the abandoned long-poll")
+				}
+			}
+		})
+	}
+}
+
+// TestPendingCallsAbandonedBeforeStart: a call abandoned before its
+// handler started starts cancelled; one finished normally is forgotten,
+// and one abandoned while running is cancelled.
+func TestPendingCallsAbandonedBeforeStart(t *testing.T) {
+	p := newPendingCalls()
+	k := p.begin()
+	p.finish(k, true)
+	ctx, end := p.start(context.Background(), k)
+	if ctx.Err() == nil {
+		t.Error("a call abandoned before it started runs uncancelled")
+	}
+	end()
+	k = p.begin()
+	ctx, end = p.start(context.Background(), k)
+	p.finish(k, true)
+	if ctx.Err() == nil {
+		t.Error("a running call abandoned is not cancelled")
+	}
+	end()
+	k = p.begin()
+	p.finish(k, false)
+	if ctx, _ := p.start(context.Background(), k); ctx.Err() != nil || len(p.calls) != 0 {
+		t.Errorf("a finished call is remembered (%d) or starts cancelled", len(p.calls))
 	}
 }

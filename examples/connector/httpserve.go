@@ -145,7 +145,7 @@ func httpHandler(srv *Server, token string) http.Handler {
 		PropagateRequestCancellation: true,
 		DisableLocalhostProtection:   true,
 	})
-	return guard(token, newJSONRPCFront(sessions, stateless, srv.endSession, srv.streamGrace))
+	return guard(token, newJSONRPCFront(sessions, stateless, srv.calls, srv.endSession, srv.streamGrace))
 }
 
 // loadOrCreateToken reads the bearer token from path, creating it (mode

@@ -31,6 +31,7 @@ type Server struct {
 	progressEvery time.Duration
 	streamGrace   time.Duration
 	replayBytes   int // the HTTP replay buffer's bound (maxReplayBytes)
+	calls         *pendingCalls
 
 	mu          sync.Mutex
 	sessions    map[*mcp.ServerSession]string
@@ -69,6 +70,7 @@ func NewServer(eng *connector.Engine, opts *ServerOptions) (*Server, error) {
 	}
 	s.streamGrace = 5 * time.Second
 	s.replayBytes = maxReplayBytes
+	s.calls = newPendingCalls()
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "agent-protocols-connector", Title: "Agent Protocols connector", Version: serverVersion}, &mcp.ServerOptions{
 		Instructions: connector.Instructions,
 		Logger:       log,
@@ -152,6 +154,13 @@ func (s *Server) toolHandler(t *connector.Tool) mcp.ToolHandler {
 		args := req.Params.Arguments
 		if !isObjectOrAbsent(args) {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: t.Name + ": arguments must be a JSON object"}
+		}
+		if req.Extra != nil && req.Extra.Header != nil {
+			if key := req.Extra.Header.Get(callHeader); key != "" {
+				var end func()
+				ctx, end = s.calls.start(ctx, key)
+				defer end()
+			}
 		}
 		stop := s.keepAlive(ctx, req)
 		out, err := t.Call(ctx, s.eng, s.sessionFor(req.Session, req.Extra), args)
