@@ -59,7 +59,7 @@ func summarize(r io.Reader, w io.Writer) ([]skip, error) {
 		}
 		k := key{e.Package, e.Test}
 		switch {
-		case e.Action == "output" && e.Test == "" && e.Output == "PASS\n":
+		case e.Action == "output" && e.Test == "" && (e.Output == "PASS\n" || e.Output == "testing: warning: no tests to run\n"):
 			// Printed under -json (the test binary runs verbose), not by go test.
 		case e.Action == "build-output" || e.Action == "output" && e.Test == "":
 			io.WriteString(w, e.Output)

@@ -23,6 +23,7 @@ const stream = `{"Action":"start","Package":"p"}
 {"Action":"output","Package":"p","Test":"TestC","Output":"=== RUN   TestC\n"}
 {"Action":"output","Package":"p","Test":"TestC","Output":"--- PASS: TestC (0.00s)\n"}
 {"Action":"pass","Package":"p","Test":"TestC"}
+{"Action":"output","Package":"p","Output":"testing: warning: no tests to run\n"}
 {"Action":"output","Package":"p","Output":"PASS\n"}
 {"Action":"output","Package":"p","Output":"FAIL\n"}
 {"Action":"output","Package":"p","Output":"FAIL\tp\t0.005s\n"}
