@@ -40,7 +40,7 @@ func (h *Host) archiveOf(r *http.Request, hr *hostRoom) (*builtArchive, error) {
 	})
 	var after int64
 	for {
-		recs, err := h.store.Records(r.Context(), hr.id, after, 1000)
+		recs, err := h.store.Records(r.Context(), hr.id, after, 1000, h.pageBytes)
 		if err != nil {
 			return nil, err
 		}

@@ -128,7 +128,7 @@ func groupCommitRun(t *testing.T, steal bool) ([]*adp.Record, []error, *batchSto
 		// follows loses the append race to it.
 		henry := s.client("henry")
 		mustv(henry.Join(ctx, room, adp.Join{Role: adp.RoleSpeaker}))
-		last := mustv(store.Records(ctx, room, mustv(store.Head(ctx, room))-1, 1))[0]
+		last := mustv(store.Records(ctx, room, mustv(store.Head(ctx, room))-1, 1, 1))[0]
 		env := mustv(adp.NewCustom(ctx, henry.Author(), base, reg, "team.nudge", map[string]int{}))
 		store.steal = []*adp.Record{adp.NewRecord(room, last, last.ReceivedAt, env)}
 	}

@@ -247,7 +247,7 @@ func (h *Host) loadRoom(ctx context.Context, hr *hostRoom) error {
 	if snap != nil {
 		// The snapshot's own record comes with the records after it: it
 		// checks the snapshot against the log, in the same read.
-		if recs, err = h.store.Records(ctx, hr.id, max(seq-1, 0), catchUpPage); err != nil {
+		if recs, err = h.store.Records(ctx, hr.id, max(seq-1, 0), catchUpPage, h.pageBytes); err != nil {
 			return err
 		}
 		if room, err = adp.RestoreRoom(snap, &opts); err == nil {
@@ -275,7 +275,7 @@ func (h *Host) loadRoom(ctx context.Context, hr *hostRoom) error {
 			return err
 		}
 	}
-	if len(recs) == 0 || len(recs) == catchUpPage {
+	if len(recs) == 0 || h.more(recs, catchUpPage) {
 		if err := h.catchUp(ctx, hr); err != nil {
 			return err
 		}
@@ -310,7 +310,7 @@ func (h *Host) reconcile(ctx context.Context, hr *hostRoom) error {
 		if !ok {
 			continue
 		}
-		recs, err := h.store.Records(ctx, hr.id, seq-1, 1)
+		recs, err := h.store.Records(ctx, hr.id, seq-1, 1, 1)
 		if err != nil {
 			return err
 		}
@@ -337,14 +337,14 @@ func (h *Host) reconcile(ctx context.Context, hr *hostRoom) error {
 // caller, never a verdict on its request.
 func (h *Host) catchUp(ctx context.Context, hr *hostRoom) error {
 	for {
-		recs, err := h.store.Records(ctx, hr.id, hr.room.Latest().Seq, catchUpPage)
+		recs, err := h.store.Records(ctx, hr.id, hr.room.Latest().Seq, catchUpPage, h.pageBytes)
 		if err != nil {
 			return unavailable(err)
 		}
 		if err := h.applyStored(ctx, hr, recs); err != nil {
 			return err
 		}
-		if len(recs) < catchUpPage {
+		if !h.more(recs, catchUpPage) {
 			hr.unsure.Store(false)
 			return nil
 		}
@@ -353,6 +353,20 @@ func (h *Host) catchUp(ctx context.Context, hr *hostRoom) error {
 
 // catchUpPage is how many records a catch-up reads at a time.
 const catchUpPage = 500
+
+// more reports whether records may follow recs, a page that
+// Store.Records read with limit and the page budget: it holds limit
+// records, or their total reaches the budget.
+func (h *Host) more(recs []*adp.Record, limit int) bool {
+	if len(recs) >= limit {
+		return true
+	}
+	total := 0
+	for _, rec := range recs {
+		total += recordSize(rec)
+	}
+	return total >= h.pageBytes
+}
 
 // applyStored applies stored records to hr's replica and announces each
 // (hr.mu held); see catchUp.

@@ -75,7 +75,11 @@ type Options struct {
 	// before the item that would pass the budget and names next_cursor
 	// (it always holds one item). 0 means DefaultMaxPageBytes. A client's
 	// response bound (32 MiB by default) must not be the only thing
-	// between a room of large legal records and its readers.
+	// between a room of large legal records and its readers. The Store
+	// stops reading records at the budget too (Store.Records), so a page
+	// costs the host memory in proportion to it, not to its limit; and
+	// so does every other read of a log (a room's load and catch-up, the
+	// archive).
 	MaxPageBytes int
 	// MinRoomDuration and MaxRoomDuration bound a room's schedule
 	// (end_time − start_time) at room.create and room.update; 0 means the

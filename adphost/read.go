@@ -2,6 +2,7 @@ package adphost
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -227,13 +228,25 @@ func (h *Host) listEvents(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	recs, err := h.store.Records(r.Context(), hr.id, after, limit)
+	// The Store stops reading at the page's budget, so that one request
+	// costs memory in proportion to MaxPageBytes, whatever limit and the
+	// records' sizes.
+	recs, err := h.store.Records(r.Context(), hr.id, after, limit, h.pageBytes)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	b := []byte(`{"result":[`)
 	budget := len(b) + h.pageBytes
+	// One buffer for the page (grown record by record, a large page
+	// would be copied about five times over): a record's JSON is its
+	// canonical event and at most about 400 bytes more, and the page holds
+	// at most one record beyond the budget before it is cut.
+	size := len(b) + 64
+	for _, rec := range recs {
+		size += len(rec.Envelope.Canonical()) + len(rec.RoomID) + 400
+	}
+	b = slices.Grow(b, min(size, budget+maxBody+1024))
 	for i, rec := range recs {
 		n := len(b)
 		if i > 0 {

@@ -114,6 +114,35 @@ func TestSharedStoreAlternating(t *testing.T) {
 	}
 }
 
+// TestLogReadsByBytes: reads of a room's log that the page budget cuts
+// short (here every read, at one record) go on until the log's end: two
+// hosts catch up on each other's writes (their notifications lost, so
+// on their reads), and a new host loads the room from its snapshot and
+// the records after it.
+func TestLogReadsByBytes(t *testing.T) {
+	ctx := ctxT(t)
+	store := &notifyingStore{MemoryStore: adphost.NewMemoryStore(), drop: true}
+	opts := &adphost.Options{RateLimits: adphost.Unlimited(), MaxPageBytes: 1, SnapshotEvery: 4}
+	s := newShared(t, 2, store, opts)
+	a, b := s.clientWith("alice", s.pinned(0)), s.clientWith("bob", s.pinned(1))
+	room := mustv(a.CreateRoom(ctx, roomSpec(t, adp.VisibilityPublic, "bytes"))).RoomID
+	mustv(b.Join(ctx, room, adp.Join{Role: adp.RoleSpeaker}))
+	for i := range 12 {
+		c := a
+		if i%4 == 3 {
+			c = b // three records behind
+		}
+		env := mustv(adp.NewMessage(ctx, c.Author(), headBase(t, c, room), text("m")))
+		if _, err := c.Submit(ctx, room, env); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+	}
+	fresh := newShared(t, 1, store, opts)
+	if l := mustv(fresh.client("carol").Sync(ctx, room)); l.Seq != 14 {
+		t.Fatalf("a new host's room is at seq %d, want 14", l.Seq)
+	}
+}
+
 // TestSharedStoreRace: two head-checked writes on one head, sent at once
 // to two hosts: one record and one clean room_head_mismatch. The same
 // envelope sent to both at once: one record, and the other answer is the
@@ -182,13 +211,13 @@ type countingStore struct {
 	first map[string]int64 // the afterSeq of a room's first Records call
 }
 
-func (c *countingStore) Records(ctx context.Context, room string, after int64, limit int) ([]*adp.Record, error) {
+func (c *countingStore) Records(ctx context.Context, room string, after int64, limit, maxBytes int) ([]*adp.Record, error) {
 	c.mu.Lock()
 	if _, ok := c.first[room]; !ok {
 		c.first[room] = after
 	}
 	c.mu.Unlock()
-	return c.Store.Records(ctx, room, after, limit)
+	return c.Store.Records(ctx, room, after, limit, maxBytes)
 }
 
 // TestRoomCache: the host keeps at most RoomCache replicas; start-up loads
@@ -265,7 +294,7 @@ type headMovedStore struct {
 
 func (s headMovedStore) Append(ctx context.Context, c *adphost.Commit) error {
 	room := c.Record.RoomID
-	last := mustv(s.Records(ctx, room, mustv(s.Head(ctx, room))-1, 1))[0]
+	last := mustv(s.Records(ctx, room, mustv(s.Head(ctx, room))-1, 1, 1))[0]
 	env := mustv(adp.NewMessage(ctx, s.other, adp.Base{RoomID: room, Seq: last.Seq, Hash: last.Hash}, text("first")))
 	if err := s.MemoryStore.Append(ctx, commitOf(adp.NewRecord(room, last, last.ReceivedAt, env))); err != nil {
 		return err
@@ -474,9 +503,9 @@ type recordsCounting struct {
 	reads atomic.Int64
 }
 
-func (c *recordsCounting) Records(ctx context.Context, room string, after int64, limit int) ([]*adp.Record, error) {
+func (c *recordsCounting) Records(ctx context.Context, room string, after int64, limit, maxBytes int) ([]*adp.Record, error) {
 	c.reads.Add(1)
-	return c.notifyingStore.Records(ctx, room, after, limit)
+	return c.notifyingStore.Records(ctx, room, after, limit, maxBytes)
 }
 
 // TestSharedStoreIdleReplicaWaits: a host whose cached replica no one

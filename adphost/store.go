@@ -42,8 +42,15 @@ type Store interface {
 	// record: its Summary.Seq and LastActivity become the record's seq and
 	// received_at whether or not c.Index replaces the rest.
 	Append(ctx context.Context, c *Commit) error
-	// Records returns up to limit records with seq > afterSeq, in order.
-	Records(ctx context.Context, roomID string, afterSeq int64, limit int) ([]*adp.Record, error)
+	// Records returns up to limit records with seq > afterSeq, in order,
+	// and stops reading at the record that brings their total size to
+	// maxBytes or beyond: that record is the last one returned, so a read
+	// returns a record whenever there is one. A record's size is the
+	// length of its JSON (adp.Record.AppendJSON). One read then costs
+	// memory in proportion to maxBytes, not to limit times the largest
+	// record; and a page of fewer than limit records whose total is under
+	// maxBytes ends the log.
+	Records(ctx context.Context, roomID string, afterSeq int64, limit, maxBytes int) ([]*adp.Record, error)
 	// Head returns the seq of a room's last record; 0 when it has none.
 	Head(ctx context.Context, roomID string) (int64, error)
 	// RecordByEvent finds the accepted record of an envelope hash, for the
@@ -327,6 +334,7 @@ func livePending(jr *adp.JoinRequestResource, now int64) bool {
 type MemoryStore struct {
 	mu        sync.RWMutex
 	logs      map[string][]*adp.Record
+	sizes     map[string][]int // by room, the JSON size of each record of logs
 	events    map[envelope.Hash]*adp.Record
 	requests  map[string]*memRequests // by room
 	statuses  map[string]map[identity.AgentID]*adp.AgentStatus
@@ -354,6 +362,7 @@ type memSnapshot struct {
 func NewMemoryStore() *MemoryStore {
 	return &MemoryStore{
 		logs:      map[string][]*adp.Record{},
+		sizes:     map[string][]int{},
 		events:    map[envelope.Hash]*adp.Record{},
 		requests:  map[string]*memRequests{},
 		statuses:  map[string]map[identity.AgentID]*adp.AgentStatus{},
@@ -389,6 +398,7 @@ func (m *MemoryStore) Append(_ context.Context, c *Commit) error {
 		}
 	}
 	m.logs[rec.RoomID] = append(log, rec)
+	m.sizes[rec.RoomID] = append(m.sizes[rec.RoomID], recordSize(rec))
 	m.events[rec.Envelope.Hash()] = rec
 	m.nonces[c.Nonce.Actor] = [2]int64{nonce, c.Nonce.ExpiresAt}
 	if c.Quota != nil {
@@ -413,7 +423,7 @@ func (m *MemoryStore) Append(_ context.Context, c *Commit) error {
 }
 
 // Records implements Store.
-func (m *MemoryStore) Records(_ context.Context, roomID string, afterSeq int64, limit int) ([]*adp.Record, error) {
+func (m *MemoryStore) Records(_ context.Context, roomID string, afterSeq int64, limit, maxBytes int) ([]*adp.Record, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	log := m.logs[roomID]
@@ -424,7 +434,22 @@ func (m *MemoryStore) Records(_ context.Context, roomID string, afterSeq int64, 
 		return nil, nil
 	}
 	end := min(int64(len(log)), afterSeq+int64(limit))
+	total := 0
+	for i, n := range m.sizes[roomID][afterSeq:end] {
+		if total += n; total >= maxBytes {
+			end = afterSeq + int64(i) + 1
+			break
+		}
+	}
 	return slices.Clone(log[afterSeq:end]), nil
+}
+
+// recordSize is the length of rec's JSON: the size Store.Records budgets.
+func recordSize(rec *adp.Record) int {
+	if w := rec.ParsedCanonical(); w != nil {
+		return len(w)
+	}
+	return len(rec.AppendJSON(nil))
 }
 
 // Head implements Store.

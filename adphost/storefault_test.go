@@ -74,11 +74,11 @@ func (d *downStore) Snapshot(ctx context.Context, room string) (int64, []byte, e
 	return d.batchStore.Snapshot(ctx, room)
 }
 
-func (d *downStore) Records(ctx context.Context, room string, after int64, n int) ([]*adp.Record, error) {
+func (d *downStore) Records(ctx context.Context, room string, after int64, n, maxBytes int) ([]*adp.Record, error) {
 	if err := d.fail(); err != nil {
 		return nil, err
 	}
-	return d.batchStore.Records(ctx, room, after, n)
+	return d.batchStore.Records(ctx, room, after, n, maxBytes)
 }
 
 func (d *downStore) Head(ctx context.Context, room string) (int64, error) {
@@ -256,7 +256,7 @@ func TestOutsiderChargedOnce(t *testing.T) {
 	base := headBase(t, alice, room)
 	mallory := s.client("mallory")
 	// "Another process" appends just before the batch: it loses the race.
-	last := mustv(store.Records(ctx, room, mustv(store.Head(ctx, room))-1, 1))[0]
+	last := mustv(store.Records(ctx, room, mustv(store.Head(ctx, room))-1, 1, 1))[0]
 	steal := mustv(adp.NewCustom(ctx, alice.Author(), base, reg, "team.nudge", map[string]int{"steal": 1}))
 	store.steal = []*adp.Record{adp.NewRecord(room, last, last.ReceivedAt, steal)}
 	used := func() int {

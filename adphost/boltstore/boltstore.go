@@ -319,8 +319,9 @@ func (s *Store) AgentRooms(_ context.Context, agent identity.AgentID) ([]adphost
 	})
 }
 
-// Records implements adphost.Store.
-func (s *Store) Records(_ context.Context, roomID string, after int64, limit int) ([]*adp.Record, error) {
+// Records implements adphost.Store: it copies and parses only the
+// records within maxBytes.
+func (s *Store) Records(_ context.Context, roomID string, after int64, limit, maxBytes int) ([]*adp.Record, error) {
 	var out []*adp.Record
 	err := s.db.View(func(tx *bolt.Tx) error {
 		room := tx.Bucket(bRooms).Bucket([]byte(roomID))
@@ -328,7 +329,8 @@ func (s *Store) Records(_ context.Context, roomID string, after int64, limit int
 			return nil
 		}
 		c := room.Cursor()
-		for k, v := c.Seek(seqKey(after + 1)); k != nil && len(out) < limit; k, v = c.Next() {
+		total := 0
+		for k, v := c.Seek(seqKey(after + 1)); k != nil && len(out) < limit && total < max(maxBytes, 1); k, v = c.Next() {
 			// bbolt's values live only as long as the transaction, and a
 			// parsed record refers to its input.
 			rec, err := adp.ParseRecord(bytes.Clone(v))
@@ -336,6 +338,7 @@ func (s *Store) Records(_ context.Context, roomID string, after int64, limit int
 				return err
 			}
 			out = append(out, rec)
+			total += len(v)
 		}
 		return nil
 	})
@@ -353,7 +356,7 @@ func (s *Store) RecordByEvent(ctx context.Context, h envelope.Hash) (*adp.Record
 		return nil, nil
 	}
 	seq := int64(binary.BigEndian.Uint64(ref))
-	recs, err := s.Records(ctx, string(ref[8:]), seq-1, 1)
+	recs, err := s.Records(ctx, string(ref[8:]), seq-1, 1, 1)
 	if err != nil || len(recs) == 0 {
 		return nil, err
 	}

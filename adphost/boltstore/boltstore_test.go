@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/adphost"
+	"github.com/agentprotocols/go-sdk/adphost/adphosttest"
 	"github.com/agentprotocols/go-sdk/adphost/storetest"
 	"github.com/agentprotocols/go-sdk/identity"
 )
@@ -273,7 +274,7 @@ func TestRecordsOutliveTheFile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, err := s.Records(ctx, "room", 0, 100)
+	got, err := s.Records(ctx, "room", 0, 100, 1<<30)
 	if err != nil || len(got) != len(recs) {
 		t.Fatalf("Records: %d, %v", len(got), err)
 	}
@@ -326,4 +327,15 @@ func TestOpenHeldFile(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("Open of a held file took %v", d)
 	}
+}
+
+// TestPageCost: one history page over records of 256 KiB costs the host
+// memory in proportion to its byte budget, not to its limit.
+func TestPageCost(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "host.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	adphosttest.CheckPageCost(t, s, 300)
 }

@@ -542,13 +542,19 @@ func isUnique(err error) bool {
 }
 
 // Records implements adphost.Store. Records are parsed strictly on the way
-// out: the database is not trusted more than a network answer.
-func (s *Store) Records(ctx context.Context, roomID string, afterSeq int64, limit int) ([]*adp.Record, error) {
+// out: the database is not trusted more than a network answer. The byte
+// budget is applied by the server, on the sizes of the stored bodies
+// (octet_length reads a TOASTed body's size from its pointer), so that
+// the bodies beyond it are neither sent nor read.
+func (s *Store) Records(ctx context.Context, roomID string, afterSeq int64, limit, maxBytes int) ([]*adp.Record, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, `SELECT body FROM adp_records WHERE room_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
-		roomID, afterSeq, limit)
+	rows, err := s.pool.Query(ctx, `SELECT body FROM (
+			SELECT seq, body, sum(octet_length(body)) OVER (ORDER BY seq ROWS UNBOUNDED PRECEDING) - octet_length(body) AS before
+			FROM adp_records WHERE room_id = $1 AND seq > $2 ORDER BY seq LIMIT $3
+		) page WHERE before < $4 ORDER BY seq`,
+		roomID, afterSeq, limit, max(maxBytes, 1))
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: %w", err)
 	}

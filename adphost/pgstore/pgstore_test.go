@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/adphost"
+	"github.com/agentprotocols/go-sdk/adphost/adphosttest"
 	"github.com/agentprotocols/go-sdk/adphost/pgstore"
 	"github.com/agentprotocols/go-sdk/adphost/storetest"
 	"github.com/agentprotocols/go-sdk/envelope"
@@ -182,4 +183,10 @@ func TestPendingIndexMigration(t *testing.T) {
 	if n, _ := s.CountPendingJoinRequests(ctx, "room", 0); n != 3 {
 		t.Fatalf("%d pending at 0, want 3", n)
 	}
+}
+
+// TestPageCost: one history page over records of 256 KiB costs the host
+// memory in proportion to its byte budget, not to its limit.
+func TestPageCost(t *testing.T) {
+	adphosttest.CheckPageCost(t, open(t, pgtest.Database(t)), 300)
 }

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -51,6 +52,7 @@ func Run(t *testing.T, open Open) {
 		{"JoinRequestIndex", joinRequestIndex},
 		{"Statuses", statuses},
 		{"Paging", paging},
+		{"PageBytes", pageBytes},
 		{"RecordsOutliveReads", recordsOutliveReads},
 		{"AppendBatch", appendBatch},
 	} {
@@ -113,10 +115,16 @@ func newChain(t *testing.T, room string) *chain {
 // by name, without adding it to the chain.
 func (c *chain) next(name string) *adp.Record {
 	c.t.Helper()
+	return c.nextText(name, "")
+}
+
+// nextText is next with pad after the message's own text.
+func (c *chain) nextText(name, pad string) *adp.Record {
+	c.t.Helper()
 	c.n++
 	last := c.recs[len(c.recs)-1]
 	env, err := adp.NewMessage(context.Background(), Author(name), adp.Base{RoomID: c.room, Seq: last.Seq, Hash: last.Hash},
-		adp.Message{ContentType: "text/plain", Content: adp.TextContent(fmt.Sprintf("m%d", c.n))})
+		adp.Message{ContentType: "text/plain", Content: adp.TextContent(fmt.Sprintf("m%d", c.n) + pad)})
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -200,7 +208,7 @@ func appendIfHead(t *testing.T, s adphost.Store) {
 	if h := try(s.Head(ctx, "none")).get(t); h != 0 {
 		t.Fatalf("head of a missing room %d", h)
 	}
-	recs := try(s.Records(ctx, "r1", 0, 10)).get(t)
+	recs := try(s.Records(ctx, "r1", 0, 10, all)).get(t)
 	if len(recs) != 2 {
 		t.Fatalf("%d records", len(recs))
 	}
@@ -239,7 +247,7 @@ func appendRace(t *testing.T, s adphost.Store) {
 	if won < 0 {
 		t.Fatal("no racer appended")
 	}
-	recs := try(s.Records(ctx, "race", 0, 100)).get(t)
+	recs := try(s.Records(ctx, "race", 0, 100, all)).get(t)
 	if len(recs) != 2 {
 		t.Fatalf("%d records after the race", len(recs))
 	}
@@ -674,7 +682,7 @@ func paging(t *testing.T, s adphost.Store) {
 	}
 	var got []*adp.Record
 	for after := int64(0); ; {
-		page := try(s.Records(ctx, "pg", after, 7)).get(t)
+		page := try(s.Records(ctx, "pg", after, 7, all)).get(t)
 		if len(page) == 0 {
 			break
 		}
@@ -687,11 +695,55 @@ func paging(t *testing.T, s adphost.Store) {
 	for i := range got {
 		sameRecord(t, got[i], c.recs[i])
 	}
-	if page := try(s.Records(ctx, "pg", 20, 100)).get(t); len(page) != 5 || page[0].Seq != 21 {
+	if page := try(s.Records(ctx, "pg", 20, 100, all)).get(t); len(page) != 5 || page[0].Seq != 21 {
 		t.Fatalf("records after 20: %d", len(page))
 	}
-	if page := try(s.Records(ctx, "pg", 25, 100)).get(t); len(page) != 0 {
+	if page := try(s.Records(ctx, "pg", 25, 100, all)).get(t); len(page) != 0 {
 		t.Fatalf("records after the end: %d", len(page))
+	}
+}
+
+// all is a byte budget of Records that no test's records reach.
+const all = 1 << 30
+
+// pageBytes: Records stops reading at its byte budget. It returns the
+// records up to the one that brings their total size (the length of
+// their JSON) to maxBytes or beyond, and never none while there are
+// records, whatever limit and the sizes are.
+func pageBytes(t *testing.T, s adphost.Store) {
+	ctx := t.Context()
+	c := newChain(t, "bytes")
+	ok(t, s.Append(ctx, Commit(c.recs[0])))
+	for i := range 30 {
+		r := c.nextText("alice", strings.Repeat("x", i%7*1000))
+		cm := Commit(r)
+		cm.Nonce.Nonce = int64(len(c.recs))
+		ok(t, s.Append(ctx, cm))
+		c.add(r)
+	}
+	size := func(seq int64) int { return len(c.recs[seq-1].AppendJSON(nil)) }
+	for _, after := range []int64{0, 6, 29, 31} {
+		budgets := []int{-1, 0, 1, 3000, 7000, 20000, all}
+		if after < 31 {
+			budgets = append(budgets, size(after+1), size(after+1)+1)
+		}
+		for _, maxBytes := range budgets {
+			for _, limit := range []int{1, 4, 100} {
+				var want []int64
+				for seq, total := after+1, 0; seq <= 31 && len(want) < limit && total < max(maxBytes, 1); seq++ {
+					want = append(want, seq)
+					total += size(seq)
+				}
+				var got []int64
+				for i, r := range try(s.Records(ctx, "bytes", after, limit, maxBytes)).get(t) {
+					sameRecord(t, r, c.recs[after+int64(i)])
+					got = append(got, r.Seq)
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("records after %d, limit %d, %d bytes: seqs %v, want %v", after, limit, maxBytes, got, want)
+				}
+			}
+		}
 	}
 }
 
@@ -713,7 +765,7 @@ func recordsOutliveReads(t *testing.T, s adphost.Store) {
 		}
 	}
 	grow(30)
-	got := try(s.Records(ctx, "outlive", 0, 100)).get(t)
+	got := try(s.Records(ctx, "outlive", 0, 100, all)).get(t)
 	byEvent := try(s.RecordByEvent(ctx, c.recs[5].Envelope.Hash())).get(t)
 	want := make([][]byte, len(got))
 	for i, r := range got {
@@ -778,7 +830,7 @@ func appendBatch(t *testing.T, s adphost.Store) {
 		c.add(c2.Record)
 	}
 	unchanged("a batch of 3", 4)
-	recs := try(s.Records(ctx, "batch", 1, 10)).get(t)
+	recs := try(s.Records(ctx, "batch", 1, 10, all)).get(t)
 	if len(recs) != 3 {
 		t.Fatalf("%d records after the batch", len(recs))
 	}
