@@ -190,3 +190,102 @@ func TestPendingIndexMigration(t *testing.T) {
 func TestPageCost(t *testing.T) {
 	adphosttest.CheckPageCost(t, open(t, pgtest.Database(t)), 300)
 }
+
+// TestMigrationsHostileText: a database of the schema before join
+// requests were indexed (version 2), holding the join requests a host
+// accepts from anyone — text with U+0000, which jsonb refuses, escaped
+// backslashes, an extra object nested as deep as a request body allows —
+// is migrated to the current schema, and every request keeps its
+// created_at and its pending state.
+func TestMigrationsHostileText(t *testing.T) {
+	url := pgtest.Database(t)
+	ctx := t.Context()
+	s := open(t, url)
+	_, srv := adphosttest.NewServer(t, &adphost.Options{Store: s, RateLimits: adphost.Unlimited(), Heartbeat: -1})
+	client := func(name string) *adp.Client {
+		c, err := adp.NewClient(srv.URL, &adp.ClientOptions{Signer: storetest.Author(name).Signer, HTTPClient: srv.Client(), AllowLoopbackHTTP: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	creator := client("creator")
+	now := time.Now()
+	cr, err := creator.CreateRoom(ctx, adp.RoomCreate{Topic: "hostile text", Visibility: adp.VisibilityPrivate,
+		StartTime: now.Add(-time.Minute).UnixMilli(), EndTime: now.Add(time.Hour).UnixMilli()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	room := cr.RoomID
+	str := func(s string) *string { return &s }
+	deep := `{"a":` + strings.Repeat("[", 8000) + strings.Repeat("]", 8000) + `}`
+	inputs := []adp.JoinRequestInput{
+		{Role: adp.RoleSpeaker, Reason: str("hi\x00there")},
+		{Role: adp.RoleObserver, Perspective: str("\x00"), Reason: str(`\u0000 and \\u0000, as text`)},
+		{Role: adp.RoleSpeaker, Extra: []byte(`{"nul":"\u0000","escaped":"\\u0000","key\u0000":1}`)},
+		{Role: adp.RoleSpeaker, Extra: []byte(deep)},
+		{Role: adp.RoleModerator, Reason: str("rejected below, with U+0000 in the review's reason")},
+	}
+	var ids []string
+	for i, in := range inputs {
+		jr, err := client(fmt.Sprint("applicant ", i)).RequestJoin(ctx, room, in)
+		if err != nil {
+			t.Fatalf("join request %d: %v", i, err)
+		}
+		ids = append(ids, jr.Request.ID)
+	}
+	last, err := creator.JoinRequest(ctx, room, ids[len(ids)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := creator.ReviewJoin(ctx, room, adp.JoinReview{Request: last.Request, Decision: adp.DecisionReject, Reason: "no\x00"}); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	columns := func() string {
+		var b strings.Builder
+		rows, err := conn.Query(ctx, `SELECT id, created_at, pending_until FROM adp_join_requests WHERE room_id = $1 ORDER BY id`, room)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var id string
+			var created int64
+			var pending *int64
+			if err := rows.Scan(&id, &created, &pending); err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&b, "%s %d %v\n", id, created, pending != nil)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	want := columns()
+	if n := strings.Count(want, "true"); n != 4 {
+		t.Fatalf("%d pending requests before the migration, want 4:\n%s", n, want)
+	}
+	// Back to version 2: undo the later steps (a new step must be undone
+	// here too), keeping the rows.
+	if v := pgstore.SchemaVersion(); v != 4 {
+		t.Fatalf("schema version %d: undo its steps here", v)
+	}
+	if _, err := conn.Exec(ctx, `ALTER TABLE adp_join_requests DROP COLUMN pending_until, DROP COLUMN created_at;
+		DROP INDEX adp_join_requests_by_applicant;
+		DELETE FROM adp_schema WHERE version > 2`); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := pgstore.Open(ctx, url, nil)
+	if err != nil {
+		t.Fatalf("migrating from version 2: %v", err)
+	}
+	s2.Close()
+	if got := columns(); got != want {
+		t.Fatalf("after the migration:\n%swant\n%s", got, want)
+	}
+}
