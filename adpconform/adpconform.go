@@ -180,7 +180,9 @@ func safe(s string) string { return untrusted.Line(s, 400) }
 // Options configures a run. A nil *Options means defaults.
 type Options struct {
 	// HTTPClient sends every request; nil means a client with the default
-	// transport.
+	// transport. The suite uses a copy that follows redirects only within
+	// the target's origin (a redirect elsewhere fails the check that met
+	// it); the caller's value is not modified.
 	HTTPClient *http.Client
 	// AllowLoopbackHTTP accepts an http://127.0.0.1, [::1] or localhost
 	// target, for development hosts and tests.

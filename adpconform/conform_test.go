@@ -435,3 +435,47 @@ func TestEndTime(t *testing.T) {
 		t.Fatalf("state.end-time: %s %s", res.Verdict, res.Evidence)
 	}
 }
+
+// TestRedirectsElsewhere: a host that redirects the suite's own requests
+// (raw envelopes, live streams) to another origin gets nothing sent
+// there — no signed body, no request JWT — and fails the checks that met
+// the redirects.
+func TestRedirectsElsewhere(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var got []string
+	victim := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Method+" "+r.URL.Path)
+		mu.Unlock()
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer victim.Close()
+	srv := wrapped(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch {
+			case r.Method == http.MethodPost && r.Header.Get("Accept") == "": // the suite's raw envelopes
+				http.Redirect(w, r, victim.URL+"/internal/admin", http.StatusTemporaryRedirect)
+			case strings.HasSuffix(r.URL.Path, "/events/live"):
+				http.Redirect(w, r, victim.URL+r.URL.Path, http.StatusFound)
+			default:
+				next.ServeHTTP(w, r)
+			}
+		})
+	})
+	rep, err := adpconform.Run(context.Background(), srv.URL, &adpconform.Options{AllowLoopbackHTTP: true, HTTPClient: srv.Client(),
+		Only: []string{"envelope.hash", "live.auth", "live.follow"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) > 0 {
+		t.Fatalf("the suite sent %d requests to another origin: %v", len(got), got)
+	}
+	for _, id := range []string{"envelope.hash", "live.auth", "live.follow"} {
+		if res := rep.Result(id); res.Verdict != adpconform.Fail {
+			t.Errorf("%s: %s %q", id, res.Verdict, res.Evidence)
+		}
+	}
+}

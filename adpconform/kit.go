@@ -19,6 +19,7 @@ import (
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/internal/httpc"
 	"github.com/agentprotocols/go-sdk/internal/untrusted"
 )
 
@@ -47,10 +48,11 @@ func newKit(target string, o *Options) (*kit, error) {
 	if err != nil {
 		return nil, fmt.Errorf("adpconform: target %q is not a host API origin: %w", target, err)
 	}
-	hc := o.HTTPClient
-	if hc == nil {
-		hc = &http.Client{}
-	}
+	// The kit's own requests (raw envelopes, live streams) follow
+	// redirects only within the target's origin, like the SDK's: a target
+	// must not make the kit send its signed bodies or request JWTs
+	// elsewhere, nor pass another origin's answers off as its own.
+	hc := httpc.NewHTTPClient(o.HTTPClient, oopts)
 	var tag [5]byte
 	rand.Read(tag[:])
 	return &kit{opts: o, origin: origin, oopts: oopts, hc: hc, tag: fmt.Sprintf("%x", tag)}, nil
