@@ -180,6 +180,10 @@ func (f *jsonrpcFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		era.ServeHTTP(w, r)
 		return
 	}
+	if err := checkRequestID(body); err != nil {
+		writeRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
+		return
+	}
 	msg, err := jsonrpc.DecodeMessage(body)
 	if err != nil {
 		era.ServeHTTP(w, r) // the SDK answers malformed bodies
@@ -256,6 +260,12 @@ func (f *jsonrpcFront) serveSession(w http.ResponseWriter, r *http.Request, req 
 	if sid == "" && req.Method != "initialize" {
 		writeRPCError(w, http.StatusBadRequest, req.ID, jsonrpc.CodeInvalidRequest, "Bad Request: Mcp-Session-Id header required")
 		return
+	}
+	if req.Method == "initialize" && req.IsCall() {
+		if err := checkInitializeParams(req.Params); err != nil {
+			writeRPCError(w, http.StatusBadRequest, req.ID, jsonrpc.CodeInvalidParams, err.Error())
+			return
+		}
 	}
 	var session string
 	if sid != "" {

@@ -105,7 +105,12 @@ func NewServer(eng *connector.Engine, opts *ServerOptions) (*Server, error) {
 					return nil, resourceNotFound(rr.ProtocolVersion(), rr.Params.URI)
 				}
 			}
-			return next(ctx, method, req)
+			res, err := next(ctx, method, req)
+			if err != nil {
+				// Never the code 0 (modelcontextprotocol/go-sdk#976).
+				err = codedError(err, jsonrpc.CodeInternalError)
+			}
+			return res, err
 		}
 	})
 	s.addTools()

@@ -26,6 +26,8 @@ import (
 //   - After notifications/cancelled for an in-flight request, that
 //     request's response is withheld (MCP: the receiver SHOULD NOT
 //     respond; R8).
+//   - A request id the go-sdk cannot echo exactly is refused, and no
+//     answer carries the code 0 (rpccheck.go).
 //
 // Memory per line is bounded by maxLine; the in-flight and cancelled sets
 // by the number of requests in flight.
@@ -88,6 +90,12 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		c.mu.Unlock()
 		if drop {
 			return nil
+		}
+		if resp.Error != nil {
+			// What the go-sdk answers without a code before its
+			// handlers run is a request the session cannot take yet
+			// (a call before initialize).
+			msg = &jsonrpc.Response{ID: resp.ID, Result: resp.Result, Error: codedError(resp.Error, jsonrpc.CodeInvalidRequest)}
 		}
 	}
 	b, err := jsonrpc.EncodeMessage(msg)
@@ -173,12 +181,22 @@ func (c *stdioConn) decode(line []byte) jsonrpc.Message {
 		c.reject(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "invalid request: JSON-RPC batches are not supported")
 		return nil
 	}
+	if err := checkRequestID(line); err != nil {
+		c.reject(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
+		return nil
+	}
 	msg, err := jsonrpc.DecodeMessage(line)
 	if err != nil {
 		c.reject(peekID(line), jsonrpc.CodeInvalidRequest, "invalid request: not a JSON-RPC 2.0 message")
 		return nil
 	}
 	if req, ok := msg.(*jsonrpc.Request); ok {
+		if req.Method == "initialize" && req.IsCall() {
+			if err := checkInitializeParams(req.Params); err != nil {
+				c.reject(req.ID, jsonrpc.CodeInvalidParams, err.Error())
+				return nil
+			}
+		}
 		c.mu.Lock()
 		switch {
 		case req.IsCall():
