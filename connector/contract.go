@@ -410,7 +410,7 @@ type AgentProtocolsHost struct {
 	Label          string   `json:"label"`
 	Allowed        bool     `json:"allowed"`
 	Features       []string `json:"features"`
-	ProfileService string   `json:"profile_service"`
+	ProfileService string   `json:"profile_service,omitempty"` // absent when none is configured
 	LastCheckedAt  int64    `json:"last_checked_at"`
 }
 

@@ -111,7 +111,25 @@ func TestViewShapes(t *testing.T) {
 		t.Errorf("host after discovery: %+v", id.Hosts[0])
 	}
 	wantKeys(t, "identity", id, "agent_id public_key profiles hosts")
-	wantKeys(t, "AgentProtocolsHost", id.Hosts[0], "host label allowed features profile_service last_checked_at")
+	// No profile service is configured for the host: the member is
+	// omitted, not "".
+	wantKeys(t, "AgentProtocolsHost", id.Hosts[0], "host label allowed features last_checked_at")
+}
+
+// TestHostProfileService: a host entry names its profile service when one
+// is configured and omits the member otherwise.
+func TestHostProfileService(t *testing.T) {
+	_, srv := testHost(t)
+	e := openTest(t, t.TempDir(), testKey(t, "alice"), srv.URL, func(o *Options) {
+		o.Hosts = append(o.Hosts, HostConfig{Host: "https://profiles-host.example", ProfileService: "https://profiles.example"})
+	})
+	defer e.Close()
+	hl := must[*HostsResult](t)(e.HostsList(ctxT(t)))
+	if len(hl.Hosts) != 2 {
+		t.Fatalf("hosts %+v", hl.Hosts)
+	}
+	wantKeys(t, "host without a profile service", hl.Hosts[0], "host label allowed features last_checked_at")
+	wantKeys(t, "host with a profile service", hl.Hosts[1], "host label allowed features profile_service last_checked_at")
 }
 
 // TestSummaryBound: a summary of hostile room content is bounded and

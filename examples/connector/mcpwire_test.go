@@ -164,7 +164,8 @@ func with2026Meta(call rpcCaller) rpcCaller {
 // tool's inputSchema and outputSchema root "type": "object" in
 // 2025-11-25), which clients such as the TypeScript SDK validate before
 // showing any tool. The resource lists, a read, a tool result,
-// initialize (2025) and server/discover (2026) are checked too.
+// initialize (2025) and server/discover (2026) are checked too, and the
+// session era's results carry none of 2026-07-28's cache fields.
 func TestWireResultsFitMCPSchema(t *testing.T) {
 	h := newTestHost(t, nil)
 	c := newConnector(t, "wire-schema", h)
@@ -185,6 +186,15 @@ func TestWireResultsFitMCPSchema(t *testing.T) {
 				}
 				if err := s.check(def, m.Result); err != nil {
 					t.Errorf("%s: the result is not a %s %s: %v", what, w.version, def, err)
+				}
+				// The cache fields are 2026-07-28's (required there);
+				// earlier versions do not have them.
+				var members map[string]json.RawMessage
+				_ = json.Unmarshal(m.Result, &members)
+				_, ttl := members["ttlMs"]
+				_, scope := members["cacheScope"]
+				if w.version < "2026-07-28" && (ttl || scope) {
+					t.Errorf("%s: a %s result with 2026-07-28's ttlMs or cacheScope: %.200s", what, w.version, m.Result)
 				}
 			}
 			if initResp != nil {

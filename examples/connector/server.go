@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -83,7 +85,8 @@ func NewServer(eng *connector.Engine, opts *ServerOptions) (*Server, error) {
 		},
 		// The connector's lists and resources are per operator and change
 		// at any time: never cache them, never share them (2026-07-28
-		// clients read these fields; older ones ignore them).
+		// fields; results of older versions go without them,
+		// withoutCacheFields).
 		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
 			c.TTLMs, c.CacheScope = 0, "private"
 		},
@@ -108,14 +111,102 @@ func NewServer(eng *connector.Engine, opts *ServerOptions) (*Server, error) {
 			res, err := next(ctx, method, req)
 			if err != nil {
 				// Never the code 0 (modelcontextprotocol/go-sdk#976).
-				err = codedError(err, jsonrpc.CodeInternalError)
+				return res, codedError(err, jsonrpc.CodeInternalError)
 			}
-			return res, err
+			if cacheableResults[method] && requestProtocolVersion(req) < statelessEra {
+				return withoutCacheFields(res)
+			}
+			return res, nil
 		}
 	})
 	s.addTools()
 	s.addResources()
 	return s, nil
+}
+
+// cacheableResults are the methods whose results the go-sdk gives
+// 2026-07-28's cache fields, ttlMs and cacheScope (SEP-2549), whatever
+// the session's protocol version.
+var cacheableResults = map[string]bool{
+	"tools/list": true, "resources/list": true, "resources/templates/list": true,
+	"resources/read": true, "prompts/list": true,
+}
+
+// requestProtocolVersion is the protocol version req was made in: its
+// _meta version from 2026-07-28 on, else its session's.
+func requestProtocolVersion(req mcp.Request) string {
+	if r, ok := req.(interface{ ProtocolVersion() string }); ok {
+		return r.ProtocolVersion()
+	}
+	return ""
+}
+
+// withoutCacheFields is res as the session era defines it: without the
+// 2026-07-28 cache fields, which 2025-11-25 and earlier do not have.
+func withoutCacheFields(res mcp.Result) (mcp.Result, error) {
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, err
+	}
+	b, err = dropMembers(b, "ttlMs", "cacheScope")
+	if err != nil {
+		return nil, err
+	}
+	return &encodedResult{json: b}, nil
+}
+
+// encodedResult is a result already encoded as JSON.
+type encodedResult struct {
+	mcp.ResultBase
+	json []byte
+}
+
+// MarshalJSON returns the encoded result.
+func (r *encodedResult) MarshalJSON() ([]byte, error) { return r.json, nil }
+
+// dropMembers copies a JSON object without the named top-level members,
+// keeping the order of the others.
+func dropMembers(obj []byte, names ...string) ([]byte, error) {
+	dec := jsontext.NewDecoder(bytes.NewReader(obj))
+	var out bytes.Buffer
+	enc := jsontext.NewEncoder(&out)
+	tok, err := dec.ReadToken()
+	if err != nil {
+		return nil, err
+	}
+	if tok.Kind() != '{' {
+		return nil, fmt.Errorf("not a JSON object: %v", tok.Kind())
+	}
+	if err := enc.WriteToken(tok); err != nil {
+		return nil, err
+	}
+	for dec.PeekKind() != '}' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return nil, err
+		}
+		name := tok.String()
+		val, err := dec.ReadValue()
+		if err != nil {
+			return nil, err
+		}
+		if slices.Contains(names, name) {
+			continue
+		}
+		if err := enc.WriteToken(jsontext.String(name)); err != nil {
+			return nil, err
+		}
+		if err := enc.WriteValue(val); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return nil, err
+	}
+	if err := enc.WriteToken(jsontext.EndObject); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSpace(out.Bytes()), nil
 }
 
 // unadvertised are the methods the go-sdk would answer although the
