@@ -58,6 +58,8 @@ var wantStatus = map[identity.Code]int{
 	"join_request_expired":       400,
 	"role_not_allowed":           400,
 	"max_speakers_exceeded":      400,
+	"host_mismatch":              400,
+	"join_request_not_pending":   409,
 	"invalid_record":             400,
 }
 

@@ -13,13 +13,20 @@ import (
 )
 
 // Base names the room an event belongs to and the accepted record it is
-// based on (§6): the current room head for message, control and lifecycle
-// writes, any accepted record for signals and membership events. A Room
-// gives the right one with BaseFor.
+// based on (seed §6, 2026-09-24 §5), as its draft's freshness rule for the
+// event's class asks: in the seed, the current room head for message,
+// control and lifecycle writes and any accepted record for signals and
+// membership events; in the 2026-09-24 draft, any accepted record for
+// contract and signal writes and the head or a later record for message
+// and control writes. A Room gives the right one with BaseFor, and
+// NextBase computes it from a head and a latest record.
 type Base struct {
 	RoomID string
 	Seq    int64
 	Hash   envelope.Hash
+	// Draft is the room's draft, whose rules the builders apply to the
+	// payload; Room.BaseFor sets it. The zero value is the default draft.
+	Draft Draft
 }
 
 // The builders below sign one event each through an envelope.Author, which
@@ -28,61 +35,106 @@ type Base struct {
 // event a host would reject for its shape is never signed. mentions are the
 // event's top-level attention list: at most 32 distinct Agent IDs.
 
-// NewRoomCreate signs a room.create. It carries no room fields and no
-// mentions (§6).
+// NewRoomCreate signs a room.create of the default draft. It carries no
+// room fields and no mentions (§6). See [NewRoomCreateIn].
 func NewRoomCreate(ctx context.Context, a *envelope.Author, p RoomCreate) (*envelope.Envelope, error) {
-	return build(ctx, a, nil, TypeRoomCreate, p, nil)
+	return NewRoomCreateIn(ctx, a, DefaultDraft, p)
+}
+
+// NewRoomCreateIn signs a room.create of draft d. In the 2026-09-24 draft
+// (§8.1) p.Host must name the origin of the host the room is created on:
+// the room is bound to it, and another host refuses the event.
+func NewRoomCreateIn(ctx context.Context, a *envelope.Author, d Draft, p RoomCreate) (*envelope.Envelope, error) {
+	return build(ctx, a, d, nil, TypeRoomCreate, p, nil)
+}
+
+// NewJoinRequest signs a room.join.request of draft d (2026-09-24 §10),
+// asking to join room roomID: the event carries room_id and no base or
+// mentions, because an applicant may be unable to read the room. It is
+// submitted to POST /v1/rooms/{room_id}/join-requests and held by the
+// host; a reviewer embeds it in a room.join.review. A draft without
+// signed join requests refuses it with invalid_event.
+func NewJoinRequest(ctx context.Context, a *envelope.Author, d Draft, roomID string, p JoinRequestPayload) (*envelope.Envelope, error) {
+	if !rulesOf(d).signedJoin {
+		return nil, identity.Errorf(identity.CodeInvalidEvent, "the %s draft has no room.join.request", d.OrDefault())
+	}
+	if roomID == "" {
+		return nil, identity.NewError(identity.CodeInvalidEvent, "a join request names its room")
+	}
+	raw, err := marshalPayload(p)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := checkBuiltinPayload(d, TypeRoomJoinRequest, raw); err != nil {
+		return nil, err
+	}
+	room, _ := jsontext.AppendQuote(nil, roomID)
+	return a.Sign(ctx, Protocol, TypeRoomJoinRequest, raw, envelope.Fields{{Name: FieldRoomID, Value: room}})
 }
 
 // NewRoomUpdate signs a room.update (§9.4); base must be the room head.
 func NewRoomUpdate(ctx context.Context, a *envelope.Author, base Base, p RoomUpdate, mentions ...identity.AgentID) (*envelope.Envelope, error) {
-	return build(ctx, a, &base, TypeRoomUpdate, p, mentions)
+	return build(ctx, a, base.Draft, &base, TypeRoomUpdate, p, mentions)
 }
 
 // NewJoin signs a room.join (§10.2).
 func NewJoin(ctx context.Context, a *envelope.Author, base Base, p Join, mentions ...identity.AgentID) (*envelope.Envelope, error) {
-	return build(ctx, a, &base, TypeRoomJoin, p, mentions)
+	return build(ctx, a, base.Draft, &base, TypeRoomJoin, p, mentions)
 }
 
-// NewJoinReview signs a room.join.review (§11).
+// NewJoinReview signs a room.join.review of the seed draft (§11), which
+// names the reviewed HTTP join request; see [NewSignedJoinReview] for the
+// 2026-09-24 draft.
 func NewJoinReview(ctx context.Context, a *envelope.Author, base Base, p JoinReview, mentions ...identity.AgentID) (*envelope.Envelope, error) {
-	return build(ctx, a, &base, TypeRoomJoinReview, p, mentions)
+	return build(ctx, a, base.Draft, &base, TypeRoomJoinReview, p, mentions)
+}
+
+// NewSignedJoinReview signs a room.join.review of the 2026-09-24 draft
+// (§10), embedding the applicant's signed room.join.request, which must
+// verify (hash, signature, shape) and name the base's room.
+func NewSignedJoinReview(ctx context.Context, a *envelope.Author, base Base, p SignedJoinReview, mentions ...identity.AgentID) (*envelope.Envelope, error) {
+	if p.Request != nil {
+		if ev, err := ParseEventIn(base.Draft, p.Request); err == nil && ev.RoomID != base.RoomID {
+			return nil, identity.NewError(identity.CodeInvalidEvent, "the embedded join request names another room")
+		}
+	}
+	return build(ctx, a, base.Draft, &base, TypeRoomJoinReview, p, mentions)
 }
 
 // NewLeave signs a room.leave (§10.3).
 func NewLeave(ctx context.Context, a *envelope.Author, base Base, p Notice, mentions ...identity.AgentID) (*envelope.Envelope, error) {
-	return build(ctx, a, &base, TypeRoomLeave, p, mentions)
+	return build(ctx, a, base.Draft, &base, TypeRoomLeave, p, mentions)
 }
 
 // NewRoleUpdate signs a room.member.role.update (§10.4).
 func NewRoleUpdate(ctx context.Context, a *envelope.Author, base Base, p RoleUpdate, mentions ...identity.AgentID) (*envelope.Envelope, error) {
-	return build(ctx, a, &base, TypeMemberRoleUpdate, p, mentions)
+	return build(ctx, a, base.Draft, &base, TypeMemberRoleUpdate, p, mentions)
 }
 
 // NewMemberRemove signs a room.member.remove (§10.5).
 func NewMemberRemove(ctx context.Context, a *envelope.Author, base Base, p MemberRemove, mentions ...identity.AgentID) (*envelope.Envelope, error) {
-	return build(ctx, a, &base, TypeMemberRemove, p, mentions)
+	return build(ctx, a, base.Draft, &base, TypeMemberRemove, p, mentions)
 }
 
 // NewClose signs a room.close; base must be the room head.
 func NewClose(ctx context.Context, a *envelope.Author, base Base, p Notice, mentions ...identity.AgentID) (*envelope.Envelope, error) {
-	return build(ctx, a, &base, TypeRoomClose, p, mentions)
+	return build(ctx, a, base.Draft, &base, TypeRoomClose, p, mentions)
 }
 
 // NewCancel signs a room.cancel; base must be the room head.
 func NewCancel(ctx context.Context, a *envelope.Author, base Base, p Notice, mentions ...identity.AgentID) (*envelope.Envelope, error) {
-	return build(ctx, a, &base, TypeRoomCancel, p, mentions)
+	return build(ctx, a, base.Draft, &base, TypeRoomCancel, p, mentions)
 }
 
 // NewTypeDefine signs a type.define carrying one declaration (§13.4);
 // base must be the room head.
 func NewTypeDefine(ctx context.Context, a *envelope.Author, base Base, d packs.Declaration, mentions ...identity.AgentID) (*envelope.Envelope, error) {
-	return build(ctx, a, &base, TypeTypeDefine, d, mentions)
+	return build(ctx, a, base.Draft, &base, TypeTypeDefine, d, mentions)
 }
 
 // NewMessage signs a message.create (§12); base must be the room head.
 func NewMessage(ctx context.Context, a *envelope.Author, base Base, p Message, mentions ...identity.AgentID) (*envelope.Envelope, error) {
-	return build(ctx, a, &base, TypeMessageCreate, p, mentions)
+	return build(ctx, a, base.Draft, &base, TypeMessageCreate, p, mentions)
 }
 
 // NewCustom signs an event of a room-defined type. The payload (any value
@@ -92,8 +144,11 @@ func NewMessage(ctx context.Context, a *envelope.Author, base Base, p Message, m
 // type_disabled or payload_schema_violation is never signed. Pass the
 // room's registry (Room.Registry).
 func NewCustom(ctx context.Context, a *envelope.Author, base Base, reg *packs.Registry, typ string, payload any, mentions ...identity.AgentID) (*envelope.Envelope, error) {
-	if IsBuiltin(typ) {
+	if base.Draft.IsBuiltin(typ) {
 		return nil, identity.Errorf(identity.CodeInvalidEvent, "%s is a built-in type; use its builder", typ)
+	}
+	if reg.Draft() != base.Draft.OrDefault() {
+		return nil, identity.Errorf(identity.CodeInvalidEvent, "the registry follows the %s draft; the base the %s draft", reg.Draft(), base.Draft.OrDefault())
 	}
 	raw, err := marshalPayload(payload)
 	if err != nil {
@@ -108,12 +163,12 @@ func NewCustom(ctx context.Context, a *envelope.Author, base Base, reg *packs.Re
 	return sign(ctx, a, &base, typ, raw, mentions)
 }
 
-func build(ctx context.Context, a *envelope.Author, base *Base, typ string, payload any, mentions []identity.AgentID) (*envelope.Envelope, error) {
+func build(ctx context.Context, a *envelope.Author, d Draft, base *Base, typ string, payload any, mentions []identity.AgentID) (*envelope.Envelope, error) {
 	raw, err := marshalPayload(payload)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := checkBuiltinPayload(typ, raw); err != nil {
+	if _, err := checkBuiltinPayload(d, typ, raw); err != nil {
 		return nil, err
 	}
 	return sign(ctx, a, base, typ, raw, mentions)

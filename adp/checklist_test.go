@@ -95,15 +95,27 @@ func TestBuiltinChecklist(t *testing.T) {
 	if len(types) != 11 {
 		t.Errorf("%d built-in types; §13.2 defines eleven", len(types))
 	}
-	// 1. Every Type* constant is listed, and the list is the kernel's.
+	// 1. Every Type* constant is a built-in of some draft, every draft's
+	// built-in has one, and the default draft's list is the kernel's.
 	consts := typeConstants(t)
-	for name, val := range consts {
-		if !slices.Contains(types, val) {
-			t.Errorf("constant %s = %q is missing from BuiltinTypes", name, val)
+	var all []string
+	for _, d := range packs.Drafts() {
+		for _, typ := range d.BuiltinTypes() {
+			if !slices.Contains(all, typ) {
+				all = append(all, typ)
+			}
 		}
 	}
-	if len(consts) != len(types) {
-		t.Errorf("%d Type* constants for %d built-in types", len(consts), len(types))
+	for name, val := range consts {
+		if !slices.Contains(all, val) {
+			t.Errorf("constant %s = %q is missing from every draft's BuiltinTypes", name, val)
+		}
+	}
+	if len(consts) != len(all) {
+		t.Errorf("%d Type* constants for %d built-in types", len(consts), len(all))
+	}
+	if !slices.Equal(types, adp.Draft20260704.BuiltinTypes()) {
+		t.Errorf("BuiltinTypes %v, the default draft's %v", types, adp.Draft20260704.BuiltinTypes())
 	}
 	if kernel := packs.BuiltinTypes(); !slices.Equal(types, kernel) {
 		t.Errorf("adp.BuiltinTypes %v, kernel schema (packs.BuiltinTypes) %v", types, kernel)
@@ -161,6 +173,125 @@ func TestBuiltinChecklist(t *testing.T) {
 	for typ := range checklistBuilders {
 		if !adp.IsBuiltin(typ) {
 			t.Errorf("checklistBuilders lists %s, which is not built in", typ)
+		}
+	}
+	laterChecklist(t, cases)
+}
+
+// laterChecklistBuilders is checklistBuilders for the 2026-09-24 draft:
+// one acceptable event of each of its built-in types, in a room of
+// laterChecklistWorld. room.join.request is never a record; its entry
+// signs one for CheckJoinRequest.
+var laterChecklistBuilders = map[string]func(w *adptest.World) (*envelope.Envelope, error){
+	adp.TypeRoomCreate: func(w *adptest.World) (*envelope.Envelope, error) {
+		return adp.NewRoomCreateIn(w.Ctx, w.Author("alice"), adp.Draft20260924, adp.RoomCreate{Host: adptest.Host, Topic: "t",
+			Visibility: adp.VisibilityPublic, StartTime: w.Now.UnixMilli(), EndTime: w.Now.Add(time.Hour).UnixMilli()})
+	},
+	adp.TypeRoomUpdate: func(w *adptest.World) (*envelope.Envelope, error) {
+		return adp.NewRoomUpdate(w.Ctx, w.Author("creator"), w.Base(adp.TypeRoomUpdate), adp.RoomUpdate{Policy: &adp.Policy{OpenRoles: []adp.Role{}}})
+	},
+	adp.TypeRoomJoin: func(w *adptest.World) (*envelope.Envelope, error) {
+		return adp.NewJoin(w.Ctx, w.Author("bob"), w.Base(adp.TypeRoomJoin), adp.Join{Role: adp.RoleObserver})
+	},
+	adp.TypeRoomJoinRequest: func(w *adptest.World) (*envelope.Envelope, error) {
+		return adp.NewJoinRequest(w.Ctx, w.Author("bob"), adp.Draft20260924, w.Room.ID(), adp.JoinRequestPayload{Role: adp.RoleSpeaker})
+	},
+	adp.TypeRoomJoinReview: func(w *adptest.World) (*envelope.Envelope, error) {
+		req, err := adp.NewJoinRequest(w.Ctx, w.Author("bob"), adp.Draft20260924, w.Room.ID(), adp.JoinRequestPayload{Role: adp.RoleSpeaker})
+		if err != nil {
+			return nil, err
+		}
+		return adp.NewSignedJoinReview(w.Ctx, w.Author("creator"), w.Base(adp.TypeRoomJoinReview),
+			adp.SignedJoinReview{Request: req, Decision: adp.DecisionApprove, Role: adp.RoleSpeaker})
+	},
+	adp.TypeRoomLeave: func(w *adptest.World) (*envelope.Envelope, error) {
+		return adp.NewLeave(w.Ctx, w.Author("alice"), w.Base(adp.TypeRoomLeave), adp.Notice{Reason: "done"})
+	},
+	adp.TypeMemberRoleUpdate: func(w *adptest.World) (*envelope.Envelope, error) {
+		return adp.NewRoleUpdate(w.Ctx, w.Author("creator"), w.Base(adp.TypeMemberRoleUpdate), adp.RoleUpdate{Member: w.ID("alice"), Role: adp.RoleObserver})
+	},
+	adp.TypeMemberRemove: func(w *adptest.World) (*envelope.Envelope, error) {
+		return adp.NewMemberRemove(w.Ctx, w.Author("creator"), w.Base(adp.TypeMemberRemove), adp.MemberRemove{Member: w.ID("alice")})
+	},
+	adp.TypeRoomClose: func(w *adptest.World) (*envelope.Envelope, error) {
+		return adp.NewClose(w.Ctx, w.Author("creator"), w.Base(adp.TypeRoomClose), adp.Notice{})
+	},
+	adp.TypeRoomCancel: func(w *adptest.World) (*envelope.Envelope, error) {
+		return adp.NewCancel(w.Ctx, w.Author("creator"), w.Base(adp.TypeRoomCancel), adp.Notice{})
+	},
+	adp.TypeTypeDefine: func(w *adptest.World) (*envelope.Envelope, error) {
+		d, err := adp.Draft20260924.ParseDeclaration([]byte(`{"use":"adp:moderation/1.0"}`))
+		if err != nil {
+			return nil, err
+		}
+		return adp.NewTypeDefine(w.Ctx, w.Author("creator"), w.Base(adp.TypeTypeDefine), d)
+	},
+	adp.TypeMessageCreate: func(w *adptest.World) (*envelope.Envelope, error) {
+		return adp.NewMessage(w.Ctx, w.Author("alice"), w.Base(adp.TypeMessageCreate), adp.Message{ContentType: "text/plain", Content: adp.TextContent("x")})
+	},
+}
+
+// laterChecklist runs the checklist's items 2–5 for the 2026-09-24
+// draft's built-in types, in a public room of that draft on
+// adptest.Host where alice speaks (scheduled for room.cancel).
+func laterChecklist(t *testing.T, cases map[string]bool) {
+	d := adp.Draft20260924
+	types := d.BuiltinTypes()
+	if len(types) != 12 {
+		t.Errorf("%d built-in types in the %s draft; §12.2 defines twelve", len(types), d)
+	}
+	for _, typ := range types {
+		t.Run(d.String()+"/"+typ, func(t *testing.T) {
+			build := laterChecklistBuilders[typ]
+			if build == nil {
+				t.Fatalf("no builder in laterChecklistBuilders")
+			}
+			w := adptest.NewWorld(t, "d8ftedhpqhsusbg001tg", &adp.RoomOptions{Draft: d, Host: adptest.Host})
+			if typ != adp.TypeRoomCreate {
+				open := func(p *adp.RoomCreate) {
+					p.Policy = &adp.Policy{OpenRoles: []adp.Role{adp.RoleSpeaker, adp.RoleObserver}}
+				}
+				if typ == adp.TypeRoomCancel {
+					w.PublicRoom(scheduled, open)
+				} else {
+					w.PublicRoom(open)
+				}
+				w.Join("alice", adp.RoleSpeaker)
+			}
+			env, err := build(w)
+			if err != nil {
+				t.Fatalf("builder: %v", err)
+			}
+			if env.Type() != typ {
+				t.Fatalf("the builder signed a %s", env.Type())
+			}
+			if typ == adp.TypeRoomJoinRequest {
+				if _, err := w.Room.CheckJoinRequest(w.Ctx, env, w.Now); err != nil {
+					t.Fatalf("the host refused the builder's join request: %v", err)
+				}
+			} else if _, err := w.Submit(env, nil); err != nil {
+				t.Fatalf("the host refused the builder's event: %v", err)
+			}
+			v, err := adp.ParsePayloadIn(d, typ, env.Event().Payload)
+			if err != nil {
+				t.Fatalf("ParsePayloadIn: %v", err)
+			}
+			rt := reflect.TypeOf(v)
+			if rt == nil || rt.Kind() != reflect.Pointer || rt.Elem().Kind() != reflect.Struct {
+				t.Fatalf("ParsePayloadIn gave %T, not a pointer to a payload struct", v)
+			}
+			if _, err := adp.ParsePayloadIn(d, typ, []byte(`[]`)); !errors.Is(err, adp.ErrInvalidEvent) {
+				t.Errorf("ParsePayloadIn of []: %v", err)
+			}
+			view := strings.Replace("*"+rt.Elem().String(), "*adp.", "*", 1)
+			if typ != adp.TypeRoomCreate && typ != adp.TypeRoomJoinRequest && !cases[view] {
+				t.Errorf("Room.check has no case for %s; cases: %v", view, cases)
+			}
+		})
+	}
+	for typ := range laterChecklistBuilders {
+		if !d.IsBuiltin(typ) {
+			t.Errorf("laterChecklistBuilders lists %s, which is not built in", typ)
 		}
 	}
 }

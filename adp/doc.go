@@ -1,5 +1,7 @@
 // Package adp implements the Agent Discourse Protocol (ADP) 1.0, draft of
-// 2026-07-04: signed discussion rooms with a hash-chained history.
+// 2026-07-04: signed discussion rooms with a hash-chained history. It
+// also speaks the draft of 2026-09-24 (see Drafts); section numbers below
+// are the 2026-07-04 text's unless marked.
 //
 // # Events
 //
@@ -109,15 +111,68 @@
 // advance ends a loop with an error. The live stream is package sse's
 // Follow, given the Client in its Options.
 //
+// # Drafts
+//
+// A [Draft] names the text a room follows: [Draft20260704] (the default,
+// the zero Draft) or [Draft20260924]. [RoomOptions.Draft] selects it for
+// a room, [ParseRecordIn] and [ParseEventIn] read in it, a [Base] carries
+// it to the builders, and [NewRoomCreateIn] and [NewJoinRequest] take it.
+// Every function without a draft behaves as before the second draft
+// existed. One table, draftTable (draft.go), holds what differs, one row
+// per draft; the rule table (rules.go, room.go) consults it at the places
+// marked "draft-dependent":
+//
+//   - the record's acceptance time, inside the record hash: received_at
+//     (§15), accepted_at (2026-09-24 §14); and redacted records
+//     ({hash, redacted: true, type}, [Redaction], 2026-09-24 §14.1), of
+//     message.create and custom types only;
+//   - freshness ([Class], [CheckBase], [NextBase]): in the seed every
+//     write but a signal is based on the head exactly and moves it; in
+//     the 2026-09-24 draft (§5.1) contract writes (room.update,
+//     room.close, room.cancel, type.define) need only an anchor and move
+//     the head, control writes are based on the head or later and move
+//     it, messages are based on the head or later and do not, and
+//     signals need only an anchor;
+//   - joining: the seed's HTTP join requests and room.join with
+//     request_id (§11), or in the 2026-09-24 draft direct room.join only
+//     for an open role or an invitation (policy.open_roles,
+//     policy.invites, §8.3, §9.2) and otherwise a signed
+//     room.join.request a host holds ([Room.CheckJoinRequest]) and a
+//     room.join.review embedding it ([SignedJoinReview]), which itself
+//     makes the applicant a member (§10);
+//   - room.create names its host in the 2026-09-24 draft and is bound to
+//     it ([RoomOptions.Host]: host_mismatch, §8.1); its creator cannot
+//     leave (§9.3); writing to an ended room is room_not_active there
+//     (room_ended in the seed);
+//   - the type system of package packs: kernel schemas, registered packs,
+//     the type schema profile (invalid_type_schema) and conflict rules
+//     (type_conflict).
+//
+// Readings where the 2026-09-24 text is open: a redacted custom-type
+// record must name a type defined (and not disabled) at its seq, since
+// its class depends on it, and must be allowed in the room's state at its
+// accepted_at; its event ID counts as accepted. A replay cannot see a join
+// request's expiry or whether the host still held it, so it accepts a
+// review of a request the log has not reviewed before; a host passes its
+// store ([RoomOptions.JoinRequests]), whose status must be pending
+// (join_request_not_pending otherwise). An approved applicant's
+// membership event is the review: its joined and last-event seqs are the
+// review's. A loopback development host (http://127.0.0.1:…) may be named
+// by room.create only where [RoomOptions.AllowLoopbackHTTP] allows it.
+// Room duration limits stay host policy, as in the seed.
+//
 // # Adding a built-in event type
 //
-// The seed text fixes eleven built-in types (§13.2). A revision adding one
-// touches every place below; TestBuiltinChecklist (here) and
+// The seed text fixes eleven built-in types (§13.2), the 2026-09-24 draft
+// twelve (§12.2). A draft adding one touches every place below, for that
+// draft (its row of the tables; laterChecklistBuilders holds the
+// 2026-09-24 draft's builders); TestBuiltinChecklist (here) and
 // TestBuiltinChecklistTranscript (in archive, which may import adp) fail
 // until each is done:
 //
 //  1. vocab.go: the Type constant, its place in builtinTypes ([BuiltinTypes])
-//     and its §13.2 category in [BuiltinCategory].
+//     and its §13.2 category in [BuiltinCategory]; draft.go: its freshness
+//     class in each draft's row of draftTable.
 //  2. packs/kernel.schema.json and packs/kernel.go: the payload's kernel
 //     schema and its row in the builtins table; [packs.BuiltinTypes] must
 //     equal BuiltinTypes, in order.

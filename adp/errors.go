@@ -22,10 +22,17 @@ const (
 	CodeRoomHeadMismatch        identity.Code = "room_head_mismatch"
 	CodeBaseRecordMismatch      identity.Code = "base_record_mismatch"
 	CodeAgentStatusNotFound     identity.Code = "agent_status_not_found"
-	CodeTypeNotDefined                        = packs.CodeTypeNotDefined
-	CodeTypeDisabled                          = packs.CodeTypeDisabled
-	CodePayloadSchemaViolation                = packs.CodePayloadSchemaViolation
-	CodePackUnavailable                       = packs.CodePackUnavailable
+	// CodeHostMismatch and CodeJoinRequestNotPending are codes of the
+	// 2026-09-24 draft (§19): a room.create naming another host, and a
+	// join request already reviewed, superseded or expired.
+	CodeHostMismatch           identity.Code = "host_mismatch"
+	CodeJoinRequestNotPending  identity.Code = "join_request_not_pending"
+	CodeTypeConflict                         = packs.CodeTypeConflict
+	CodeInvalidTypeSchema                    = packs.CodeInvalidTypeSchema
+	CodeTypeNotDefined                       = packs.CodeTypeNotDefined
+	CodeTypeDisabled                         = packs.CodeTypeDisabled
+	CodePayloadSchemaViolation               = packs.CodePayloadSchemaViolation
+	CodePackUnavailable                      = packs.CodePackUnavailable
 )
 
 // CodeInvalidRecord is not a protocol code: the SDK uses it for a server
@@ -52,6 +59,10 @@ var (
 	ErrRoomHeadMismatch        = identity.NewError(CodeRoomHeadMismatch, "base_seq/base_hash is not the current room head")
 	ErrBaseRecordMismatch      = identity.NewError(CodeBaseRecordMismatch, "base_seq/base_hash does not name an accepted record of the room")
 	ErrAgentStatusNotFound     = identity.NewError(CodeAgentStatusNotFound, "no current agent status")
+	ErrHostMismatch            = identity.NewError(CodeHostMismatch, "room.create names another host")
+	ErrJoinRequestNotPending   = identity.NewError(CodeJoinRequestNotPending, "join request was already reviewed, superseded, or has expired")
+	ErrTypeConflict            = packs.ErrTypeConflict
+	ErrInvalidTypeSchema       = packs.ErrInvalidTypeSchema
 	ErrTypeNotDefined          = packs.ErrTypeNotDefined
 	ErrTypeDisabled            = packs.ErrTypeDisabled
 	ErrPayloadSchemaViolation  = packs.ErrPayloadSchemaViolation

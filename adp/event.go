@@ -25,7 +25,8 @@ type Event struct {
 	// Mentions is the top-level attention list (nil when absent).
 	Mentions []identity.AgentID
 
-	env *envelope.Envelope // the envelope parsed, for its canonical form
+	env   *envelope.Envelope // the envelope parsed, for its canonical form
+	draft Draft              // the draft it was read in
 }
 
 // canonicalPayload is the payload's RFC 8785 form, taken from the
@@ -46,10 +47,16 @@ func (e *Event) canonicalPayload() []byte {
 // base_hash and mentions; every other event carries the first three, with
 // base_seq a positive safe integer and base_hash a canonical hash; mentions
 // holds at most 32 distinct valid Agent IDs. Failures are invalid_event.
+// It reads the event in the default draft; see [ParseEventIn].
 //
 // It does not verify the signature; see [envelope.Verify].
-func ParseEvent(env *envelope.Envelope) (*Event, error) {
-	e := &Event{Event: env.Event(), Hash: env.Hash(), env: env}
+func ParseEvent(env *envelope.Envelope) (*Event, error) { return ParseEventIn(DefaultDraft, env) }
+
+// ParseEventIn is [ParseEvent] in draft d. In the 2026-09-24 draft (§5) a
+// room.join.request carries room_id and none of base_seq, base_hash and
+// mentions.
+func ParseEventIn(d Draft, env *envelope.Envelope) (*Event, error) {
+	e := &Event{Event: env.Event(), Hash: env.Hash(), env: env, draft: d.OrDefault()}
 	if e.Protocol != Protocol {
 		return nil, identity.Errorf(identity.CodeInvalidEvent, "protocol %q is not %s", clip(e.Protocol), Protocol)
 	}
@@ -80,11 +87,17 @@ func ParseEvent(env *envelope.Envelope) (*Event, error) {
 			return nil, identity.Wrap(identity.CodeInvalidEvent, "event."+f.Name, err)
 		}
 	}
-	if e.Type == TypeRoomCreate {
+	switch {
+	case e.Type == TypeRoomCreate:
 		if seen != 0 {
 			return nil, identity.NewError(identity.CodeInvalidEvent, "room.create must not carry room_id, base_seq, base_hash or mentions")
 		}
-	} else if seen&7 != 7 {
+	case e.Type == TypeRoomJoinRequest && d.IsBuiltin(TypeRoomJoinRequest):
+		// Its author may be unable to read the room (2026-09-24 §5).
+		if seen != 1 {
+			return nil, identity.NewError(identity.CodeInvalidEvent, "room.join.request must carry room_id and no base_seq, base_hash or mentions")
+		}
+	case seen&7 != 7:
 		return nil, identity.Errorf(identity.CodeInvalidEvent, "%s must carry room_id, base_seq and base_hash", clip(e.Type))
 	}
 	return e, nil

@@ -14,7 +14,12 @@ import (
 // ParseRecordPlain is ParseRecord's plain path (split the object, then
 // parse each member in order), against which FuzzParseRecord checks the
 // one-pass path.
-func ParseRecordPlain(b []byte) (*Record, error) { return parseRecord(b, nil) }
+func ParseRecordPlain(b []byte) (*Record, error) { return ParseRecordPlainIn(DefaultDraft, b) }
+
+// ParseRecordPlainIn is ParseRecordPlain in draft d.
+func ParseRecordPlainIn(d Draft, b []byte) (*Record, error) {
+	return parseRecord(d, rulesOf(d), b, nil)
+}
 
 // CheckBuiltinPayloadReference is checkBuiltinPayload with the two-pass
 // decode it replaced: ValidateBuiltin's tree for the kernel schema, then
@@ -23,18 +28,23 @@ func ParseRecordPlain(b []byte) (*Record, error) { return parseRecord(b, nil) }
 // its two-pass reference). FuzzBuiltinDecode and TestDecodeMatchesReference
 // compare the one-pass path against it.
 func CheckBuiltinPayloadReference(typ string, raw []byte) (any, error) {
-	return checkBuiltinWith(typ, raw, payloadDecoders{referenceDecode, referenceTypeDefine})
+	return CheckBuiltinPayloadReferenceIn(DefaultDraft, typ, raw)
 }
 
-func referenceTypeDefine(raw []byte) (packs.Declaration, error) {
-	if err := packs.ValidateBuiltin(TypeTypeDefine, raw); err != nil {
+// CheckBuiltinPayloadReferenceIn is CheckBuiltinPayloadReference in draft d.
+func CheckBuiltinPayloadReferenceIn(d Draft, typ string, raw []byte) (any, error) {
+	return checkBuiltinWith(d, typ, raw, payloadDecoders{referenceDecode, referenceTypeDefine})
+}
+
+func referenceTypeDefine(d Draft, raw []byte) (packs.Declaration, error) {
+	if err := d.ValidateBuiltin(TypeTypeDefine, raw); err != nil {
 		return packs.Declaration{}, err
 	}
-	return packs.ParseDeclaration(raw)
+	return d.ParseDeclaration(raw)
 }
 
-func referenceDecode(typ string, raw []byte, v any) error {
-	if err := packs.ValidateBuiltin(typ, raw); err != nil {
+func referenceDecode(d Draft, typ string, raw []byte, v any) error {
+	if err := d.ValidateBuiltin(typ, raw); err != nil {
 		return err
 	}
 	if v == nil {

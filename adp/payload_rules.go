@@ -1,6 +1,8 @@
 package adp
 
 import (
+	"errors"
+	"slices"
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -27,9 +29,22 @@ import (
 //	message.create                        *Message
 //
 // A type that is not built in, or a payload that fails, is invalid_event
-// with a nil result.
+// with a nil result. It reads the payload in the default draft; see
+// [ParsePayloadIn].
 func ParsePayload(typ string, payload []byte) (any, error) {
-	v, err := checkBuiltinPayload(typ, payload)
+	return ParsePayloadIn(DefaultDraft, typ, payload)
+}
+
+// ParsePayloadIn is [ParsePayload] in draft d. The 2026-09-24 draft's
+// types and views differ where its payloads do:
+//
+//	room.join.request                     *JoinRequestPayload
+//	room.join.review                      *SignedJoinReview
+//
+// and room.create, room.update and room.join follow its kernel schema
+// (host, invites, open_roles; no request_id).
+func ParsePayloadIn(d Draft, typ string, payload []byte) (any, error) {
+	v, err := checkBuiltinPayload(d, typ, payload)
 	if err != nil {
 		return nil, err
 	}
@@ -43,27 +58,29 @@ func ParsePayload(typ string, payload []byte) (any, error) {
 //
 // The payload is parsed once: packs.DecodeBuiltin builds the kernel
 // schema's tree and the typed struct from the same parse.
-func checkBuiltinPayload(typ string, raw jsontext.Value) (any, error) {
-	return checkBuiltinWith(typ, raw, onePass)
+func checkBuiltinPayload(d Draft, typ string, raw jsontext.Value) (any, error) {
+	return checkBuiltinWith(d, typ, raw, onePass)
 }
 
 // payloadDecoders check a built-in payload against its kernel schema and
 // decode it: packs' one-pass functions, or in tests the two-pass
 // reference they replaced.
 type payloadDecoders struct {
-	// decode checks the payload of typ and, when v is not nil, decodes it
-	// into v.
-	decode func(typ string, raw []byte, v any) error
+	// decode checks the payload of typ in draft d and, when v is not
+	// nil, decodes it into v.
+	decode func(d Draft, typ string, raw []byte, v any) error
 	// typeDefine checks a type.define payload and parses its declaration.
-	typeDefine func(raw []byte) (packs.Declaration, error)
+	typeDefine func(d Draft, raw []byte) (packs.Declaration, error)
 }
 
-var onePass = payloadDecoders{packs.DecodeBuiltin, packs.ParseTypeDefine}
+var onePass = payloadDecoders{Draft.DecodeBuiltin, Draft.ParseTypeDefine}
 
 // checkBuiltinWith is checkBuiltinPayload with the schema check and
 // decoding done by pd.
-func checkBuiltinWith(typ string, raw jsontext.Value, pd payloadDecoders) (any, error) {
-	dec := pd.decode
+func checkBuiltinWith(d Draft, typ string, raw jsontext.Value, pd payloadDecoders) (any, error) {
+	d = d.OrDefault()
+	dec := func(typ string, raw []byte, v any) error { return pd.decode(d, typ, raw, v) }
+	rules := rulesOf(d)
 	switch typ {
 	case TypeRoomCreate:
 		p := new(RoomCreate)
@@ -76,7 +93,12 @@ func checkBuiltinWith(typ string, raw jsontext.Value, pd payloadDecoders) (any, 
 		case p.StartTime >= p.EndTime:
 			return nil, invalid("room.create start_time must be before end_time")
 		}
-		return p, checkPolicy(p.Policy)
+		if rules.hostBound {
+			if err := checkHostOrigin(p.Host); err != nil {
+				return nil, err
+			}
+		}
+		return p, checkPolicy(d, p.Policy, p.Visibility)
 	case TypeRoomUpdate:
 		p := new(RoomUpdate)
 		if err := dec(typ, raw, p); err != nil {
@@ -85,7 +107,8 @@ func checkBuiltinWith(typ string, raw jsontext.Value, pd payloadDecoders) (any, 
 		if p.Topic != nil && strings.TrimSpace(*p.Topic) == "" {
 			return nil, invalid("room.update topic is blank")
 		}
-		return p, checkPolicy(p.Policy)
+		// The visibility-dependent rules need the room (checkUpdate).
+		return p, checkPolicy(d, p.Policy, "")
 	case TypeRoomJoin:
 		p := new(Join)
 		if err := dec(typ, raw, p); err != nil {
@@ -95,7 +118,20 @@ func checkBuiltinWith(typ string, raw jsontext.Value, pd payloadDecoders) (any, 
 			return nil, invalid("room.join with request_id must not carry perspective")
 		}
 		return p, nil
+	case TypeRoomJoinRequest:
+		if !rules.signedJoin {
+			break
+		}
+		p := new(JoinRequestPayload)
+		return p, dec(typ, raw, p)
 	case TypeRoomJoinReview:
+		if rules.signedJoin {
+			p := new(SignedJoinReview)
+			if err := dec(typ, raw, p); err != nil {
+				return nil, err
+			}
+			return p, checkEmbeddedRequest(d, p)
+		}
 		p := new(JoinReview)
 		if err := dec(typ, raw, p); err != nil {
 			return nil, err
@@ -119,11 +155,11 @@ func checkBuiltinWith(typ string, raw jsontext.Value, pd payloadDecoders) (any, 
 		p := new(MemberRemove)
 		return p, dec(typ, raw, p)
 	case TypeTypeDefine:
-		d, err := pd.typeDefine(raw)
+		decl, err := pd.typeDefine(d, raw)
 		if err != nil {
 			return nil, err
 		}
-		return &d, nil
+		return &decl, nil
 	case TypeMessageCreate:
 		p := new(Message)
 		if err := dec(typ, raw, p); err != nil {
@@ -153,13 +189,88 @@ func checkCustomPayload(raw jsontext.Value) error {
 	return nil
 }
 
-// checkPolicy applies §9.3 beyond the schema (which already requires
-// max_speakers ≥ 1 and well-formed Agent IDs, re-checked by decoding).
-func checkPolicy(p *Policy) error {
-	if p != nil && p.MaxSpeakers < 0 {
+// checkPolicy applies the policy rules beyond the schema (which already
+// requires max_speakers ≥ 1 and well-formed Agent IDs, re-checked by
+// decoding): seed §9.3, and 2026-09-24 §8.3, whose open_roles must be
+// empty in a private room (v; "" when the visibility is not at hand) and
+// whose observer_allowed false forbids open roles and invitations
+// granting observer.
+func checkPolicy(d Draft, p *Policy, v Visibility) error {
+	if p == nil {
+		return nil
+	}
+	if p.MaxSpeakers < 0 {
 		return invalid("policy.max_speakers must be at least 1")
 	}
+	if !rulesOf(d).policyJoin {
+		return nil
+	}
+	if v == VisibilityPrivate && len(p.OpenRoles) > 0 {
+		return invalid("policy.open_roles must be empty in a private room")
+	}
+	if !p.observersAllowed() {
+		if slices.Contains(p.OpenRoles, RoleObserver) {
+			return invalid("policy.open_roles grants observer while observer_allowed is false")
+		}
+		for id, r := range p.Invites {
+			if r == RoleObserver {
+				return identity.Errorf(identity.CodeInvalidEvent, "policy.invites grants observer to %s while observer_allowed is false", id)
+			}
+		}
+	}
 	return nil
+}
+
+// checkHostOrigin checks room.create's host structurally (2026-09-24 §8.1,
+// Agent Identity §4.4): an origin that parsing and serialization
+// reproduce, HTTPS or, for a loopback development host, HTTP. Whether a
+// loopback host is acceptable, and whether the origin is this host's, are
+// the room's questions (RoomOptions).
+func checkHostOrigin(host string) error {
+	o, err := identity.ParseOrigin(host, &identity.OriginOptions{AllowLoopbackHTTP: true})
+	if err != nil {
+		return identity.Wrap(identity.CodeInvalidEvent, "room.create host", err)
+	}
+	if o.String() != host {
+		return identity.Errorf(identity.CodeInvalidEvent, "room.create host %q is not a serialized origin (%s)", clip(host), o)
+	}
+	return nil
+}
+
+// checkEmbeddedRequest verifies the signed room.join.request a review
+// embeds (2026-09-24 §10): Agent Identity hash, signature and closed
+// shape, historically — without the live window or nonce — and the
+// request's own shape. The embedded envelope's failure keeps its code.
+func checkEmbeddedRequest(d Draft, p *SignedJoinReview) error {
+	if p.Request == nil {
+		return invalid("room.join.review carries no request")
+	}
+	if err := p.Request.Verify(); err != nil {
+		return recode(err, "room.join.review request")
+	}
+	ev, err := ParseEventIn(d, p.Request)
+	if err != nil {
+		return recode(err, "room.join.review request")
+	}
+	if ev.Type != TypeRoomJoinRequest {
+		return identity.Errorf(identity.CodeInvalidEvent, "room.join.review request is a %s, not a room.join.request", clip(ev.Type))
+	}
+	if _, err := checkBuiltinPayload(d, TypeRoomJoinRequest, ev.Payload); err != nil {
+		return recode(err, "room.join.review request")
+	}
+	return nil
+}
+
+// recode prefixes an *identity.Error's message, keeping its code.
+func recode(err error, context string) error {
+	var ie *identity.Error
+	if errors.As(err, &ie) {
+		out := *ie
+		out.Message = context + ": " + out.Message
+		out.Err = err
+		return &out
+	}
+	return identity.Wrap(identity.CodeInvalidEvent, context, err)
 }
 
 func invalid(msg string) error { return identity.NewError(identity.CodeInvalidEvent, msg) }

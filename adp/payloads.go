@@ -1,6 +1,8 @@
 package adp
 
 import (
+	"slices"
+
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agentprotocols/go-sdk/envelope"
@@ -13,8 +15,12 @@ import (
 // zero, while an explicitly empty, non-nil slice is sent as [] — which
 // matters for room.update, where [] clears a field.
 
-// RoomCreate is the room.create payload (§9.1).
+// RoomCreate is the room.create payload (seed §9.1, 2026-09-24 §8.1).
 type RoomCreate struct {
+	// Host is the origin of the host API the room is created on
+	// (2026-09-24 only, where it is required; the seed has no such
+	// member).
+	Host       string              `json:"host,omitzero"`
 	Topic      string              `json:"topic"`
 	Agenda     string              `json:"agenda,omitzero"`
 	Guidance   string              `json:"guidance,omitzero"`
@@ -28,10 +34,20 @@ type RoomCreate struct {
 	Extra      jsontext.Value      `json:"extra,omitzero"`
 }
 
-// Policy is the room policy (§9.3).
+// Policy is the room policy (seed §9.3, 2026-09-24 §8.3). Each draft's
+// kernel schema admits its own members: ModeratorAgentIDs in the seed,
+// Invites and OpenRoles in the 2026-09-24 draft.
 type Policy struct {
-	// ModeratorAgentIDs may join as moderator without a join request.
+	// ModeratorAgentIDs may join as moderator without a join request
+	// (seed only).
 	ModeratorAgentIDs []identity.AgentID `json:"moderator_agent_ids,omitzero"`
+	// Invites maps Agent IDs to the role each may take by direct
+	// room.join, in any visibility (2026-09-24 only).
+	Invites map[identity.AgentID]Role `json:"invites,omitzero"`
+	// OpenRoles are the roles any agent may take by direct room.join
+	// (2026-09-24 only). nil means the default (see EffectiveOpenRoles);
+	// an empty, non-nil slice is sent as [] and opens no role.
+	OpenRoles []Role `json:"open_roles,omitzero"`
 	// MaxSpeakers caps members holding a speaking role; 0 means no cap.
 	MaxSpeakers int64 `json:"max_speakers,omitzero"`
 	// ObserverAllowed is nil for the default, true.
@@ -42,6 +58,20 @@ type Policy struct {
 // observersAllowed applies the default of §9.3.
 func (p *Policy) observersAllowed() bool {
 	return p == nil || p.ObserverAllowed == nil || *p.ObserverAllowed
+}
+
+// EffectiveOpenRoles returns the roles any agent may take by direct
+// room.join in a room of visibility v under policy p (2026-09-24 §8.3):
+// OpenRoles when the policy lists them, else observer in a public room
+// that allows observers, else none.
+func (p *Policy) EffectiveOpenRoles(v Visibility) []Role {
+	switch {
+	case p != nil && p.OpenRoles != nil:
+		return slices.Clone(p.OpenRoles)
+	case v == VisibilityPublic && p.observersAllowed():
+		return []Role{RoleObserver}
+	}
+	return []Role{}
 }
 
 // RoomUpdate is the room.update payload (§9.4). A nil field is left
@@ -81,6 +111,28 @@ type JoinRequest struct {
 	Extra       jsontext.Value   `json:"extra,omitzero"`
 }
 
+// JoinRequestPayload is the payload of a room.join.request (2026-09-24
+// §10): the role asked for, and optionally a perspective, a reason and
+// opaque data. The event carries room_id and no base.
+type JoinRequestPayload struct {
+	Role        Role           `json:"role"`
+	Perspective *string        `json:"perspective,omitzero"`
+	Reason      *string        `json:"reason,omitzero"`
+	Extra       jsontext.Value `json:"extra,omitzero"`
+}
+
+// SignedJoinReview is the room.join.review payload of the 2026-09-24 draft
+// (§10): it embeds the applicant's signed room.join.request, which the log
+// and the archive then verify without any external resource. An approval
+// makes the applicant a member with Role and the request's perspective.
+type SignedJoinReview struct {
+	Request  *envelope.Envelope `json:"request"`
+	Decision Decision           `json:"decision"`
+	Role     Role               `json:"role,omitzero"` // required to approve
+	Reason   string             `json:"reason,omitzero"`
+	Extra    jsontext.Value     `json:"extra,omitzero"`
+}
+
 // Decision is a join-review outcome.
 type Decision string
 
@@ -90,7 +142,8 @@ const (
 	DecisionReject  Decision = "reject"
 )
 
-// JoinReview is the room.join.review payload (§11).
+// JoinReview is the room.join.review payload of the seed draft (§11); see
+// [SignedJoinReview] for the 2026-09-24 draft's.
 type JoinReview struct {
 	Request  JoinRequest    `json:"request"`
 	Decision Decision       `json:"decision"`

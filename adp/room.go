@@ -18,6 +18,20 @@ import (
 // suit a verifier replaying history: no network, no host policy beyond the
 // protocol's MUSTs and the §21 payload limit.
 type RoomOptions struct {
+	// Draft is the draft of ADP the room follows; the zero value is the
+	// default draft, 2026-07-04. It selects every rule draftTable (and,
+	// for the type registry, packs) holds per draft.
+	Draft Draft
+	// Host is this host's API origin, such as "https://api.al.ink". In a
+	// draft that binds room.create to its host (2026-09-24 §8.1), a
+	// room.create naming another is refused with host_mismatch. "" checks
+	// only that room.create names an origin, which is what a verifier
+	// replaying an archive can do.
+	Host string
+	// AllowLoopbackHTTP admits a room.create whose host is a loopback
+	// development origin over plain HTTP (http://127.0.0.1:8080), as the
+	// rest of the SDK does when asked; by default only HTTPS origins are.
+	AllowLoopbackHTTP bool
 	// Packs configures the type registry: hosts pass an HTTPS fetcher for
 	// external packs, archive verifiers a static fetcher over the archived
 	// pack documents. nil refuses external packs (pack_unavailable).
@@ -74,6 +88,9 @@ type JoinRequestStore interface {
 // Contract is the room's current contract (§9, §16): what room.create
 // established and room.update revised.
 type Contract struct {
+	// Host is the origin room.create named (2026-09-24 only); it is not
+	// updatable.
+	Host       string         `json:"host,omitzero"`
 	Topic      string         `json:"topic"`
 	Agenda     string         `json:"agenda,omitzero"`
 	Guidance   string         `json:"guidance,omitzero"`
@@ -127,9 +144,11 @@ type review struct {
 // A Room is safe for concurrent use: writes are serialized (the head
 // precondition is a compare-and-swap), reads see a consistent state.
 type Room struct {
-	mu   sync.RWMutex
-	id   string
-	opts RoomOptions
+	mu    sync.RWMutex
+	id    string
+	opts  RoomOptions
+	draft Draft       // opts.Draft, never zero
+	rules *draftRules // rulesOf(draft)
 
 	st    state
 	index Index
@@ -157,17 +176,32 @@ func NewRoom(id string, opts *RoomOptions) *Room {
 	if opts != nil {
 		r.opts = *opts
 	}
+	r.draft = r.opts.Draft.OrDefault()
+	r.rules = rulesOf(r.draft)
 	r.index = r.opts.Index
 	if r.index == nil {
 		r.index = NewMemoryIndex()
 	}
 	r.st.Members = map[identity.AgentID]*Member{}
-	r.st.Registry = packs.NewRegistry(r.opts.Packs)
+	r.st.Registry = packs.NewRegistry(r.packOptions())
 	return r
+}
+
+// packOptions are the registry options: the caller's, in the room's draft.
+func (r *Room) packOptions() *packs.Options {
+	var o packs.Options
+	if r.opts.Packs != nil {
+		o = *r.opts.Packs
+	}
+	o.Draft = r.draft
+	return &o
 }
 
 // ID returns the room ID.
 func (r *Room) ID() string { return r.id }
+
+// Draft returns the draft the room follows.
+func (r *Room) Draft() Draft { return r.draft }
 
 // Check reports whether the host may accept env at time at, without
 // changing anything. The envelope's hash and signature are verified (once:
@@ -217,7 +251,7 @@ func (r *Room) Accept(ctx context.Context, env *envelope.Envelope, at time.Time)
 // the next seq, the link to the latest record, received_at ms and the
 // record hash.
 func (r *Room) nextRecord(env *envelope.Envelope, ms int64) *Record {
-	rec := &Record{RoomID: r.id, Seq: r.st.Latest.Seq + 1, ReceivedAt: ms, Envelope: env}
+	rec := &Record{RoomID: r.id, Seq: r.st.Latest.Seq + 1, ReceivedAt: ms, Envelope: env, Draft: r.draft}
 	if rec.Seq > 1 {
 		rec.PreHash = r.st.Latest.Hash
 	}
@@ -357,11 +391,25 @@ func (p *Pending) Undo() error {
 // acceptable at its received_at. On error nothing changes; the error
 // carries the §20 code the host should have answered (or invalid_record
 // for a broken chain or a received_at that goes back).
+//
+// A redacted record (2026-09-24 §14.1) keeps its place in the chain and
+// its class: its type must be message.create or a custom type defined at
+// its seq, acceptable in the room's state at its acceptance time, and its
+// event ID new to the room. Its signature, payload and permissions cannot
+// be checked; the caller reports it.
 func (r *Room) Apply(ctx context.Context, rec *Record) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err := r.checkLink(rec); err != nil {
 		return err
+	}
+	if rec.Redacted != nil {
+		c, err := r.checkRedacted(rec)
+		if err != nil {
+			return err
+		}
+		r.commit(c, rec)
+		return nil
 	}
 	c, err := r.check(ctx, rec.Envelope, nil, rec.ReceivedAt)
 	if err != nil {
@@ -381,13 +429,15 @@ func (r *Room) checkLink(rec *Record) error {
 // checkChain is checkLink without the record hash.
 func (r *Room) checkChain(rec *Record) error {
 	switch {
+	case rec.Draft.OrDefault() != r.draft:
+		return identity.Errorf(CodeInvalidRecord, "record %d follows the %s draft; the room follows the %s draft", rec.Seq, rec.Draft.OrDefault(), r.draft)
 	case rec.RoomID != r.id:
 		return identity.Errorf(CodeInvalidRecord, "record %d: room_id %q is not %q", rec.Seq, clip(rec.RoomID), clip(r.id))
 	case rec.Seq != r.st.Latest.Seq+1:
 		return identity.Errorf(CodeInvalidRecord, "record seq %d does not follow %d", rec.Seq, r.st.Latest.Seq)
 	case rec.Seq > 1 && rec.PreHash != r.st.Latest.Hash:
 		return identity.Errorf(CodeInvalidRecord, "record %d: pre_hash is not the hash of record %d", rec.Seq, r.st.Latest.Seq)
-	case rec.Envelope == nil:
+	case rec.Envelope == nil && rec.Redacted == nil:
 		return identity.Errorf(CodeInvalidRecord, "record %d has no envelope", rec.Seq)
 	case rec.ReceivedAt < r.st.Latest.ReceivedAt:
 		// Acceptance times follow acceptance order (§15); a record dated
@@ -400,7 +450,7 @@ func (r *Room) checkChain(rec *Record) error {
 
 // change is the outcome of a successful check: the effects to commit.
 type change struct {
-	ev       *Event
+	ev       *Event          // nil for a redacted record
 	advances bool            // the record becomes the room head
 	registry *packs.Registry // replaces the registry when set
 	apply    func(s *state, seq int64)
@@ -415,9 +465,11 @@ func (r *Room) check(ctx context.Context, env *envelope.Envelope, ev *Event, at 
 	}
 	if ev == nil {
 		var err error
-		if ev, err = ParseEvent(env); err != nil {
+		if ev, err = ParseEventIn(r.draft, env); err != nil {
 			return nil, err
 		}
+	} else if ev.draft != r.draft {
+		return nil, identity.Errorf(identity.CodeInvalidEvent, "the event was read in the %s draft; the room follows the %s draft", ev.draft, r.draft)
 	}
 	if ev.Type == TypeRoomCreate {
 		return r.checkCreate(ctx, ev, at)
@@ -433,33 +485,37 @@ func (r *Room) check(ctx context.Context, env *envelope.Envelope, ev *Event, at 
 		return nil, identity.Errorf(identity.CodeInvalidEvent, "envelope %s is already accepted in this room", ev.Hash)
 	}
 
-	// Resolve the type: built-in, or a definition in force (§13.2, §13.6).
-	cat := BuiltinCategory(ev.Type)
+	// Resolve the type and its freshness class: built-in, or a
+	// definition in force (seed §13.2, §13.6; 2026-09-24 §5.1, §12.2).
 	var def *packs.Definition
-	if cat == "" {
+	if !r.draft.IsBuiltin(ev.Type) {
 		if def = s.Registry.Lookup(ev.Type); def == nil {
 			return nil, identity.Errorf(CodeTypeNotDefined, "type %q is not defined in this room", clip(ev.Type))
 		}
-		cat = Category(def.Kind)
+	}
+	class, ok := ClassOf(r.draft, ev.Type, def)
+	if !ok { // draft-dependent: room.join.request (2026-09-24 §10)
+		return nil, identity.Errorf(identity.CodeInvalidEvent, "%s is never a record: a host holds it as a join request", clip(ev.Type))
 	}
 
-	// Freshness (§6.1) comes before state, permission and payload checks.
-	signal := cat == CategorySignal
-	if err := r.checkBase(ev, signal); err != nil {
+	// Freshness (draft-dependent: seed §6.1, 2026-09-24 §5.1) comes
+	// before state, permission and payload checks.
+	fresh := class.Rule(r.draft)
+	if err := r.checkBase(ev, fresh.Base); err != nil {
 		return nil, err
 	}
 
 	// State restrictions (§8, §14).
 	status := r.statusAt(at)
-	if err := checkState(ev.Type, status); err != nil {
+	if err := r.checkState(ev.Type, status); err != nil {
 		return nil, err
 	}
 
-	c := &change{ev: ev, advances: !signal}
+	c := &change{ev: ev, advances: fresh.Advances}
 	if def != nil {
 		return c, r.checkCustom(ev, def)
 	}
-	payload, err := checkBuiltinPayload(ev.Type, ev.Payload)
+	payload, err := checkBuiltinPayload(r.draft, ev.Type, ev.Payload)
 	if err != nil {
 		return nil, err
 	}
@@ -473,6 +529,8 @@ func (r *Room) check(ctx context.Context, env *envelope.Envelope, ev *Event, at 
 		err = r.checkJoin(ctx, c, p, at)
 	case *JoinReview:
 		err = r.checkReview(ctx, c, p, at)
+	case *SignedJoinReview:
+		err = r.checkSignedReview(ctx, c, p)
 	case *RoleUpdate:
 		err = r.checkRoleUpdate(c, p)
 	case *MemberRemove:
@@ -493,7 +551,7 @@ func (r *Room) check(ctx context.Context, env *envelope.Envelope, ev *Event, at 
 // commit applies a checked change and links rec into the history.
 func (r *Room) commit(c *change, rec *Record) {
 	s := &r.st
-	if c.ev.Type != TypeRoomCreate {
+	if rec.Seq != 1 {
 		s.Status = r.statusAt(rec.ReceivedAt)
 	}
 	if c.registry != nil {
@@ -502,12 +560,14 @@ func (r *Room) commit(c *change, rec *Record) {
 	if c.apply != nil {
 		c.apply(s, rec.Seq)
 	}
-	if m := s.Members[c.ev.Actor]; m != nil {
-		m.LastEventSeq = rec.Seq
+	if c.ev != nil {
+		if m := s.Members[c.ev.Actor]; m != nil {
+			m.LastEventSeq = rec.Seq
+		}
 	}
 	s.Latest = Latest{Seq: rec.Seq, PreHash: rec.PreHash, Hash: rec.Hash, ReceivedAt: rec.ReceivedAt}
 	if c.advances {
 		s.Head = RecordRef{Seq: rec.Seq, Hash: rec.Hash}
 	}
-	r.index.Add(rec.Seq, rec.Hash, c.ev.Hash)
+	r.index.Add(rec.Seq, rec.Hash, rec.EventHash())
 }

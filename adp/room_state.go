@@ -2,9 +2,12 @@ package adp
 
 import (
 	"cmp"
+	"context"
+	"maps"
 	"slices"
 	"time"
 
+	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/identity"
 	"github.com/agentprotocols/go-sdk/packs"
 )
@@ -38,6 +41,8 @@ func (r *Room) Contract() Contract {
 	c := r.st.Contract
 	c.Tags = slices.Clone(c.Tags)
 	c.Policy.ModeratorAgentIDs = slices.Clone(c.Policy.ModeratorAgentIDs)
+	c.Policy.Invites = maps.Clone(c.Policy.Invites)
+	c.Policy.OpenRoles = slices.Clone(c.Policy.OpenRoles)
 	return c
 }
 
@@ -83,7 +88,9 @@ func (r *Room) Banned(id identity.AgentID) bool {
 	return r.st.Bans[id]
 }
 
-// Head returns the room head: the latest non-signal record (§6.1).
+// Head returns the room head: the latest non-signal record (seed §6.1);
+// in the 2026-09-24 draft the latest genesis, contract or control record
+// (§5.1), so messages do not move it.
 func (r *Room) Head() RecordRef {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -109,25 +116,74 @@ func (r *Room) Registry() *packs.Registry {
 	return r.st.Registry.Clone()
 }
 
-// BaseFor returns the Base a new event of type typ must carry (§6.1): the
-// latest record for signal types (membership events and custom signal
-// kinds), the room head for every other type.
+// BaseFor returns the Base a new event of type typ should carry (seed
+// §6.1, 2026-09-24 §5.1): see [NextBase]. In the seed that is the latest
+// record for signal types (membership events and custom signal kinds)
+// and the room head for every other type; in the 2026-09-24 draft the
+// latest record for every type, which each class's rule admits.
 func (r *Room) BaseFor(typ string) (Base, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if !r.st.Created {
 		return Base{}, identity.NewError(CodeRoomNotFound, "the room has no room.create yet")
 	}
-	signal := BuiltinCategory(typ) == CategorySignal
-	if !IsBuiltin(typ) {
-		def := r.st.Registry.Lookup(typ)
-		if def == nil {
+	var def *packs.Definition
+	if !r.draft.IsBuiltin(typ) {
+		if def = r.st.Registry.Lookup(typ); def == nil {
 			return Base{}, identity.Errorf(CodeTypeNotDefined, "type %q is not defined in this room", clip(typ))
 		}
-		signal = def.Kind == KindSignal
 	}
-	if signal {
-		return Base{RoomID: r.id, Seq: r.st.Latest.Seq, Hash: r.st.Latest.Hash}, nil
+	class, ok := ClassOf(r.draft, typ, def)
+	if !ok {
+		return Base{}, identity.Errorf(identity.CodeInvalidEvent, "%s carries no base", clip(typ))
 	}
-	return Base{RoomID: r.id, Seq: r.st.Head.Seq, Hash: r.st.Head.Hash}, nil
+	latest := RecordRef{Seq: r.st.Latest.Seq, Hash: r.st.Latest.Hash}
+	return NextBase(r.draft, class, r.id, r.st.Head, latest), nil
+}
+
+// CheckJoinRequest judges a room.join.request a host is asked to hold
+// (2026-09-24 §10) at time at, and returns its payload: the envelope must
+// verify (Agent Identity hash and signature; the live window and nonce
+// are the host's [envelope.Verifier]'s), be a room.join.request for this
+// room, which must exist and not have ended or been cancelled; the actor
+// must not be an active member, and the role must be allowed by the
+// policy (observer only where observers are). A banned agent may still
+// ask: its request is held for review, never approved automatically. A
+// draft without signed join requests refuses with invalid_event.
+func (r *Room) CheckJoinRequest(ctx context.Context, env *envelope.Envelope, at time.Time) (*JoinRequestPayload, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if !r.rules.signedJoin {
+		return nil, identity.Errorf(identity.CodeInvalidEvent, "the %s draft has no room.join.request", r.draft)
+	}
+	if err := env.Verify(); err != nil {
+		return nil, err
+	}
+	ev, err := ParseEventIn(r.draft, env)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case ev.Type != TypeRoomJoinRequest:
+		return nil, identity.Errorf(identity.CodeInvalidEvent, "a join request is a room.join.request, not a %s", clip(ev.Type))
+	case !r.st.Created:
+		return nil, identity.Errorf(CodeRoomNotFound, "room %q has no room.create yet", clip(r.id))
+	case ev.RoomID != r.id:
+		return nil, identity.Errorf(identity.CodeInvalidEvent, "event room_id %q is not this room (%q)", clip(ev.RoomID), clip(r.id))
+	}
+	if err := r.checkState(ev.Type, r.statusAt(r.clock(at))); err != nil {
+		return nil, err
+	}
+	v, err := checkBuiltinPayload(r.draft, ev.Type, ev.Payload)
+	if err != nil {
+		return nil, err
+	}
+	p := v.(*JoinRequestPayload)
+	if r.activeMember(ev.Actor) != nil {
+		return nil, invalid("the actor is already an active member")
+	}
+	if err := r.checkRole(p.Role); err != nil {
+		return nil, err
+	}
+	return p, nil
 }

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strconv"
+	"strings"
 
-	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/identity"
 	"github.com/agentprotocols/go-sdk/internal/strictjson"
 	"github.com/agentprotocols/go-sdk/packs"
@@ -32,37 +30,29 @@ func (r *Room) statusAt(at int64) Status {
 	return s
 }
 
-// checkBase is the head precondition of §6.1.
-func (r *Room) checkBase(ev *Event, signal bool) error {
-	s := &r.st
-	if signal {
-		if !r.index.HasRecord(ev.BaseSeq, ev.BaseHash) {
-			return identity.Errorf(CodeBaseRecordMismatch, "base_seq %d / base_hash %s is not an accepted record of this room", ev.BaseSeq, ev.BaseHash)
-		}
-		return nil
+// checkBase is the freshness rule (draft-dependent: seed §6.1, 2026-09-24
+// §5.1) for a write whose class has base rule rule. The index is asked
+// only when the rule needs the anchor.
+func (r *Room) checkBase(ev *Event, rule BaseRule) error {
+	anchored := false
+	if rule == BaseAnchored || rule == BaseAtOrAfterHead {
+		anchored = r.index.HasRecord(ev.BaseSeq, ev.BaseHash)
 	}
-	if ev.BaseSeq == s.Head.Seq && ev.BaseHash == s.Head.Hash {
-		return nil
-	}
-	data := struct {
-		BaseSeq     int64         `json:"base_seq"`
-		BaseHash    envelope.Hash `json:"base_hash"`
-		CurrentSeq  int64         `json:"current_seq"`
-		CurrentHash envelope.Hash `json:"current_hash"`
-		EventsURL   string        `json:"events_url,omitzero"`
-	}{ev.BaseSeq, ev.BaseHash, s.Head.Seq, s.Head.Hash, ""}
-	if r.opts.URL != "" {
-		data.EventsURL = r.opts.URL + "/events?after_seq=" + strconv.FormatInt(ev.BaseSeq, 10)
-	}
-	raw, _ := json.Marshal(data, json.Deterministic(true))
-	return &identity.Error{
-		Code:    CodeRoomHeadMismatch,
-		Message: "base_seq " + strconv.FormatInt(ev.BaseSeq, 10) + " is not the room head " + strconv.FormatInt(s.Head.Seq, 10),
-		Data:    raw,
-	}
+	return checkBaseRule(rule, ev.BaseSeq, ev.BaseHash, anchored, r.st.Head, r.opts.URL)
 }
 
-// checkState applies the status restrictions of §8 and §14.
+// checkState applies the status restrictions of §8 and §14 (2026-09-24
+// §7, §13). Writing to an ended room is room_ended in the seed and
+// room_not_active in the 2026-09-24 draft, which has no room_ended
+// (draft-dependent).
+func (r *Room) checkState(typ string, status Status) error {
+	if status == StatusEnded && r.rules.endedCode != CodeRoomEnded {
+		return identity.NewError(r.rules.endedCode, "the room has ended and is read-only")
+	}
+	return checkState(typ, status)
+}
+
+// checkState is the seed's checkState.
 func checkState(typ string, status Status) error {
 	switch status {
 	case StatusEnded:
@@ -71,7 +61,7 @@ func checkState(typ string, status Status) error {
 		return identity.NewError(CodeRoomNotActive, "the room was cancelled and is read-only")
 	case StatusScheduled:
 		switch typ {
-		case TypeRoomJoin, TypeRoomJoinReview, TypeMemberRoleUpdate, TypeMemberRemove,
+		case TypeRoomJoinRequest, TypeRoomJoin, TypeRoomJoinReview, TypeMemberRoleUpdate, TypeMemberRemove,
 			TypeRoomLeave, TypeRoomUpdate, TypeTypeDefine, TypeRoomCancel:
 			return nil
 		}
@@ -177,7 +167,7 @@ func (r *Room) checkCreate(ctx context.Context, ev *Event, at int64) (*change, e
 	if r.st.Created {
 		return nil, identity.NewError(identity.CodeInvalidEvent, "the room already has its room.create")
 	}
-	v, err := checkBuiltinPayload(TypeRoomCreate, ev.Payload)
+	v, err := checkBuiltinPayload(r.draft, TypeRoomCreate, ev.Payload)
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +175,12 @@ func (r *Room) checkCreate(ctx context.Context, ev *Event, at int64) (*change, e
 		return nil, err
 	}
 	p := v.(*RoomCreate)
-	reg := packs.NewRegistry(r.opts.Packs)
+	if r.rules.hostBound { // draft-dependent (2026-09-24 §8.1)
+		if err := r.checkHost(p.Host); err != nil {
+			return nil, err
+		}
+	}
+	reg := packs.NewRegistry(r.packOptions())
 	if len(p.Types) > 0 {
 		if err := reg.Declare(ctx, 1, p.Types...); err != nil {
 			return nil, err
@@ -195,7 +190,7 @@ func (r *Room) checkCreate(ctx context.Context, ev *Event, at int64) (*change, e
 	c.apply = func(s *state, seq int64) {
 		s.Created, s.Creator, s.CreatedAt = true, ev.Actor, ev.CreatedAt
 		s.Contract = Contract{
-			Topic: p.Topic, Agenda: p.Agenda, Guidance: p.Guidance, Visibility: p.Visibility,
+			Host: p.Host, Topic: p.Topic, Agenda: p.Agenda, Guidance: p.Guidance, Visibility: p.Visibility,
 			StartTime: p.StartTime, EndTime: p.EndTime, Tags: p.Tags, Language: p.Language, Extra: p.Extra,
 		}
 		if p.Policy != nil {
@@ -208,9 +203,27 @@ func (r *Room) checkCreate(ctx context.Context, ev *Event, at int64) (*change, e
 	return c, nil
 }
 
+// checkHost binds room.create to this host (2026-09-24 §8.1, §21): a
+// loopback HTTP origin only where the room allows it, and the host's own
+// origin when the room knows it.
+func (r *Room) checkHost(host string) error {
+	if strings.HasPrefix(host, "http:") && !r.opts.AllowLoopbackHTTP {
+		return identity.Errorf(identity.CodeInvalidEvent, "room.create host %q is plain HTTP; only a host that allows loopback HTTP accepts it", clip(host))
+	}
+	if r.opts.Host != "" && host != r.opts.Host {
+		return identity.Errorf(CodeHostMismatch, "room.create names host %q; this host is %q", clip(host), clip(r.opts.Host))
+	}
+	return nil
+}
+
 // checkUpdate is §9.4.
 func (r *Room) checkUpdate(c *change, p *RoomUpdate, status Status, at int64) error {
 	if err := r.requireAdmin(c.ev); err != nil {
+		return err
+	}
+	// Draft-dependent: the 2026-09-24 policy rules that need the room's
+	// visibility (§8.3, §8.4).
+	if err := checkPolicy(r.draft, p.Policy, r.st.Contract.Visibility); err != nil {
 		return err
 	}
 	cur := r.st.Contract
@@ -275,14 +288,22 @@ func (r *Room) checkJoin(ctx context.Context, c *change, p *Join, at int64) erro
 		perspective = *p.Perspective
 	}
 	var rv *review
-	if p.RequestID == "" {
+	switch {
+	case r.rules.policyJoin:
+		// Draft-dependent (2026-09-24 §9.2): an open role, or the role
+		// the actor is invited to, in any visibility.
+		k := &s.Contract
+		if !slices.Contains(k.Policy.EffectiveOpenRoles(k.Visibility), p.Role) && k.Policy.Invites[ev.Actor] != p.Role {
+			return identity.Errorf(CodeApprovalRequired, "role %s is neither open nor the actor's invitation: submit a room.join.request", p.Role)
+		}
+	case p.RequestID == "":
 		if s.Contract.Visibility != VisibilityPublic {
 			return identity.NewError(CodeApprovalRequired, "this room requires an approved join request")
 		}
 		if p.Role == RoleModerator && !slices.Contains(s.Contract.Policy.ModeratorAgentIDs, ev.Actor) {
 			return identity.NewError(CodeRoleNotAllowed, "joining as moderator requires a join request or policy.moderator_agent_ids")
 		}
-	} else {
+	default:
 		var err error
 		if rv, err = r.approvedRequest(ctx, ev, p, at); err != nil {
 			return err
@@ -575,6 +596,9 @@ func (r *Room) checkNotice(c *change) error {
 		if r.activeMember(ev.Actor) == nil {
 			return identity.NewError(identity.CodePermissionDenied, "room.leave requires active membership")
 		}
+		if r.rules.creatorStays && ev.Actor == r.st.Creator { // draft-dependent (2026-09-24 §9.3)
+			return identity.NewError(identity.CodePermissionDenied, "the room creator cannot leave; it ends its participation by closing or cancelling the room")
+		}
 		c.apply = func(s *state, seq int64) {
 			m := s.Members[ev.Actor]
 			m.Status, m.LeftSeq = MemberLeft, seq
@@ -593,6 +617,105 @@ func (r *Room) checkNotice(c *change) error {
 		c.apply = func(s *state, _ int64) { s.Status = StatusCancelled }
 		return nil
 	}
+}
+
+// checkSignedReview is a review in the 2026-09-24 draft (§10), which
+// embeds the applicant's signed request (verified by the payload rules):
+// the request must be for this room and pending — not reviewed before in
+// the log, and, for a host with a join-request store, pending there —
+// and an approval must leave the applicant a new active member within the
+// policy's roles and max_speakers. The approval itself is the applicant's
+// membership event, with the request's perspective, and lifts any ban.
+func (r *Room) checkSignedReview(ctx context.Context, c *change, p *SignedJoinReview) error {
+	if err := r.requireAdmin(c.ev); err != nil {
+		return err
+	}
+	req, err := ParseEventIn(r.draft, p.Request)
+	if err != nil {
+		return err
+	}
+	if req.RoomID != r.id {
+		return invalid("the reviewed join request belongs to another room")
+	}
+	id := req.Hash.String()
+	if r.st.Reviews[id] != nil {
+		return identity.Errorf(CodeJoinRequestNotPending, "join request %s was already reviewed", id)
+	}
+	if store := r.opts.JoinRequests; store != nil {
+		_, status, err := store.Lookup(ctx, r.id, id)
+		if err != nil {
+			return err
+		}
+		if status != JoinPending {
+			return identity.Errorf(CodeJoinRequestNotPending, "join request %s is %s, not pending", id, status)
+		}
+	}
+	v, err := checkBuiltinPayload(r.draft, TypeRoomJoinRequest, req.Payload)
+	if err != nil {
+		return err
+	}
+	jp := v.(*JoinRequestPayload)
+	applicant := req.Actor
+	if p.Decision == DecisionApprove {
+		if r.activeMember(applicant) != nil {
+			return invalid("the applicant is already an active member")
+		}
+		if err := r.checkRole(p.Role); err != nil {
+			return err
+		}
+		if err := r.checkSpeakers(p.Role); err != nil {
+			return err
+		}
+	}
+	perspective := ""
+	if jp.Perspective != nil {
+		perspective = *jp.Perspective
+	}
+	c.apply = func(s *state, seq int64) {
+		if s.Reviews == nil {
+			s.Reviews = map[string]*review{}
+		}
+		s.Reviews[id] = &review{Applicant: applicant, Decision: p.Decision, Role: p.Role, Perspective: perspective, Seq: seq}
+		if p.Decision == DecisionApprove {
+			delete(s.Bans, applicant)
+			// The review is the member's membership event (§10).
+			s.Members[applicant] = &Member{ID: applicant, Role: p.Role, Status: MemberActive, Perspective: perspective, JoinedSeq: seq, LastEventSeq: seq}
+		}
+	}
+	return nil
+}
+
+// checkRedacted judges a redacted record (2026-09-24 §14.1) as far as it
+// can be judged: a type that may be redacted, for a custom type one
+// defined and not disabled at its seq (its class depends on it), allowed
+// in the room's state at its acceptance time, with an event ID new to
+// the room. Its class decides whether it moves the head.
+func (r *Room) checkRedacted(rec *Record) (*change, error) {
+	x := rec.Redacted
+	if err := checkRedaction(r.draft, x); err != nil {
+		return nil, err
+	}
+	s := &r.st
+	if !s.Created {
+		return nil, identity.Errorf(CodeRoomNotFound, "room %q has no room.create yet", clip(r.id))
+	}
+	var def *packs.Definition
+	if !r.draft.IsBuiltin(x.Type) {
+		if def = s.Registry.Lookup(x.Type); def == nil {
+			return nil, identity.Errorf(CodeTypeNotDefined, "redacted record %d has type %q, which is not defined at its seq", rec.Seq, clip(x.Type))
+		}
+		if def.Status == packs.StatusDisabled {
+			return nil, identity.Errorf(CodeTypeDisabled, "redacted record %d has type %q, which is disabled at its seq", rec.Seq, clip(x.Type))
+		}
+	}
+	class, _ := ClassOf(r.draft, x.Type, def)
+	if r.index.HasEvent(x.Hash) {
+		return nil, identity.Errorf(identity.CodeInvalidEvent, "envelope %s is already accepted in this room", x.Hash)
+	}
+	if err := r.checkState(x.Type, r.statusAt(rec.ReceivedAt)); err != nil {
+		return nil, err
+	}
+	return &change{advances: class.Rule(r.draft).Advances}, nil
 }
 
 // payloadLimit is the §21 payload limit for an event of a type with

@@ -11,8 +11,11 @@ import (
 
 // snapshot is the persistent form of a Room.
 type snapshot struct {
-	Version  int            `json:"version"`
-	ID       string         `json:"id"`
+	Version int    `json:"version"`
+	ID      string `json:"id"`
+	// Draft is the room's draft, omitted for the default one (so that a
+	// snapshot of the default draft is what it always was).
+	Draft    Draft          `json:"draft,omitzero"`
 	State    state          `json:"state"`
 	Registry packs.Snapshot `json:"registry"`
 	// Records and Events are the MemoryIndex; a custom Index persists
@@ -35,7 +38,7 @@ type snapshot struct {
 func (r *Room) Snapshot() ([]byte, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	s := snapshot{Version: 1, ID: r.id, State: r.st, Registry: r.st.Registry.Snapshot()}
+	s := snapshot{Version: 1, ID: r.id, Draft: r.snapshotDraft(), State: r.st, Registry: r.st.Registry.Snapshot()}
 	head, err := json.Marshal(s, json.Deterministic(true))
 	m, ok := r.index.(*MemoryIndex)
 	if err != nil || !ok {
@@ -50,6 +53,15 @@ func (r *Room) Snapshot() ([]byte, error) {
 	}
 	b = appendList(b, `,"events":[`, events)
 	return append(b, '}'), nil
+}
+
+// snapshotDraft is the room's draft as a snapshot records it: zero for
+// the default.
+func (r *Room) snapshotDraft() Draft {
+	if r.draft == DefaultDraft {
+		return 0
+	}
+	return r.draft
 }
 
 // appendList appends name and the items (each ending in a comma) as a
@@ -72,15 +84,18 @@ func RestoreRoom(b []byte, opts *RoomOptions) (*Room, error) {
 	if s.Version != 1 {
 		return nil, identity.Errorf(identity.CodeInvalidRequest, "room snapshot version %d is not supported", s.Version)
 	}
+	var want Draft
+	if opts != nil {
+		want = opts.Draft
+	}
+	if s.Draft.OrDefault() != want.OrDefault() {
+		return nil, identity.Errorf(identity.CodeInvalidRequest, "room snapshot follows the %s draft; the options name the %s draft", s.Draft.OrDefault(), want.OrDefault())
+	}
 	if err := s.check(); err != nil {
 		return nil, err
 	}
 	r := NewRoom(s.ID, opts)
-	var popts *packs.Options
-	if opts != nil {
-		popts = opts.Packs
-	}
-	reg, err := packs.Restore(s.Registry, popts)
+	reg, err := packs.Restore(s.Registry, r.packOptions())
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +151,7 @@ func (s *snapshot) check() error {
 	default:
 		return badSnapshot("unknown room status %q", clip(string(st.Status)))
 	}
-	if err := st.Contract.check(); err != nil {
+	if err := st.Contract.check(s.Draft); err != nil {
 		return err
 	}
 	if st.Members[st.Creator] == nil {
@@ -197,15 +212,15 @@ func (s *snapshot) check() error {
 // check applies the room.create payload rules (kernel schema and §9) to
 // the contract: a room.update replaces fields under the same rules, so
 // every contract a log can produce passes.
-func (k *Contract) check() error {
+func (k *Contract) check(d Draft) error {
 	p := RoomCreate{
-		Topic: k.Topic, Agenda: k.Agenda, Guidance: k.Guidance, Visibility: k.Visibility,
+		Host: k.Host, Topic: k.Topic, Agenda: k.Agenda, Guidance: k.Guidance, Visibility: k.Visibility,
 		StartTime: k.StartTime, EndTime: k.EndTime, Tags: k.Tags, Language: k.Language,
 		Policy: &k.Policy, Extra: k.Extra,
 	}
 	raw, err := json.Marshal(p, json.Deterministic(true))
 	if err == nil {
-		_, err = checkBuiltinPayload(TypeRoomCreate, raw)
+		_, err = checkBuiltinPayload(d, TypeRoomCreate, raw)
 	}
 	if err != nil {
 		return identity.Wrap(identity.CodeInvalidRequest, "room snapshot contract", err)

@@ -22,7 +22,9 @@ const (
 // MaxMentions is the most Agent IDs an event's mentions may list (§6, §21).
 const MaxMentions = 32
 
-// The eleven built-in event types (§13.2).
+// The built-in event types: the seed's eleven (§13.2), and
+// room.join.request, the twelfth of the 2026-09-24 draft (§12.2), which is
+// never a record. [packs.Draft.BuiltinTypes] lists a draft's.
 const (
 	TypeRoomCreate       = "room.create"
 	TypeRoomUpdate       = "room.update"
@@ -35,6 +37,7 @@ const (
 	TypeRoomCancel       = "room.cancel"
 	TypeTypeDefine       = "type.define"
 	TypeMessageCreate    = "message.create"
+	TypeRoomJoinRequest  = "room.join.request"
 )
 
 // Category is the class of a built-in type in the §13.2 table. For custom
@@ -72,11 +75,13 @@ var builtinTypes = [...]string{
 	TypeTypeDefine, TypeMessageCreate,
 }
 
-// BuiltinTypes returns the eleven built-in types in §13.2 table order.
-// Adding one is a checklist; see the package documentation.
+// BuiltinTypes returns the eleven built-in types of the default draft in
+// §13.2 table order; [packs.Draft.BuiltinTypes] gives any draft's. Adding one is
+// a checklist; see the package documentation.
 func BuiltinTypes() []string { return slices.Clone(builtinTypes[:]) }
 
-// IsBuiltin reports whether typ is one of the eleven built-in types.
+// IsBuiltin reports whether typ is one of the default draft's eleven
+// built-in types; [packs.Draft.IsBuiltin] answers for any draft.
 func IsBuiltin(typ string) bool { return BuiltinCategory(typ) != "" }
 
 // Kind is an event type's permission class; see [packs.Kind].
@@ -114,7 +119,9 @@ const (
 	StatusCancelled Status = "cancelled"
 )
 
-// Visibility controls discovery and joining (§9.2).
+// Visibility controls discovery and joining (seed §9.2); in the
+// 2026-09-24 draft it controls discovery and reading only, and the policy
+// controls joining (§8.2).
 type Visibility string
 
 // The three visibilities.

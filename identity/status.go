@@ -56,6 +56,10 @@ var defaultStatus = map[Code]int{
 	"join_request_expired":       400,
 	"role_not_allowed":           400,
 	"max_speakers_exceeded":      400,
+	// ADP 2026-09-24 draft §19: room.create names another host; the join
+	// request was already reviewed, superseded or has expired.
+	"host_mismatch":            400,
+	"join_request_not_pending": 409,
 	// A local verdict on a host's record, never sent by a host.
 	"invalid_record": 400,
 }

@@ -22,6 +22,10 @@ import (
 // text's examples and of the ADP vectors.
 var T0 = time.UnixMilli(1779753600000)
 
+// Host is the origin the fixture's rooms name in a draft that binds
+// room.create to its host (2026-09-24 §8.1); it is the upstream vectors'.
+const Host = "https://api.example.com"
+
 // Agents names the fixture's agents. Each has a fixed key derived from a
 // one-byte seed, so Agent IDs and signatures are the same in every run.
 var Agents = []string{"creator", "mod", "alice", "bob", "carol", "dave"}
@@ -147,17 +151,21 @@ func (w *World) OK(rec *adp.Record, err error) *adp.Record {
 }
 
 // PublicRoom creates an active public room, starting now and ending in an
-// hour, created by "creator". mutate may adjust the payload first.
+// hour, created by "creator", in the room's draft (naming Host where the
+// draft binds rooms to hosts). mutate may adjust the payload first.
 func (w *World) PublicRoom(mutate ...func(*adp.RoomCreate)) *adp.Record {
 	w.TB.Helper()
 	p := adp.RoomCreate{
 		Topic: "Multi-agent code review strategy", Visibility: adp.VisibilityPublic,
 		StartTime: w.Now.UnixMilli(), EndTime: w.Now.Add(time.Hour).UnixMilli(),
 	}
+	if w.Room.Draft() != adp.Draft20260704 {
+		p.Host = Host
+	}
 	for _, f := range mutate {
 		f(&p)
 	}
-	return w.Must(adp.NewRoomCreate(w.Ctx, w.Author("creator"), p))
+	return w.Must(adp.NewRoomCreateIn(w.Ctx, w.Author("creator"), w.Room.Draft(), p))
 }
 
 // Join makes name an active member with role through a direct join.
@@ -191,6 +199,14 @@ func (w *World) Custom(name, typ, payload string) (*adp.Record, error) {
 // replayed room.
 func (w *World) Replay(opts *adp.RoomOptions) *adp.Room {
 	w.TB.Helper()
+	if opts == nil {
+		opts = &adp.RoomOptions{}
+	}
+	if opts.Draft == 0 {
+		o := *opts
+		o.Draft = w.Room.Draft()
+		opts = &o
+	}
 	r := adp.NewRoom(w.Room.ID(), opts)
 	for _, rec := range w.Records {
 		if err := r.Apply(w.Ctx, rec); err != nil {
