@@ -67,6 +67,9 @@ type Cluster struct {
 	URL string
 
 	dir  string
+	bin  string
+	port int
+	cred *syscall.Credential
 	cmd  *exec.Cmd
 	done chan struct{}
 	n    atomic.Int64
@@ -120,7 +123,7 @@ func startCluster(ctx context.Context, bin string) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{dir: dir, done: make(chan struct{})}
+	c := &Cluster{dir: dir}
 	fail := func(err error) (*Cluster, error) {
 		c.Stop()
 		return nil, err
@@ -154,28 +157,90 @@ func startCluster(ctx context.Context, bin string) (*Cluster, error) {
 	if err != nil {
 		return fail(err)
 	}
-	logf, err := os.Create(filepath.Join(dir, "postgres.log"))
-	if err != nil {
+	c.bin, c.port, c.cred = bin, port, cred
+	c.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	if err := c.serve(ctx); err != nil {
 		return fail(err)
 	}
+	return c, nil
+}
+
+// serve starts postgres on the cluster's directory and port, and waits
+// until it accepts connections.
+func (c *Cluster) serve(ctx context.Context) error {
+	logf, err := os.OpenFile(filepath.Join(c.dir, "postgres.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
 	defer logf.Close()
-	c.cmd = exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port), "-k", dir,
+	c.done = make(chan struct{})
+	c.cmd = exec.Command(filepath.Join(c.bin, "postgres"), "-D", filepath.Join(c.dir, "data"), "-p", strconv.Itoa(c.port), "-k", c.dir,
 		"-c", "listen_addresses=127.0.0.1", "-c", "max_connections=200", "-c", "shared_buffers=64MB")
 	c.cmd.Stdout, c.cmd.Stderr = logf, logf
-	c.cmd.Dir = dir
-	c.cmd.Env = append(os.Environ(), "HOME="+dir)
+	c.cmd.Dir = c.dir
+	c.cmd.Env = append(os.Environ(), "HOME="+c.dir)
 	// Pdeathsig: a test binary that is killed takes its cluster with it.
-	c.cmd.SysProcAttr = serverAttr(cred)
+	c.cmd.SysProcAttr = serverAttr(c.cred)
 	if err := c.cmd.Start(); err != nil {
-		return fail(fmt.Errorf("pgtest: postgres: %w", err))
+		return fmt.Errorf("pgtest: postgres: %w", err)
 	}
-	go func() { c.cmd.Wait(); close(c.done) }()
-	c.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	go func(cmd *exec.Cmd, done chan struct{}) { cmd.Wait(); close(done) }(c.cmd, c.done)
 	if err := c.ping(ctx, 30*time.Second); err != nil {
-		log, _ := os.ReadFile(filepath.Join(dir, "postgres.log"))
-		return fail(fmt.Errorf("pgtest: postgres did not come up: %v: %s", err, lastLines(string(log), 5)))
+		log, _ := os.ReadFile(filepath.Join(c.dir, "postgres.log"))
+		return fmt.Errorf("pgtest: postgres did not come up: %v: %s", err, lastLines(string(log), 5))
 	}
-	return c, nil
+	return nil
+}
+
+// ErrNotOwned is returned by Crash and Restart for a server this package
+// did not start (EnvURL's).
+var ErrNotOwned = errors.New("pgtest: the server was not started by this package")
+
+// Crash stops the cluster's server as a crash would (an immediate
+// shutdown: no checkpoint, every connection cut, recovery from the WAL at
+// the next start) and keeps its data for Restart.
+func (c *Cluster) Crash() error {
+	if c.cmd == nil || c.cmd.Process == nil {
+		return ErrNotOwned
+	}
+	c.cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-c.done:
+	case <-time.After(10 * time.Second):
+		syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+		<-c.done
+	}
+	return nil
+}
+
+// Restart starts a server Crash stopped, on the same port and data, and
+// waits until it accepts connections (after its crash recovery).
+func (c *Cluster) Restart(ctx context.Context) error {
+	if c.cmd == nil {
+		return ErrNotOwned
+	}
+	return c.serve(ctx)
+}
+
+// Own starts a cluster of the caller's own, which it may Crash and
+// Restart without disturbing the binary's shared one, and stops it when
+// the test ends. It needs the server binaries (EnvURL's server cannot be
+// crashed): without them it skips the test, or fails it when CI=true.
+func Own(tb TB) *Cluster {
+	tb.Helper()
+	bin, err := findBin()
+	if err == nil {
+		var c *Cluster
+		if c, err = startCluster(tb.Context(), bin); err == nil {
+			tb.Cleanup(c.Stop)
+			return c
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		tb.Fatal("PostgreSQL server binaries are required under CI=true: " + err.Error())
+	}
+	tb.Skip(err.Error())
+	return nil
 }
 
 // sweepStale removes the directories of clusters whose test binary died

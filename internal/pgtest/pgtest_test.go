@@ -28,3 +28,37 @@ func TestDatabase(t *testing.T) {
 		}
 	}
 }
+
+// TestCrashRestart: a cluster of the test's own crashes (connections
+// fail) and restarts on the same URL with every committed row.
+func TestCrashRestart(t *testing.T) {
+	ctx := t.Context()
+	c := Own(t)
+	conn, err := pgx.Connect(ctx, c.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "CREATE TABLE t (v int); INSERT INTO t VALUES (7)"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
+	if err := c.Crash(); err != nil {
+		t.Fatal(err)
+	}
+	if conn, err := pgx.Connect(ctx, c.URL); err == nil {
+		conn.Close(ctx)
+		t.Fatal("connected to a crashed server")
+	}
+	if err := c.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	conn, err = pgx.Connect(ctx, c.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var v int
+	if err := conn.QueryRow(ctx, "SELECT v FROM t").Scan(&v); err != nil || v != 7 {
+		t.Fatalf("after the restart: %d, %v", v, err)
+	}
+}
