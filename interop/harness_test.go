@@ -193,34 +193,22 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// lockedBuffer collects a process's output for failure messages.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // startProcess starts cmd and stops it (interrupt, then kill) when the
 // test ends, logging its output if the test failed. It waits for the
 // first line on stdout or stderr that matches ready and returns the
 // pattern's last group (the address the process serves on).
 func startProcess(t *testing.T, cmd *exec.Cmd, ready *regexp.Regexp) string {
 	t.Helper()
-	var logs lockedBuffer
+	var mu sync.Mutex
+	var lines []string
+	logs := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Join(lines, "\n")
+	}
+	// One writer for both: exec then writes from one goroutine at a time.
 	pr, pw := io.Pipe()
-	cmd.Stdout = io.MultiWriter(pw, &logs)
-	cmd.Stderr = io.MultiWriter(pw, &logs)
+	cmd.Stdout, cmd.Stderr = pw, pw
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -235,13 +223,16 @@ func startProcess(t *testing.T, cmd *exec.Cmd, ready *regexp.Regexp) string {
 			<-done
 		}
 		if t.Failed() {
-			t.Logf("%s output:\n%s", filepath.Base(cmd.Path), logs.String())
+			t.Logf("%s output:\n%s", filepath.Base(cmd.Path), logs())
 		}
 	})
 	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
+			mu.Lock()
+			lines = append(lines, sc.Text())
+			mu.Unlock()
 			if m := ready.FindStringSubmatch(sc.Text()); m != nil {
 				select {
 				case found <- m[len(m)-1]:
@@ -250,15 +241,16 @@ func startProcess(t *testing.T, cmd *exec.Cmd, ready *regexp.Regexp) string {
 			}
 		}
 		close(found)
+		io.Copy(io.Discard, pr) // past a line too long to scan: never block the process
 	}()
 	select {
 	case s, ok := <-found:
 		if !ok {
-			t.Fatalf("%s exited before it was ready:\n%s", filepath.Base(cmd.Path), logs.String())
+			t.Fatalf("%s exited before it was ready:\n%s", filepath.Base(cmd.Path), logs())
 		}
 		return s
 	case <-time.After(30 * time.Second):
-		t.Fatalf("%s not ready after 30 s:\n%s", filepath.Base(cmd.Path), logs.String())
+		t.Fatalf("%s not ready after 30 s:\n%s", filepath.Base(cmd.Path), logs())
 		return ""
 	}
 }
@@ -345,7 +337,7 @@ func (c *clients) runNode(t *testing.T, script string, args ...string) []byte {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, c.node, append([]string{filepath.Join(dir, script)}, args...)...)
 	cmd.Dir = dir
-	var stderr lockedBuffer
+	var stderr strings.Builder // read once Output has returned
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {

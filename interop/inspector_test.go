@@ -116,7 +116,7 @@ func TestInspectorReadmeCommands(t *testing.T) {
 			defer cancel()
 			sh := exec.CommandContext(ctx, "bash", "-c", line)
 			sh.Env, sh.Dir = env, c.dir
-			var stderr lockedBuffer
+			var stderr strings.Builder // read once Output has returned
 			sh.Stderr = &stderr
 			out, err := sh.Output()
 			if err != nil {
