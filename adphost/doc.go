@@ -56,8 +56,11 @@
 // Every input is bounded: bodies (an envelope's 1 MiB, 16 KiB for the JSON
 // resources, each within [Options].BodyTimeout), list pages (by count, and
 // by bytes: [Options].MaxPageBytes), live streams (per agent and room, per
-// agent, in all; each item written within [Options].StreamWriteTimeout,
-// a reader [Options].SSEBuffer items behind dropped), pending join
+// agent, in all, the total shared among rooms: when it is reached, a room's
+// creator or speaker takes an observer's place, and a stream takes one of
+// its kind from a room holding two more; each item written within
+// [Options].StreamWriteTimeout, a reader [Options].SSEBuffer items behind
+// dropped), pending join
 // requests per room, and the per-agent quotas, whose rate_hint
 // adjustments share one ceiling per agent. The threat model lists every
 // bound with its default.

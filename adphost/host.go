@@ -109,7 +109,12 @@ type Options struct {
 	// MaxAgentStreams bounds the live streams one agent holds open on the
 	// whole host, MaxLiveStreams those of everyone (both per process); 0
 	// means DefaultMaxAgentStreams (16) and DefaultMaxLiveStreams (1000).
-	// A further subscription is refused with rate_limited.
+	// A further subscription is refused with rate_limited, except that
+	// the total is shared among rooms: once it is reached, a new stream
+	// takes the place of an observer's if it is a room's creator's or
+	// speaker's, or else of one of its kind in a room holding two more
+	// streams than its own (which ends, its client resuming from the
+	// history).
 	MaxAgentStreams, MaxLiveStreams int
 	// SSEBuffer is how many items a live subscriber may fall behind before
 	// the host drops it (the client resumes from history); 0 means 256.
@@ -179,7 +184,6 @@ type Host struct {
 	jrTTL      time.Duration
 	heartbeat  time.Duration
 	sseBuffer  int
-	maxStreams int
 	maxPending int
 	pageBytes  int
 	roomLimits roomLimits
@@ -294,10 +298,10 @@ func New(ctx context.Context, opts *Options) (*Host, error) {
 	}
 	h.roomLimits = newRoomLimits(&o)
 	h.bodyTime, h.writeTime = orDefault(o.BodyTimeout, DefaultBodyTimeout), orDefault(o.StreamWriteTimeout, DefaultStreamWriteTimeout)
-	h.streams = streamCounts{perAgent: cmp.Or(max(o.MaxAgentStreams, 0), DefaultMaxAgentStreams),
-		total: cmp.Or(max(o.MaxLiveStreams, 0), DefaultMaxLiveStreams), open: map[identity.AgentID]int{}}
+	h.streams = newStreamCounts(cmp.Or(max(o.MaxStreams, 0), 4), cmp.Or(max(o.MaxAgentStreams, 0), DefaultMaxAgentStreams),
+		cmp.Or(max(o.MaxLiveStreams, 0), DefaultMaxLiveStreams))
 	h.pageBytes = cmp.Or(max(o.MaxPageBytes, 0), DefaultMaxPageBytes)
-	h.maxStreams, h.maxPending = cmp.Or(max(o.MaxStreams, 0), 4), cmp.Or(max(o.MaxPendingJoinRequests, 0), 1000)
+	h.maxPending = cmp.Or(max(o.MaxPendingJoinRequests, 0), 1000)
 	if h.newID == nil {
 		h.newID = randomRoomID
 	}

@@ -46,8 +46,9 @@ func membersOnly(room *adp.Room, roomID string, who identity.AgentID, msg string
 // then reads the history misses nothing.
 func (h *Host) live(w http.ResponseWriter, r *http.Request) {
 	who, hr, err := h.callerRoom(r)
+	var room *adp.Room
 	if err == nil {
-		room := hr.current()
+		room = hr.current()
 		if !isActive(room, who) && h.refresh(r.Context(), hr) {
 			room = hr.current() // it may have joined on another process
 		}
@@ -64,24 +65,14 @@ func (h *Host) live(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if err := h.streams.acquire(who); err != nil {
+	sub := &subscriber{agent: who, ch: make(chan *sse.Message, h.sseBuffer), done: make(chan struct{})}
+	slot := &streamSlot{agent: who, room: hr.id, speaking: speaksIn(room, who), sub: sub}
+	if err := h.streams.acquire(slot); err != nil {
 		writeError(w, err)
 		return
 	}
-	defer h.streams.release(who)
-	sub := &subscriber{agent: who, ch: make(chan *sse.Message, h.sseBuffer), done: make(chan struct{})}
+	defer h.streams.release(slot)
 	hr.subMu.Lock()
-	n := 0
-	for s := range hr.subs {
-		if s.agent == who {
-			n++
-		}
-	}
-	if n >= h.maxStreams {
-		hr.subMu.Unlock()
-		writeError(w, identity.Errorf(identity.CodeRateLimited, "at most %d live streams per agent and room", h.maxStreams))
-		return
-	}
 	hr.subs[sub] = struct{}{}
 	hr.subMu.Unlock()
 	defer func() {
@@ -135,37 +126,154 @@ func (h *Host) live(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// streamCounts bounds the open live streams per agent (host-wide) and in
-// all.
-type streamCounts struct {
-	perAgent, total int
-	mu              sync.Mutex
-	open            map[identity.AgentID]int
-	n               int
+// speaksIn reports whether who speaks in the room: its creator or an
+// active moderator or speaker, the members whose streams the host keeps
+// before observers'.
+func speaksIn(room *adp.Room, who identity.AgentID) bool {
+	if c, _ := room.Creator(); c == who {
+		return true
+	}
+	m, ok := room.Member(who)
+	return ok && m.Status == adp.MemberActive && speaking(m.Role)
 }
 
-// acquire takes a stream slot for who, or refuses with rate_limited.
-func (c *streamCounts) acquire(who identity.AgentID) error {
+// streamSlot is one open live stream as streamCounts admits it.
+type streamSlot struct {
+	agent    identity.AgentID
+	room     string
+	speaking bool // its agent spoke in the room when it opened
+	sub      *subscriber
+	order    uint64 // admission order
+}
+
+type agentRoom struct {
+	agent identity.AgentID
+	room  string
+}
+
+// streamCounts admits live streams: at most perRoom per agent and room,
+// perAgent per agent and total in all (per process). The total is shared
+// among rooms, not first come, first served: when it is reached, a new
+// stream of a room takes the place of another stream, chosen in order
+//
+//  1. an observer's stream, if the new one speaks (its agent is the
+//     room's creator or an active moderator or speaker);
+//  2. a stream of the same kind in a room that holds at least two more
+//     streams than the new one's room;
+//
+// each time in the room holding the most streams, and there from the
+// agent holding the most streams, newest first. Failing both it is
+// refused. Streams in other rooms, of agents who joined them for nothing,
+// can then take from a room only down to the share of the room that holds
+// the most: a room's creator and speakers get their streams against any
+// number of observers, and against speaking streams unless those are
+// spread so thin that no room holds two more than this one (so many rooms
+// that each holds at most one more: with the default total, a thousand
+// rooms). The total stays a hard bound on the memory the streams hold,
+// whatever keeps them open.
+type streamCounts struct {
+	perRoom, perAgent, total int
+
+	mu      sync.Mutex
+	slots   map[*streamSlot]struct{}
+	agents  map[identity.AgentID]int
+	rooms   map[string]int
+	members map[agentRoom]int
+	next    uint64
+}
+
+func newStreamCounts(perRoom, perAgent, total int) streamCounts {
+	return streamCounts{perRoom: perRoom, perAgent: perAgent, total: total, slots: map[*streamSlot]struct{}{},
+		agents: map[identity.AgentID]int{}, rooms: map[string]int{}, members: map[agentRoom]int{}}
+}
+
+// acquire admits s, ending another stream to make room for it if it must,
+// or refuses it with rate_limited.
+func (c *streamCounts) acquire(s *streamSlot) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
-	case c.n >= c.total:
-		return identity.Errorf(identity.CodeRateLimited, "the host serves at most %d live streams", c.total)
-	case c.open[who] >= c.perAgent:
+	case c.members[agentRoom{s.agent, s.room}] >= c.perRoom:
+		return identity.Errorf(identity.CodeRateLimited, "at most %d live streams per agent and room", c.perRoom)
+	case c.agents[s.agent] >= c.perAgent:
 		return identity.Errorf(identity.CodeRateLimited, "at most %d live streams per agent", c.perAgent)
+	case len(c.slots) >= c.total:
+		v := c.victim(s)
+		if v == nil {
+			return identity.Errorf(identity.CodeRateLimited, "the host serves at most %d live streams", c.total)
+		}
+		c.remove(v)
+		v.sub.close() // its client resumes from the history, and may subscribe again
 	}
-	c.open[who]++
-	c.n++
+	c.next++
+	s.order = c.next
+	c.slots[s] = struct{}{}
+	c.agents[s.agent]++
+	c.rooms[s.room]++
+	c.members[agentRoom{s.agent, s.room}]++
 	return nil
 }
 
-// release gives back who's slot.
-func (c *streamCounts) release(who identity.AgentID) {
+// victim picks the stream s takes the place of, or nil (c.mu held).
+func (c *streamCounts) victim(s *streamSlot) *streamSlot {
+	var observer, richer *streamSlot // rule 1, rule 2
+	for v := range c.slots {
+		switch {
+		case s.speaking && !v.speaking:
+			observer = c.before(v, observer)
+		case v.speaking == s.speaking && v.room != s.room && c.rooms[v.room] >= c.rooms[s.room]+2:
+			richer = c.before(v, richer)
+		}
+	}
+	if observer != nil {
+		return observer
+	}
+	return richer
+}
+
+// before returns whichever of v and w (nil: none) goes first: the one in
+// the room with more streams, of the agent with more, the newer (c.mu
+// held).
+func (c *streamCounts) before(v, w *streamSlot) *streamSlot {
+	switch {
+	case w == nil:
+		return v
+	case c.rooms[v.room] != c.rooms[w.room]:
+		return pick(c.rooms[v.room] > c.rooms[w.room], v, w)
+	case c.agents[v.agent] != c.agents[w.agent]:
+		return pick(c.agents[v.agent] > c.agents[w.agent], v, w)
+	}
+	return pick(v.order > w.order, v, w)
+}
+
+func pick[T any](first bool, a, b T) T {
+	if first {
+		return a
+	}
+	return b
+}
+
+// release gives back s's slot, unless it was taken for another stream.
+func (c *streamCounts) release(s *streamSlot) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.n--
-	if c.open[who]--; c.open[who] <= 0 {
-		delete(c.open, who)
+	if _, ok := c.slots[s]; ok {
+		c.remove(s)
+	}
+}
+
+// remove forgets s (c.mu held).
+func (c *streamCounts) remove(s *streamSlot) {
+	delete(c.slots, s)
+	dec(c.agents, s.agent)
+	dec(c.rooms, s.room)
+	dec(c.members, agentRoom{s.agent, s.room})
+}
+
+// dec counts one less of k, forgetting it at zero.
+func dec[K comparable](m map[K]int, k K) {
+	if m[k]--; m[k] <= 0 {
+		delete(m, k)
 	}
 }
 

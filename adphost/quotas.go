@@ -86,6 +86,6 @@ func (h *Host) Quotas() QuotaPolicy {
 		MaxSpeakers: h.roomLimits.speakers, MaxObservers: h.roomLimits.observers,
 		MaxPendingJoinRequests: h.maxPending, JoinRequestTTL: h.jrTTL.Milliseconds(), MaxStatusTTL: h.statusTTL.Milliseconds(),
 		MaxEventsPage: MaxEventsLimit, MaxPageBytes: h.pageBytes,
-		MaxStreamsPerRoom: h.maxStreams, MaxStreamsPerAgent: h.streams.perAgent, MaxStreams: h.streams.total,
+		MaxStreamsPerRoom: h.streams.perRoom, MaxStreamsPerAgent: h.streams.perAgent, MaxStreams: h.streams.total,
 	}
 }
