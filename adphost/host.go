@@ -201,7 +201,8 @@ type Host struct {
 	repair     time.Duration
 	stop       context.CancelFunc
 	bg         sync.WaitGroup
-	shared     bool // the Store is a Notifier: other processes append too
+	shared     bool         // the Store is a Notifier: other processes append too
+	rendered   atomic.Int64 // live-stream items rendered (live.go)
 	log        *slog.Logger
 
 	mu    sync.Mutex

@@ -18,21 +18,42 @@ import (
 // resumes from the history, as §17.3 requires anyway.
 type subscriber struct {
 	agent identity.AgentID
-	ch    chan *sse.Message
+	ch    chan *item
 	done  chan struct{}
 	once  sync.Once
 }
 
+// item is one live-stream item: the bytes of its SSE event, rendered once
+// for every subscriber (Host.render).
+type item struct{ event []byte }
+
 func (s *subscriber) close() { s.once.Do(func() { close(s.done) }) }
 
-// send queues m, dropping the subscriber when its queue is full.
-func (s *subscriber) send(m *sse.Message) {
+// send queues it, dropping the subscriber when its queue is full.
+func (s *subscriber) send(it *item) {
 	select {
-	case s.ch <- m:
+	case s.ch <- it:
 	default:
 		s.close()
 	}
 }
+
+// render renders m as the bytes of its SSE event, which every subscriber
+// then writes as they are: an item costs one rendering, however many
+// subscribers it goes to (h.rendered counts them).
+func (h *Host) render(m *sse.Message) *item {
+	h.rendered.Add(1)
+	b, _ := m.MarshalText() // writes to a bytes.Buffer, which cannot fail
+	return &item{b}
+}
+
+// heartbeat is the SSE comment sent to idle streams.
+var heartbeat = func() *item {
+	m := &sse.Message{}
+	m.AppendComment("heartbeat")
+	b, _ := m.MarshalText()
+	return &item{b}
+}()
 
 // membersOnly refuses a caller that is not an active member: hiddenOr of
 // membership_required with msg.
@@ -65,7 +86,7 @@ func (h *Host) live(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	sub := &subscriber{agent: who, ch: make(chan *sse.Message, h.sseBuffer), done: make(chan struct{})}
+	sub := &subscriber{agent: who, ch: make(chan *item, h.sseBuffer), done: make(chan struct{})}
 	slot := &streamSlot{agent: who, room: hr.id, speaking: speaksIn(room, who), sub: sub}
 	if err := h.streams.acquire(slot); err != nil {
 		writeError(w, err)
@@ -108,19 +129,18 @@ func (h *Host) live(w http.ResponseWriter, r *http.Request) {
 		tick = t.C
 	}
 	for {
-		var m *sse.Message
+		var it *item
 		select {
 		case <-r.Context().Done():
 			return
 		case <-sub.done:
 			return
-		case m = <-sub.ch:
+		case it = <-sub.ch:
 		case <-tick:
-			m = &sse.Message{}
-			m.AppendComment("heartbeat")
+			it = heartbeat
 		}
 		deadline()
-		if sess.Send(m) != nil || sess.Flush() != nil {
+		if _, err := w.Write(it.event); err != nil || rc.Flush() != nil {
 			return
 		}
 	}
@@ -284,13 +304,17 @@ func (h *Host) broadcast(hr *hostRoom, m *sse.Message, want func(*adp.Room, iden
 	room := hr.room // callers hold hr.mu or just changed it under hr.mu
 	hr.subMu.Lock()
 	defer hr.subMu.Unlock()
+	var it *item
 	for s := range hr.subs {
 		if !isActive(room, s.agent) {
 			s.close()
 			continue
 		}
 		if want == nil || want(room, s.agent) {
-			s.send(m)
+			if it == nil {
+				it = h.render(m)
+			}
+			s.send(it)
 		}
 	}
 }

@@ -1,8 +1,15 @@
 package adphost
 
 import (
+	"bufio"
+	"crypto/sha256"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"testing"
+	"time"
 
+	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/identity"
 )
 
@@ -73,4 +80,82 @@ func TestStreamShares(t *testing.T) {
 	if err := c2.acquire(slot(20, "w", false)); err == nil {
 		t.Fatal("an observer took a speaker's stream")
 	}
+}
+
+// TestLiveItemRenderedOnce: a record published to many subscribers is
+// rendered as an SSE event once, and every subscriber receives those
+// bytes.
+func TestLiveItemRenderedOnce(t *testing.T) {
+	ctx := t.Context()
+	srv := httptest.NewUnstartedServer(nil)
+	origin, err := identity.ParseOrigin("http://"+srv.Listener.Addr().String(), &identity.OriginOptions{AllowLoopbackHTTP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(ctx, &Options{Origin: origin, RateLimits: Unlimited(), Heartbeat: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Config.Handler = h
+	srv.Start()
+	defer srv.Close()
+	defer h.Close()
+	client := func(name string) *adp.Client {
+		seed := sha256.Sum256([]byte("rendered once " + name))
+		k, _ := identity.NewKeyFromSeed(seed[:])
+		c, err := adp.NewClient(srv.URL, &adp.ClientOptions{Signer: k, HTTPClient: srv.Client(), AllowLoopbackHTTP: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	creator := client("creator")
+	now := time.Now()
+	room := mustOK(creator.CreateRoom(ctx, adp.RoomCreate{Topic: "fan-out", Visibility: adp.VisibilityPublic,
+		StartTime: now.Add(-time.Minute).UnixMilli(), EndTime: now.Add(time.Hour).UnixMilli()})).RoomID
+	const subscribers, records = 40, 20
+	var streams []*bufio.Reader
+	for i := range subscribers / 4 {
+		c := client(fmt.Sprint("observer", i))
+		mustOK(c.Join(ctx, room, adp.Join{Role: adp.RoleObserver}))
+		for range 4 {
+			tok, err := identity.MintRequestToken(ctx, c.Signer(), origin, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/v1/rooms/"+room+"/events/live", nil)
+			req.Header.Set("Authorization", "Bearer "+tok)
+			resp, err := srv.Client().Do(req)
+			if err != nil || resp.StatusCode != http.StatusOK {
+				t.Fatalf("stream %v, %v", resp, err)
+			}
+			defer resp.Body.Close()
+			streams = append(streams, bufio.NewReader(resp.Body))
+		}
+	}
+	before := h.rendered.Load()
+	for i := range records {
+		mustOK(creator.SendMessage(ctx, room, adp.Message{ContentType: "text/plain", Content: adp.TextContent(fmt.Sprint("to all ", i))}))
+	}
+	for i, r := range streams {
+		for n := 0; n < records; {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				t.Fatalf("stream %d after %d records: %v", i, n, err)
+			}
+			if line == "event: "+adp.SSERoomEvent+"\n" {
+				n++
+			}
+		}
+	}
+	if n := h.rendered.Load() - before; n != records {
+		t.Fatalf("%d records to %d subscribers rendered %d times", records, subscribers, n)
+	}
+}
+
+func mustOK[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
