@@ -74,6 +74,11 @@ type ClientOptions struct {
 	// cursor, or an empty page that names a next one, ends the listing
 	// with an error too.
 	MaxPages, MaxListItems int
+	// MaxListBytes bounds the bytes of one listing's pages together (join
+	// requests, public rooms, my rooms), so that a host answering with
+	// large pages and fresh cursors costs at most that much; 0 means
+	// 64 MiB (twice the default MaxResponseSize).
+	MaxListBytes int64
 	// Packs configures the type registries of the rooms the client
 	// verifies (an external pack fetcher); nil refuses external packs.
 	Packs *packs.Options
@@ -109,6 +114,7 @@ type Client struct {
 	maxRecs  int
 	maxPages int
 	maxItems int
+	maxBytes int64
 	packs    *packs.Options
 	oopts    *identity.OriginOptions
 
@@ -143,7 +149,7 @@ func NewClient(host string, opts *ClientOptions) (*Client, error) {
 	c := &Client{
 		origin: origin, api: origin.String() + "/v1", signer: opts.Signer, now: opts.Now,
 		pageSize: cmp.Or(max(opts.PageSize, 0), DefaultPageSize), maxRecs: cmp.Or(max(opts.MaxRecords, 0), DefaultMaxRecords),
-		maxPages: opts.MaxPages, maxItems: opts.MaxListItems, maxResp: cmp.Or(max(opts.MaxResponseSize, 0), httpc.DefaultMaxResponseSize),
+		maxPages: opts.MaxPages, maxItems: opts.MaxListItems, maxBytes: opts.MaxListBytes, maxResp: cmp.Or(max(opts.MaxResponseSize, 0), httpc.DefaultMaxResponseSize),
 		packs: opts.Packs, oopts: oopts, rooms: map[string]*replica{},
 	}
 	if c.now == nil {
@@ -273,7 +279,7 @@ func (c *Client) sameOrigin(raw string) error {
 
 // cursor returns the guard of one listing's cursor loop.
 func (c *Client) cursor() *httpc.Cursor {
-	return &httpc.Cursor{MaxPages: c.maxPages, MaxItems: c.maxItems}
+	return &httpc.Cursor{MaxPages: c.maxPages, MaxItems: c.maxItems, MaxBytes: c.maxBytes}
 }
 
 // listError is the error of a listing whose cursor loop did not end.
@@ -287,6 +293,8 @@ func listError(what string, err error) error {
 type hostList[T any] struct {
 	Result     []T     `json:"result"`
 	NextCursor *string `json:"next_cursor"`
+
+	size int // the page's bytes
 }
 
 func (l *hostList[T]) cursor() string {
@@ -298,8 +306,12 @@ func (l *hostList[T]) cursor() string {
 
 // getList GETs one list page; "result" must be an array.
 func getList[T any](ctx context.Context, c *Client, path string, auth bool) (*hostList[T], error) {
-	var l hostList[T]
-	if err := c.getJSON(ctx, path, auth, &l); err != nil {
+	b, _, err := c.do(ctx, request{method: http.MethodGet, path: path, auth: auth})
+	if err != nil {
+		return nil, err
+	}
+	l := hostList[T]{size: len(b)}
+	if err := decodeAnswer(b, &l); err != nil {
 		return nil, err
 	}
 	if l.Result == nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -328,6 +329,50 @@ func TestClientCursorLoopsEnd(t *testing.T) {
 	}
 	if ctx.Err() != nil {
 		t.Fatal("a listing ran until the deadline")
+	}
+}
+
+// TestClientListBytes: a host that answers a listing with large pages
+// and fresh cursors — within the response bound, the pages and the items
+// — is stopped once the pages pass the listing's byte budget
+// (MaxListBytes, 64 MiB by default), whether the listing collects
+// (JoinRequests) or yields (PublicRooms).
+func TestClientListBytes(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const pageBytes = 4 << 20 // 20 pages would be 80 MiB
+	reason := strings.Repeat("r", pageBytes)
+	joinPage := `{"result":[{"request":{"id":"jr_1","room_id":"r1","applicant":"` + hostileKey("x").AgentID().String() +
+		`","role":"speaker","reason":"` + reason + `","created_at":1,"expires_at":2},"status":"pending","reviewed_by":null}]`
+	roomPage := `{"result":[{"id":"r1","topic":"` + reason + `"}]`
+	var pages atomic.Int64
+	url := rawHost(t, func(w http.ResponseWriter, r *http.Request) {
+		n := pages.Add(1)
+		next := `,"next_cursor":"c` + strconv.FormatInt(n, 10) + `"}`
+		if n == 20 {
+			next = "}"
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if strings.HasSuffix(r.URL.Path, "/join-requests") {
+			w.Write([]byte(joinPage + next))
+		} else {
+			w.Write([]byte(roomPage + next))
+		}
+	})
+	c := rawClient(t, url, nil)
+	if _, err := c.JoinRequests(ctx, "r1"); !errors.Is(err, httpc.ErrCursor) || !strings.Contains(err.Error(), "bytes") {
+		t.Fatalf("JoinRequests of 20 pages of 4 MiB: %v", err)
+	}
+	if n := pages.Load(); n != 16 {
+		t.Fatalf("JoinRequests fetched %d pages of 4 MiB, want 16 (64 MiB)", n)
+	}
+	pages.Store(0)
+	var last error
+	for _, err := range rawClient(t, url, &adp.ClientOptions{MaxListBytes: 10 << 20}).PublicRooms(ctx, adp.RoomQuery{}) {
+		last = err
+	}
+	if !errors.Is(last, httpc.ErrCursor) || pages.Load() != 3 {
+		t.Fatalf("PublicRooms of 4 MiB pages within 10 MiB: %d pages, %v", pages.Load(), last)
 	}
 }
 

@@ -574,7 +574,7 @@ func (c *Client) JoinRequests(ctx context.Context, roomID string) ([]JoinRequest
 			}
 		}
 		all = append(all, l.Result...)
-		more, err := cur.Next(len(l.Result), l.cursor())
+		more, err := cur.Next(len(l.Result), l.size, l.cursor())
 		if err != nil {
 			return nil, listError("join requests", err)
 		}
@@ -705,7 +705,7 @@ func (c *Client) rooms_(ctx context.Context, path string, q RoomQuery, auth bool
 				yield(RoomSummary{}, err)
 				return
 			}
-			more, err := cur.Next(len(l.Result), l.cursor())
+			more, err := cur.Next(len(l.Result), l.size, l.cursor())
 			for _, s := range l.Result {
 				if !yield(s, nil) {
 					return

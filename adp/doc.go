@@ -107,8 +107,9 @@
 // attempt by AttemptTimeout (default 30 s), one body by MaxResponseSize (a
 // history page over it is asked for again with fewer records, down to
 // one), the records of one call by MaxRecords, and every listing by
-// MaxPages and MaxListItems; a repeated cursor or a page that does not
-// advance ends a loop with an error. The live stream is package sse's
+// MaxPages, MaxListItems and MaxListBytes (its pages' bytes together); a
+// repeated cursor or a page that does not advance ends a loop with an
+// error. The live stream is package sse's
 // Follow, given the Client in its Options.
 //
 // # Drafts

@@ -3,11 +3,14 @@ package adpconform_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -475,6 +478,51 @@ func TestRedirectsElsewhere(t *testing.T) {
 	}
 	for _, id := range []string{"envelope.hash", "live.auth", "live.follow"} {
 		if res := rep.Result(id); res.Verdict != adpconform.Fail {
+			t.Errorf("%s: %s %q", id, res.Verdict, res.Evidence)
+		}
+	}
+}
+
+// TestFatListPages: a host that answers the suite's join-request listings
+// with 30 MiB pages and fresh cursors (each within the 32 MiB response
+// bound) is stopped at the suite's listing budget, 8 MiB: every listing
+// reads one page, and the checks that list fail.
+func TestFatListPages(t *testing.T) {
+	t.Parallel()
+	reason := strings.Repeat("r", 30<<20)
+	applicant, err := identity.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pages atomic.Int64
+	srv := wrapped(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			room, ok := strings.CutSuffix(strings.TrimPrefix(r.URL.Path, "/v1/rooms/"), "/join-requests")
+			if r.Method != http.MethodGet || !ok {
+				next.ServeHTTP(w, r)
+				return
+			}
+			n := pages.Add(1)
+			w.Header().Set("Content-Type", "application/json")
+			for _, s := range []string{`{"result":[{"request":{"id":"jr_1","room_id":"`, room, `","applicant":"`,
+				applicant.AgentID().String(), `","role":"speaker","reason":"`, reason,
+				`","created_at":1,"expires_at":2},"status":"pending","reviewed_by":null}],"next_cursor":"c`, strconv.FormatInt(n, 10), `"}`} {
+				io.WriteString(w, s)
+			}
+		})
+	})
+	checks := []string{"join.restricted", "join.private"}
+	rep, err := adpconform.Run(context.Background(), srv.URL, &adpconform.Options{AllowLoopbackHTTP: true, HTTPClient: srv.Client(),
+		Only: checks, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two listings a check: the applicant's and the creator's.
+	if n := pages.Load(); n > 4 {
+		t.Fatalf("the suite read %d pages of 30 MiB, want one a listing (4)", n)
+	}
+	for _, id := range checks {
+		if res := rep.Result(id); res.Verdict != adpconform.Fail || !strings.Contains(res.Evidence, "bytes") {
 			t.Errorf("%s: %s %q", id, res.Verdict, res.Evidence)
 		}
 	}

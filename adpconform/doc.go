@@ -32,6 +32,13 @@
 // that the host, not the SDK, has to refuse them. A host that lets only some
 // agents create rooms gives the suite one with [Options.Moderator].
 //
+// The target is not trusted either: every answer the suite reads itself is
+// bounded to 8 MiB, and every listing it follows to 8 MiB across its pages
+// (history pages go through [adp.Client], 32 MiB each); each check has a
+// timeout ([Options.Timeout]); and redirects are followed only within the
+// target's origin, so that a host cannot make the suite send its signed
+// envelopes or request JWTs elsewhere.
+//
 // # Verdicts, levels and readings
 //
 // A check passes, fails (with evidence) or is skipped (with the reason: a

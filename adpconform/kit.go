@@ -24,7 +24,9 @@ import (
 )
 
 // maxBody bounds every answer the kit reads itself (history pages go
-// through adp.Client, which has its own bound).
+// through adp.Client, which has its own bound), and the pages of every
+// listing it follows together (adp.ClientOptions.MaxListBytes): the
+// lists of the kit's own rooms are a few items long.
 const maxBody = 8 << 20
 
 // kit is the state one run shares between its checks: the target, the
@@ -88,7 +90,8 @@ func (k *kit) clientPaging(key identity.Signer, pageSize int) (*agent, error) {
 		AllowLoopbackHTTP: k.opts.AllowLoopbackHTTP,
 		// The suite judges every answer itself: no retries, so a 429
 		// or 503 is seen as the host sent it.
-		Retries: -1,
+		Retries:      -1,
+		MaxListBytes: maxBody,
 	})
 	if err != nil {
 		return nil, err

@@ -62,7 +62,8 @@ type ClientOptions struct {
 	// MaxHistoryPages and MaxHistoryEvents bound one AllEvents iteration:
 	// the pages it follows and the updates it reads (it ends with an
 	// invalid_response error after the page that passes either); 0 means
-	// 1000 pages and 10,000 updates. A repeated cursor ends it too.
+	// 1000 pages and 10,000 updates. A repeated cursor ends it too, and so
+	// do pages of more than 64 MiB in all.
 	MaxHistoryPages, MaxHistoryEvents int
 	// StrictDocuments makes a served document that differs from the
 	// materialization of its verified update an invalid_response error
@@ -147,6 +148,8 @@ type EventsPage struct {
 	Updates []*envelope.Envelope
 	// NextCursor fetches the next (older) page; "" on the last page.
 	NextCursor string
+
+	size int // the page's bytes
 }
 
 // NewClient returns a client for the profile service at the serialized
@@ -665,7 +668,7 @@ func (c *Client) events(ctx context.Context, eps *endpoints, id identity.AgentID
 	if most := max(limit, 1); len(list.Result) > most {
 		return nil, invalidResponse(fmt.Sprintf("event history returned %d updates for limit %d", len(list.Result), most), nil)
 	}
-	page := &EventsPage{NextCursor: list.NextCursor}
+	page := &EventsPage{NextCursor: list.NextCursor, size: len(raw)}
 	last := int64(math.MaxInt64)
 	for i, item := range list.Result {
 		env, err := envelope.Parse(item)
@@ -721,7 +724,7 @@ func (c *Client) AllEvents(ctx context.Context, id identity.AgentID, pageSize in
 				yield(nil, invalidResponse("event history page is empty but has a next_cursor", nil))
 				return
 			}
-			if _, err := guard.Next(len(page.Updates), page.NextCursor); err != nil {
+			if _, err := guard.Next(len(page.Updates), page.size, page.NextCursor); err != nil {
 				yield(nil, invalidResponse("event history", err))
 				return
 			}

@@ -17,7 +17,7 @@
 //     call;
 //   - a guard for cursor loops over list pages ([Cursor]): repeated
 //     cursors, empty pages that name a next one and endless lists end
-//     with [ErrCursor];
+//     with [ErrCursor], as do lists past a byte budget across their pages;
 //   - non-2xx answers as *identity.Error values decoded strictly from the
 //     error body by identity.ReadError (code, message, data, HTTP status,
 //     Max-Seen-Nonce);
