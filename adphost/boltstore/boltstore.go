@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -48,8 +49,31 @@ import (
 // "nonces" maps an Agent ID to its greatest nonce and expiry; "quotas"
 // maps a quota key to its window (big-endian uses); "snapshots" maps a
 // room to its seq and snapshot; "index" maps a room to its index entry
-// (JSON, members included).
-type Store struct{ db *bolt.DB }
+// (JSON, members included) as of its last lifecycle or membership record;
+// "heads" maps a room to the seq, record hash and received_at of its last
+// record (the head check of an append, and the index entry's seq and
+// activity), so that an append parses no stored record and rewrites no
+// index entry.
+//
+// Appends, and the Store's other updates, share bbolt transactions (group
+// commit; see update), and it is an [adphost.BatchAppender]: a commit's
+// two fdatasyncs serve every write that arrived while the previous one
+// was under way, in every room.
+type Store struct {
+	db *bolt.DB
+
+	// Group commit: writing is set while an update leads a transaction;
+	// queue holds the updates waiting for the next one.
+	gmu     sync.Mutex
+	writing bool
+	queue   []*update
+}
+
+var (
+	_ adphost.Store            = (*Store)(nil)
+	_ adphost.BatchAppender    = (*Store)(nil)
+	_ adphost.WriteStateReader = (*Store)(nil)
+)
 
 var (
 	bRooms    = []byte("rooms")
@@ -63,6 +87,7 @@ var (
 	bOrder    = []byte("request-order")
 	bAppl     = []byte("request-applicants")
 	bPending  = []byte("request-pending")
+	bHeads    = []byte("heads")
 )
 
 // Options configures Open. A nil *Options means defaults.
@@ -82,13 +107,19 @@ var ErrLocked = errors.New("boltstore: the file is in use by another process")
 
 // Open opens (or creates) the store's file at path. The file is locked
 // for this process while it is open; a file another process holds fails
-// after opts.LockTimeout with ErrLocked, rather than waiting for it.
+// after opts.LockTimeout with ErrLocked, rather than waiting for it. The
+// file's free-page list is not written at every commit; after a crash,
+// Open rebuilds it from the pages, which costs a read of the file's page
+// headers.
 func Open(path string, opts *Options) (*Store, error) {
 	timeout := DefaultLockTimeout
 	if opts != nil && opts.LockTimeout > 0 {
 		timeout = opts.LockTimeout
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout})
+	// The free-page list is not written at every commit (bbolt rebuilds
+	// it from the pages when it opens a file that was not closed): a
+	// commit writes only what it changed.
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("%w: %s (its lock was not released within %v)", ErrLocked, path, timeout)
 	}
@@ -96,7 +127,7 @@ func Open(path string, opts *Options) (*Store, error) {
 		return nil, err
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bRooms, bEvents, bRequests, bStatuses, bNonces, bQuotas, bSnaps, bIndex} {
+		for _, b := range [][]byte{bRooms, bEvents, bRequests, bStatuses, bNonces, bQuotas, bSnaps, bIndex, bHeads} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -116,73 +147,181 @@ func (s *Store) Close() error { return s.db.Close() }
 func seqKey(n int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(n)) }
 
 // Append implements adphost.Store: every check and change of the commit
-// in one transaction.
+// in one transaction (shared with other updates, see update).
 func (s *Store) Append(_ context.Context, c *adphost.Commit) error {
-	rec := c.Record
-	return s.db.Update(func(tx *bolt.Tx) error {
-		room, err := tx.Bucket(bRooms).CreateBucketIfNotExists([]byte(rec.RoomID))
+	if c.Record.Seq == 1 && c.Index == nil {
+		return errors.New("boltstore: a room's first record needs its index entry")
+	}
+	return s.update(func(tx *bolt.Tx) error { return appendCommits(tx, []*adphost.Commit{c}) })
+}
+
+// AppendBatch implements adphost.BatchAppender: the records of cs, which
+// follow each other in one room, in one transaction, all or none.
+func (s *Store) AppendBatch(ctx context.Context, cs []*adphost.Commit) error {
+	switch len(cs) {
+	case 0:
+		return nil
+	case 1:
+		return s.Append(ctx, cs[0])
+	}
+	for i, c := range cs {
+		rec := c.Record
+		if c.Index != nil || rec.Seq == 1 || rec.RoomID != cs[0].Record.RoomID ||
+			(i > 0 && (rec.Seq != cs[i-1].Record.Seq+1 || rec.PreHash != cs[i-1].Record.Hash)) {
+			return errors.New("boltstore: a batch is consecutive records of one room, without index entries")
+		}
+	}
+	return s.update(func(tx *bolt.Tx) error { return appendCommits(tx, cs) })
+}
+
+// nonceEntry is an actor's entry in the nonce cache.
+type nonceEntry struct{ nonce, exp int64 }
+
+// appendCommits appends the records of cs, consecutive records of one
+// room (one, with its index entry, or several without), with their nonces
+// and quotas. Every check is made before the first change, so that a
+// refusal (a moved head, a duplicate envelope, a used nonce or quota)
+// leaves the transaction as it was.
+func appendCommits(tx *bolt.Tx, cs []*adphost.Commit) error {
+	first, last := cs[0].Record, cs[len(cs)-1].Record
+	id := []byte(first.RoomID)
+	rooms := tx.Bucket(bRooms)
+	room := rooms.Bucket(id)
+	seq, hash, err := head(tx, room, id)
+	if err != nil {
+		return err
+	}
+	if first.Seq != seq+1 || (seq > 0 && first.PreHash != hash) {
+		return adphost.ErrHeadMoved
+	}
+	events := tx.Bucket(bEvents)
+	hashes := make([]envelope.Hash, len(cs))
+	for i, c := range cs {
+		hashes[i] = c.Record.Envelope.Hash()
+		if events.Get(hashes[i][:]) != nil || slices.Contains(hashes[:i], hashes[i]) {
+			return adphost.ErrDuplicateEvent
+		}
+	}
+	nonces := tx.Bucket(bNonces)
+	next := make(map[identity.AgentID]nonceEntry, len(cs))
+	for _, c := range cs {
+		e, ok := next[c.Nonce.Actor]
+		if !ok {
+			if v := nonces.Get([]byte(c.Nonce.Actor.String())); len(v) == 16 {
+				e = nonceEntry{int64(binary.BigEndian.Uint64(v)), int64(binary.BigEndian.Uint64(v[8:]))}
+			}
+		}
+		n, err := adphost.CheckNonce(c.Nonce, e.nonce, e.exp)
 		if err != nil {
 			return err
 		}
-		k, v := room.Cursor().Last()
-		switch {
-		case k == nil && rec.Seq != 1:
-			return adphost.ErrHeadMoved
-		case k != nil:
-			last, err := adp.ParseRecord(v)
-			if err != nil {
-				return err
+		next[c.Nonce.Actor] = nonceEntry{n, c.Nonce.ExpiresAt}
+	}
+	var windows map[string][]int64
+	for _, c := range cs {
+		if q := c.Quota; q != nil {
+			if windows == nil {
+				windows = map[string][]int64{}
 			}
-			if last.Seq != rec.Seq-1 || last.Hash != rec.PreHash {
-				return adphost.ErrHeadMoved
+			w, ok := windows[q.Key]
+			if !ok {
+				w = quotaWindow(tx, q.Key)
 			}
-		}
-		h := rec.Envelope.Hash()
-		events := tx.Bucket(bEvents)
-		if events.Get(h[:]) != nil {
-			return adphost.ErrDuplicateEvent
-		}
-		nonces := tx.Bucket(bNonces)
-		var n, exp int64
-		if v := nonces.Get([]byte(c.Nonce.Actor.String())); len(v) == 16 {
-			n, exp = int64(binary.BigEndian.Uint64(v)), int64(binary.BigEndian.Uint64(v[8:]))
-		}
-		if n, err = adphost.CheckNonce(c.Nonce, n, exp); err != nil {
-			return err
-		}
-		if c.Quota != nil {
-			if err := takeQuota(tx, *c.Quota); err != nil {
-				return err
+			w, fits := adphost.TrimQuota(*q, w)
+			if !fits {
+				return adphost.QuotaError(*q)
 			}
+			windows[q.Key] = append(w, q.Now)
 		}
-		if err := nonces.Put([]byte(c.Nonce.Actor.String()), binary.BigEndian.AppendUint64(seqKey(n), uint64(c.Nonce.ExpiresAt))); err != nil {
-			return err
-		}
-		if err := room.Put(seqKey(rec.Seq), rec.AppendJSON(nil)); err != nil {
-			return err
-		}
-		if err := events.Put(h[:], append(seqKey(rec.Seq), rec.RoomID...)); err != nil {
-			return err
-		}
-		return putIndex(tx, rec, c.Index)
-	})
-}
+	}
 
-// putIndex replaces (or, with ix nil, updates the seq and activity of) a
-// room's index entry.
-func putIndex(tx *bolt.Tx, rec *adp.Record, ix *adphost.RoomIndex) error {
-	b := tx.Bucket(bIndex)
-	var cur indexEntry
-	if old := b.Get([]byte(rec.RoomID)); old != nil {
-		if err := strictjson.Unmarshal(old, &cur); err != nil {
+	// Checked: the changes.
+	if room == nil {
+		if room, err = rooms.CreateBucket(id); err != nil {
 			return err
 		}
 	}
-	if ix != nil {
-		members := cur.Members
-		cur = indexEntry{Summary: ix.Summary, Agenda: ix.Agenda, Members: ix.Members}
-		if ix.Members == nil {
-			cur.Members = members
+	for actor, e := range next {
+		if err := nonces.Put([]byte(actor.String()), binary.BigEndian.AppendUint64(seqKey(e.nonce), uint64(e.exp))); err != nil {
+			return err
+		}
+	}
+	for key, w := range windows {
+		if err := putQuotaWindow(tx, key, w); err != nil {
+			return err
+		}
+	}
+	room.FillPercent = 1 // records are appended in key order: full pages
+	for i, c := range cs {
+		rec := c.Record
+		if err := room.Put(seqKey(rec.Seq), rec.AppendJSON(nil)); err != nil {
+			return err
+		}
+		if err := events.Put(hashes[i][:], append(seqKey(rec.Seq), rec.RoomID...)); err != nil {
+			return err
+		}
+	}
+	if err := tx.Bucket(bHeads).Put(id, headEntry(last)); err != nil {
+		return err
+	}
+	if ix := cs[0].Index; ix != nil {
+		return putIndex(tx, last, ix)
+	}
+	return nil
+}
+
+// headLen is the length of a heads entry: the seq, record hash and
+// received_at of a room's last record.
+const headLen = 8 + 32 + 8
+
+func headEntry(rec *adp.Record) []byte {
+	b := make([]byte, 0, headLen)
+	b = binary.BigEndian.AppendUint64(b, uint64(rec.Seq))
+	b = append(b, rec.Hash[:]...)
+	return binary.BigEndian.AppendUint64(b, uint64(rec.ReceivedAt))
+}
+
+// head returns the seq and record hash of a room's last record (room is
+// its bucket, nil when it has none): from its heads entry, which every
+// append keeps, or, when the entry is missing or behind (a file an older
+// version wrote last), from the record itself.
+func head(tx *bolt.Tx, room *bolt.Bucket, id []byte) (int64, envelope.Hash, error) {
+	var hash envelope.Hash
+	if room == nil {
+		return 0, hash, nil
+	}
+	k, v := room.Cursor().Last()
+	if len(k) != 8 {
+		return 0, hash, nil
+	}
+	seq := int64(binary.BigEndian.Uint64(k))
+	if e := tx.Bucket(bHeads).Get(id); len(e) == headLen && int64(binary.BigEndian.Uint64(e)) == seq {
+		copy(hash[:], e[8:40])
+		return seq, hash, nil
+	}
+	last, err := adp.ParseRecord(v)
+	if err != nil {
+		return 0, hash, err
+	}
+	if last.Seq != seq {
+		return 0, hash, fmt.Errorf("boltstore: room %q: the record under seq %d says seq %d", id, seq, last.Seq)
+	}
+	return seq, last.Hash, nil
+}
+
+// putIndex replaces a room's index entry, as of rec; ix.Members nil keeps
+// the members. The seq and activity of the records after rec are the
+// heads entry's (see indexes): a message does not rewrite the entry.
+func putIndex(tx *bolt.Tx, rec *adp.Record, ix *adphost.RoomIndex) error {
+	b := tx.Bucket(bIndex)
+	cur := indexEntry{Summary: ix.Summary, Agenda: ix.Agenda, Members: ix.Members}
+	if ix.Members == nil {
+		if old := b.Get([]byte(rec.RoomID)); old != nil {
+			var prev indexEntry
+			if err := strictjson.Unmarshal(old, &prev); err != nil {
+				return err
+			}
+			cur.Members = prev.Members
 		}
 	}
 	cur.Summary.Seq, cur.Summary.LastActivity = rec.Seq, rec.ReceivedAt
@@ -202,38 +341,44 @@ type indexEntry struct {
 
 type memberEntry = adphost.MemberIndex
 
-// takeQuota is the quota rule inside a transaction.
-func takeQuota(tx *bolt.Tx, q adphost.Quota) error {
-	b := tx.Bucket(bQuotas)
+// quotaWindow reads a quota key's uses (ascending Unix ms).
+func quotaWindow(tx *bolt.Tx, key string) []int64 {
 	var w []int64
-	for v := b.Get([]byte(q.Key)); len(v) >= 8; v = v[8:] {
+	for v := tx.Bucket(bQuotas).Get([]byte(key)); len(v) >= 8; v = v[8:] {
 		w = append(w, int64(binary.BigEndian.Uint64(v)))
 	}
-	w, ok := adphost.TrimQuota(q, w)
+	return w
+}
+
+// putQuotaWindow stores a quota key's uses.
+func putQuotaWindow(tx *bolt.Tx, key string, w []int64) error {
+	out := make([]byte, 0, 8*len(w))
+	for _, u := range w {
+		out = binary.BigEndian.AppendUint64(out, uint64(u))
+	}
+	return tx.Bucket(bQuotas).Put([]byte(key), out)
+}
+
+// takeQuota is the quota rule inside a transaction; a refusal changes
+// nothing.
+func takeQuota(tx *bolt.Tx, q adphost.Quota) error {
+	w, ok := adphost.TrimQuota(q, quotaWindow(tx, q.Key))
 	if !ok {
 		return adphost.QuotaError(q)
 	}
-	var out []byte
-	for _, u := range append(w, q.Now) {
-		out = binary.BigEndian.AppendUint64(out, uint64(u))
-	}
-	return b.Put([]byte(q.Key), out)
+	return putQuotaWindow(tx, q.Key, append(w, q.Now))
 }
 
 // TakeQuota implements adphost.Store.
 func (s *Store) TakeQuota(_ context.Context, q adphost.Quota) error {
-	return s.db.Update(func(tx *bolt.Tx) error { return takeQuota(tx, q) })
+	return s.update(func(tx *bolt.Tx) error { return takeQuota(tx, q) })
 }
 
 // QuotaUsed implements adphost.Store.
 func (s *Store) QuotaUsed(_ context.Context, q adphost.Quota) (int, error) {
 	var n int
 	err := s.db.View(func(tx *bolt.Tx) error {
-		var w []int64
-		for v := tx.Bucket(bQuotas).Get([]byte(q.Key)); len(v) >= 8; v = v[8:] {
-			w = append(w, int64(binary.BigEndian.Uint64(v)))
-		}
-		w, _ = adphost.TrimQuota(q, w)
+		w, _ := adphost.TrimQuota(q, quotaWindow(tx, q.Key))
 		n = len(w)
 		return nil
 	})
@@ -256,7 +401,7 @@ func (s *Store) Head(_ context.Context, roomID string) (int64, error) {
 
 // PutSnapshot implements adphost.Store.
 func (s *Store) PutSnapshot(_ context.Context, roomID string, seq int64, snap []byte) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bSnaps)
 		if old := b.Get([]byte(roomID)); len(old) >= 8 && int64(binary.BigEndian.Uint64(old)) > seq {
 			return nil
@@ -280,10 +425,16 @@ func (s *Store) Snapshot(_ context.Context, roomID string) (seq int64, snap []by
 func (s *Store) indexes(keep func(tx *bolt.Tx, id string, e *indexEntry) bool) ([]adphost.RoomIndex, error) {
 	var out []adphost.RoomIndex
 	err := s.db.View(func(tx *bolt.Tx) error {
+		heads := tx.Bucket(bHeads)
 		return tx.Bucket(bIndex).ForEach(func(k, v []byte) error {
 			var e indexEntry
 			if err := strictjson.Unmarshal(v, &e); err != nil {
 				return err
+			}
+			if h := heads.Get(k); len(h) == headLen {
+				if seq := int64(binary.BigEndian.Uint64(h)); seq > e.Summary.Seq {
+					e.Summary.Seq, e.Summary.LastActivity = seq, int64(binary.BigEndian.Uint64(h[40:]))
+				}
 			}
 			if keep(tx, string(k), &e) {
 				out = append(out, adphost.RoomIndex{Summary: e.Summary, Agenda: e.Agenda, Members: e.Members})
@@ -363,13 +514,43 @@ func (s *Store) RecordByEvent(ctx context.Context, h envelope.Hash) (*adp.Record
 	return recs[0], nil
 }
 
+// WriteState implements adphost.WriteStateReader: the resubmission
+// lookup, the actor's nonce entry and the room's head, in one read
+// transaction instead of three.
+func (s *Store) WriteState(_ context.Context, roomID string, actor identity.AgentID, event envelope.Hash) (adphost.WriteState, error) {
+	var st adphost.WriteState
+	err := s.db.View(func(tx *bolt.Tx) error {
+		if ref := tx.Bucket(bEvents).Get(event[:]); len(ref) >= 8 {
+			if room := tx.Bucket(bRooms).Bucket(ref[8:]); room != nil {
+				if v := room.Get(ref[:8]); v != nil {
+					rec, err := adp.ParseRecord(bytes.Clone(v))
+					if err != nil {
+						return err
+					}
+					st.Record = rec
+				}
+			}
+		}
+		if v := tx.Bucket(bNonces).Get([]byte(actor.String())); len(v) == 16 {
+			st.Nonce, st.NonceExpiresAt = int64(binary.BigEndian.Uint64(v)), int64(binary.BigEndian.Uint64(v[8:]))
+		}
+		if room := tx.Bucket(bRooms).Bucket([]byte(roomID)); room != nil {
+			if k, _ := room.Cursor().Last(); len(k) == 8 {
+				st.Head = int64(binary.BigEndian.Uint64(k))
+			}
+		}
+		return nil
+	})
+	return st, err
+}
+
 // put stores a JSON value under top/room/key.
 func (s *Store) put(top []byte, room, key string, v any) error {
 	b, err := json.Marshal(v, json.Deterministic(true))
 	if err != nil {
 		return err
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		r, err := tx.Bucket(top).CreateBucketIfNotExists([]byte(room))
 		if err != nil {
 			return err
@@ -674,7 +855,7 @@ func (s *Store) PutStatus(_ context.Context, st *adp.AgentStatus) error {
 
 // DeleteStatus implements adphost.Store.
 func (s *Store) DeleteStatus(_ context.Context, roomID string, agent identity.AgentID) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		if r := tx.Bucket(bStatuses).Bucket([]byte(roomID)); r != nil {
 			return r.Delete([]byte(agent.String()))
 		}
