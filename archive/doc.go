@@ -1,7 +1,42 @@
 // Package archive builds and verifies Agent Discourse Protocol room
 // archives (ADP 1.0, draft 2026-07-04, §19) offline and in a streaming
 // fashion, so that anyone can check a room's history without trusting
-// the host that served it.
+// the host that served it. It verifies and writes the 2026-09-24 draft's
+// archives (§18) too; see Drafts.
+//
+// # Drafts
+//
+// [ParseManifestWith] recognizes a manifest's draft from its members: one
+// carrying events_sha3_256, archive_root, event_count or first_seq (which
+// only the seed's has) is the seed's, any other the 2026-09-24 draft's;
+// [ManifestOptions.Draft] and [VerifyOptions.Draft] pin one, refusing the
+// other with invalid_manifest naming both. [ParseManifest] reads the
+// seed's only, as before. [Verify] follows the manifest's draft:
+//
+//   - in the 2026-09-24 draft (§18) the manifest is protocol, type,
+//     room_id, url, generated_at, last_seq, last_hash, formats (jsonl
+//     required; every URL HTTPS, or loopback HTTP where
+//     [VerifyOptions.AllowLoopbackHTTP] allows it), packs and extra; its
+//     last_hash alone commits to the records, through the pre_hash chain,
+//     so there is no digest to recompute; the records run from seq 1 to
+//     last_seq without gaps, and the room need not have ended;
+//   - records carry accepted_at; a redacted record ({hash, redacted, type},
+//     §14.1) keeps its place in the chain and its freshness class, and is
+//     reported ([Report.Redacted]): its signature, payload and permissions
+//     cannot be checked;
+//   - each entry of the manifest's packs must have its document archived
+//     (packs/<sha256|sha3-256>-<base64url>.json), matching its digest, and
+//     the entries must be exactly the external packs the room imported
+//     (archive_mismatch otherwise);
+//   - the replay applies the draft's rules, §5.1 freshness included: a
+//     message based before a later contract or control record, or a
+//     control write not at the head, makes the archive invalid
+//     (room_head_mismatch), as does a redacted built-in other than
+//     message.create.
+//
+// [Options.Draft] makes [Writer] and [WriteDir] write the 2026-09-24
+// draft's manifest (url required; formats.jsonl at url + "/archive.jsonl"
+// unless given; packs from the archived documents).
 //
 // # Contents of an archive
 //

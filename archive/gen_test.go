@@ -54,6 +54,7 @@ type genRec struct {
 }
 
 type generator struct {
+	later    bool // the 2026-09-24 draft: accepted_at, host, open roles, bases on the latest record
 	n        int
 	seq      int64
 	now      int64
@@ -73,7 +74,16 @@ const genT0 = 1779753600000
 // (without its line feed, valid only during the call), signing on
 // `workers` goroutines; it returns the manifest.
 func generate(n, workers int, emit func(line []byte)) *archive.Manifest {
-	g := &generator{n: n, now: genT0}
+	return generateIn(adp.Draft20260704, n, workers, emit)
+}
+
+// generateIn is generate in draft d. In the 2026-09-24 draft the room
+// names its host and opens the speaker role, every write is based on the
+// latest record (which every class's rule admits), the head stays at the
+// room.create (nothing after it is a contract or control write), and the
+// manifest is §18's.
+func generateIn(d adp.Draft, n, workers int, emit func(line []byte)) *archive.Manifest {
+	g := &generator{n: n, now: genT0, later: d == adp.Draft20260924}
 	agents := genAgents()
 	dg := sha3.New256()
 	dg.Write([]byte{'['})
@@ -101,7 +111,14 @@ func generate(n, workers int, emit func(line []byte)) *archive.Manifest {
 		wg.Wait()
 		for i := range recs {
 			r := &recs[i]
-			line = append(line[:0], `{"envelope":{"event":`...)
+			line = line[:0]
+			if g.later {
+				line = append(line, `{"accepted_at":`...)
+				line = strconv.AppendInt(line, r.receivedAt, 10)
+				line = append(line, `,"envelope":{"event":`...)
+			} else {
+				line = append(line, `{"envelope":{"event":`...)
+			}
 			line = append(line, r.canon...)
 			line = append(line, `,"hash":"`...)
 			line = b64.AppendEncode(line, r.evHash[:])
@@ -115,8 +132,10 @@ func generate(n, workers int, emit func(line []byte)) *archive.Manifest {
 			} else {
 				line = append(b64.AppendEncode(append(line, '"'), r.preHash[:]), '"')
 			}
-			line = append(line, `,"received_at":`...)
-			line = strconv.AppendInt(line, r.receivedAt, 10)
+			if !g.later {
+				line = append(line, `,"received_at":`...)
+				line = strconv.AppendInt(line, r.receivedAt, 10)
+			}
 			line = append(line, `,"room_id":"`+genRoomID+`","seq":`...)
 			line = strconv.AppendInt(line, r.seq, 10)
 			line = append(line, '}')
@@ -129,6 +148,13 @@ func generate(n, workers int, emit func(line []byte)) *archive.Manifest {
 		}
 	}
 	dg.Write([]byte{']'})
+	if g.later {
+		url := "https://api.example.com/v1/rooms/" + genRoomID
+		return &archive.Manifest{
+			Draft: d, Protocol: adp.Protocol, Type: archive.ManifestType, RoomID: genRoomID, URL: url,
+			GeneratedAt: g.now + 1000, LastSeq: int64(n), LastHash: last, Formats: map[string]string{"jsonl": url + "/archive.jsonl"},
+		}
+	}
 	m := &archive.Manifest{
 		Protocol: adp.Protocol, Type: archive.ManifestType, RoomID: genRoomID,
 		GeneratedAt: g.now + 1000, EventCount: int64(n), FirstSeq: 1, LastSeq: int64(n), LastHash: last,
@@ -151,8 +177,11 @@ func (g *generator) next(agents []genAgent) genRec {
 	switch {
 	case seq == 1:
 		agent, typ = 0, adp.TypeRoomCreate
-		payload = `{"end_time":` + strconv.FormatInt(genT0+7*24*3600*1000, 10) +
-			`,"start_time":` + strconv.FormatInt(genT0, 10) +
+		payload = `{"end_time":` + strconv.FormatInt(genT0+7*24*3600*1000, 10)
+		if g.later {
+			payload += `,"host":"https://api.example.com","policy":{"open_roles":["speaker"]}`
+		}
+		payload += `,"start_time":` + strconv.FormatInt(genT0, 10) +
 			`,"topic":"Generated benchmark room","types":[{"use":"adp:reactions/1.0"},{"use":"adp:deliberation/1.0"},` + findingDef + `],"visibility":"public"}`
 	case seq <= 9:
 		agent, typ, signal = int(seq-1), adp.TypeRoomJoin, true
@@ -182,7 +211,7 @@ func (g *generator) next(agents []genAgent) genRec {
 	b = append(b, agents[agent].id...)
 	if seq > 1 {
 		baseSeq, baseHash := g.headSeq, g.head
-		if signal {
+		if signal || g.later {
 			baseSeq, baseHash = seq-1, g.latest
 		}
 		b = append(b, `","base_hash":"`...)
@@ -208,7 +237,13 @@ func (g *generator) next(agents []genAgent) genRec {
 	g.buf = b
 	r := genRec{agent: agent, seq: seq, receivedAt: g.now, canon: bytes.Clone(b), evHash: sha3.Sum256(b), preHash: g.latest}
 	var rb []byte
-	rb = append(rb, `{"envelope_hash":"`...)
+	if g.later {
+		rb = append(rb, `{"accepted_at":`...)
+		rb = strconv.AppendInt(rb, g.now, 10)
+		rb = append(rb, `,"envelope_hash":"`...)
+	} else {
+		rb = append(rb, `{"envelope_hash":"`...)
+	}
 	rb = b64.AppendEncode(rb, r.evHash[:])
 	rb = append(rb, `","pre_hash":`...)
 	if seq == 1 {
@@ -216,14 +251,16 @@ func (g *generator) next(agents []genAgent) genRec {
 	} else {
 		rb = append(b64.AppendEncode(append(rb, '"'), g.latest[:]), '"')
 	}
-	rb = append(rb, `,"received_at":`...)
-	rb = strconv.AppendInt(rb, g.now, 10)
+	if !g.later {
+		rb = append(rb, `,"received_at":`...)
+		rb = strconv.AppendInt(rb, g.now, 10)
+	}
 	rb = append(rb, `,"room_id":"`+genRoomID+`","seq":`...)
 	rb = strconv.AppendInt(rb, seq, 10)
 	rb = append(rb, '}')
 	r.rHash = sha3.Sum256(rb)
 	g.latest = r.rHash
-	if !signal {
+	if !signal && (!g.later || seq == 1) {
 		g.head, g.headSeq = r.rHash, seq
 	}
 	switch typ {

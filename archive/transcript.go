@@ -56,6 +56,20 @@ func (t *Transcript) Add(rec *adp.Record) error {
 	if t.err != nil {
 		return t.err
 	}
+	if x := rec.Redacted; x != nil {
+		// 2026-09-24 §14.1: the host removed the envelope; only its type
+		// and event ID remain.
+		t.str("### ")
+		t.str(strconv.FormatInt(rec.Seq, 10))
+		t.str(" · ")
+		t.code(x.Type)
+		t.str(" · ")
+		t.str(formatTime(rec.ReceivedAt))
+		t.str("\n\n- Redacted by the host\n- Event: ")
+		t.code(x.Hash.String())
+		t.str("\n\n")
+		return t.err
+	}
 	ev := rec.Envelope.Event()
 	if !t.started {
 		t.started = true
@@ -82,7 +96,16 @@ func (t *Transcript) Close(m *Manifest) error {
 	if t.err != nil {
 		return t.err
 	}
-	if m != nil {
+	if m != nil && m.Draft.OrDefault() != adp.Draft20260704 {
+		t.str("## Archive\n\n- Records: seq 1–")
+		t.str(strconv.FormatInt(m.LastSeq, 10))
+		t.str("\n- Last hash: ")
+		t.code(m.LastHash.String())
+		t.str(", the commitment to every record through the pre\\_hash chain")
+		t.str("\n- Generated: ")
+		t.str(formatTime(m.GeneratedAt))
+		t.str("\n\nThis transcript is a rendering. The JSONL record log is the archive: verify it, not this file.\n")
+	} else if m != nil {
 		t.str("## Archive\n\n- Records: ")
 		t.str(strconv.FormatInt(m.EventCount, 10))
 		t.str(", seq ")
@@ -191,7 +214,16 @@ func (t *Transcript) body(ev envelope.Event) {
 		raw = false
 	case adp.TypeRoomJoinReview:
 		var p adp.JoinReview
-		if !decode(ev.Payload, &p) {
+		var signed adp.SignedJoinReview
+		switch {
+		case decode(ev.Payload, &signed) && signed.Request != nil:
+			// 2026-09-24: the review embeds the signed request.
+			p = adp.JoinReview{Decision: signed.Decision, Role: signed.Role}
+			p.Request.Applicant = signed.Request.Actor()
+		case !decode(ev.Payload, &p):
+			p.Decision = ""
+		}
+		if p.Decision == "" {
 			break
 		}
 		t.str("- Join request of ")

@@ -42,6 +42,15 @@ const (
 
 // VerifyOptions configures Verify. A nil *VerifyOptions means defaults.
 type VerifyOptions struct {
+	// Draft is the draft the archive must follow; the zero value takes
+	// the manifest's (Manifest.Draft, which ParseManifestWith recognizes).
+	// A manifest of another draft is refused with invalid_manifest naming
+	// both.
+	Draft adp.Draft
+	// AllowLoopbackHTTP admits plain-HTTP loopback URLs in a 2026-09-24
+	// manifest (VerifyFiles) and a loopback development host named by the
+	// room's room.create, as elsewhere in the SDK; by default only HTTPS.
+	AllowLoopbackHTTP bool
 	// Workers is the number of goroutines parsing records and checking
 	// signatures; 0 means runtime.GOMAXPROCS(0). At most 256 are used.
 	Workers int
@@ -80,13 +89,18 @@ type VerifyOptions struct {
 type Report struct {
 	// Valid is true when every check passed.
 	Valid bool `json:"valid"`
+	// Draft is the draft the archive was verified under.
+	Draft adp.Draft `json:"draft"`
 	// Failure is the first failure, nil when Valid.
 	Failure *Failure `json:"failure,omitzero"`
 
-	RoomID      string `json:"room_id"`
-	Host        string `json:"host,omitzero"` // host's assertion (§22)
-	URL         string `json:"url,omitzero"`  // host's assertion (§22)
-	GeneratedAt int64  `json:"generated_at"`  // host's assertion (§22)
+	RoomID string `json:"room_id"`
+	// Host is the seed manifest's host (the host's assertion, §22), or in
+	// the 2026-09-24 draft the host the room's room.create names (signed
+	// by its creator, §8.1).
+	Host        string `json:"host,omitzero"`
+	URL         string `json:"url,omitzero"` // host's assertion (§22)
+	GeneratedAt int64  `json:"generated_at"` // host's assertion (§22)
 
 	// Records is the number of records replayed successfully; they span
 	// seq 1..LastSeq.
@@ -113,6 +127,12 @@ type Report struct {
 	Definitions int `json:"definitions"`
 	// Packs lists the external packs the room imported.
 	Packs []PackRef `json:"packs,omitzero"`
+	// Redacted lists the redacted records (2026-09-24 §14.1), in seq
+	// order: the chain covers them, but their signatures, payloads and
+	// permissions could not be checked, and §18 asks verifiers to report
+	// them. A valid archive with redactions is valid as far as it can be
+	// verified.
+	Redacted []RedactedRecord `json:"redacted,omitzero"`
 
 	// ManifestUnknown names the manifest members §19 does not define
 	// (Manifest.Unknown), sorted: host assertions, not verified.
@@ -120,6 +140,13 @@ type Report struct {
 
 	// Workers is the number of parse/signature workers used.
 	Workers int `json:"workers"`
+}
+
+// RedactedRecord is a redacted record a verification met.
+type RedactedRecord struct {
+	Seq       int64         `json:"seq"`
+	Type      string        `json:"type"`
+	EventHash envelope.Hash `json:"event_hash"`
 }
 
 // PackRef names an external pack document a room imported: the URI its
@@ -235,11 +262,14 @@ func Verify(ctx context.Context, m *Manifest, records io.Reader, opts *VerifyOpt
 		o.MaxLineBytes = DefaultMaxLineBytes
 	}
 	o.MaxLineBytes = min(o.MaxLineBytes, maxLineLimit)
-	v := &verifier{m: m, opts: o, report: &Report{
-		RoomID: m.RoomID, Host: m.Host, URL: m.URL, GeneratedAt: m.GeneratedAt,
-		MerkleRoot: m.MerkleRooted(), Types: map[string]int64{}, Workers: o.Workers,
-		ManifestUnknown: m.UnknownMembers(),
+	v := &verifier{m: m, opts: o, draft: m.Draft.OrDefault(), report: &Report{
+		Draft: m.Draft.OrDefault(), RoomID: m.RoomID, Host: m.Host, URL: m.URL, GeneratedAt: m.GeneratedAt,
+		Types: map[string]int64{}, Workers: o.Workers, ManifestUnknown: m.UnknownMembers(),
 	}}
+	v.seed = v.draft == adp.Draft20260704
+	if v.seed {
+		v.report.MerkleRoot = m.MerkleRooted()
+	}
 	err := v.run(ctx, records)
 	v.finishReport()
 	if err != nil {
@@ -258,6 +288,8 @@ type verifier struct {
 	m      *Manifest
 	opts   VerifyOptions
 	report *Report
+	draft  adp.Draft // the manifest's, never zero
+	seed   bool      // draft is the seed: the manifest's digests are checked
 
 	room     *adp.Room
 	dg       *digest
@@ -291,12 +323,22 @@ func (v *verifier) run(ctx context.Context, records io.Reader) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if d := v.opts.Draft; d != 0 && d.OrDefault() != v.draft {
+		return v.fail(identity.Errorf(CodeInvalidManifest, "the manifest is a %s-draft manifest; this verification expects the %s draft", v.draft, d.OrDefault()), 0, 0)
+	}
 	if err := v.m.check(); err != nil {
 		return v.fail(err, 0, 0)
 	}
-	docs, err := checkPacks(v.opts.Packs)
+	docs, err := checkPacks(v.draft, v.opts.Packs)
 	if err != nil {
 		return v.fail(err, 0, 0)
+	}
+	// §18 step 4 (2026-09-24): every pack the manifest lists is archived,
+	// and matches its digest.
+	for i, p := range v.m.Packs {
+		if !slices.ContainsFunc(docs, func(d packs.PackDocument) bool { return d.Digest == p.Digest }) {
+			return v.fail(identity.Errorf(adp.CodePackUnavailable, "manifest packs[%d] (%.80q, %s): the archive does not carry its document", i, p.Pack, p.Digest), 0, 0)
+		}
 	}
 	var ropts adp.RoomOptions
 	if v.opts.Room != nil {
@@ -308,8 +350,10 @@ func (v *verifier) run(ctx context.Context, records io.Reader) error {
 	}
 	popts.Fetcher = docs
 	ropts.Packs, ropts.Index, ropts.JoinRequests = &popts, nil, nil
+	ropts.Draft = v.draft
+	ropts.AllowLoopbackHTTP = ropts.AllowLoopbackHTTP || v.opts.AllowLoopbackHTTP
 	if !v.opts.ExactIndex {
-		ropts.Index = newFPIndex(v.m.EventCount)
+		ropts.Index = newFPIndex(v.m.records())
 	}
 	v.room = adp.NewRoom(v.m.RoomID, &ropts)
 	v.dg = newDigest()
@@ -417,7 +461,7 @@ func (v *verifier) take(ctx context.Context, it *item) error {
 		// Every seq lies in 1..last_seq and event_count spans them, so a
 		// line beyond event_count repeats one: this also bounds what
 		// waits on disk.
-		over := v.next+v.pend.count > v.m.EventCount
+		over := v.next+v.pend.count > v.m.records()
 		if err := v.pend.add(pendEntry{seq: seq, line: it.line, off: it.off, n: int32(len(it.raw))}, it.raw); err != nil {
 			return err
 		}
@@ -426,14 +470,14 @@ func (v *verifier) take(ctx context.Context, it *item) error {
 				return err
 			}
 			return v.fail(identity.Errorf(adp.CodeInvalidRecord,
-				"the log has more records than event_count %d: a seq appears twice", v.m.EventCount), 0, it.line)
+				"the log has more records than the manifest's %d: a seq appears twice", v.m.records()), 0, it.line)
 		}
 		return nil
 	}
 	if it.rec == nil {
 		// A worker took the record for one that would wait, and kept
 		// only its seq: parse it again.
-		rec, err := adp.ParseRecord(it.raw)
+		rec, err := adp.ParseRecordIn(v.draft, it.raw)
 		if err != nil {
 			return v.fail(err, seq, it.line)
 		}
@@ -526,17 +570,22 @@ func (v *verifier) apply(ctx context.Context, it *item) error {
 	if err := v.room.Apply(ctx, rec); err != nil {
 		return v.fail(err, rec.Seq, it.line)
 	}
-	if it.canon == nil {
-		if it.canon = rec.ParsedCanonical(); it.canon == nil {
-			v.cbuf = rec.AppendJSON(v.cbuf[:0])
-			it.canon = v.cbuf
+	if v.seed {
+		if it.canon == nil {
+			if it.canon = rec.ParsedCanonical(); it.canon == nil {
+				v.cbuf = rec.AppendJSON(v.cbuf[:0])
+				it.canon = v.cbuf
+			}
+		}
+		v.dg.add(it.canon)
+		if v.mk != nil {
+			v.mk.add(rec.Hash)
 		}
 	}
-	v.dg.add(it.canon)
-	if v.mk != nil {
-		v.mk.add(rec.Hash)
+	if x := rec.Redacted; x != nil {
+		v.report.Redacted = append(v.report.Redacted, RedactedRecord{Seq: rec.Seq, Type: x.Type, EventHash: x.Hash})
 	}
-	v.report.Types[rec.Envelope.Type()]++
+	v.report.Types[rec.Type()]++
 	v.report.Records++
 	v.lastHash, v.lastAt = rec.Hash, rec.ReceivedAt
 	v.next++
@@ -563,6 +612,9 @@ func (v *verifier) finish() error {
 	case v.lastHash != v.m.LastHash:
 		return v.fail(mismatch("last_hash %s is not the hash of record %d (%s)", v.m.LastHash, last, v.lastHash), last, 0)
 	}
+	if !v.seed {
+		return v.finishPacks()
+	}
 	v.report.EventsSHA3256 = v.dg.sum()
 	v.report.ArchiveRoot = v.report.EventsSHA3256
 	if v.mk != nil {
@@ -577,6 +629,24 @@ func (v *verifier) finish() error {
 	return nil
 }
 
+// finishPacks checks a 2026-09-24 manifest's packs against the room
+// (§18): one entry per external pack the room imported, with the import's
+// URL and digest, and no other.
+func (v *verifier) finishPacks() error {
+	imported := v.room.Registry().Documents()
+	for _, d := range imported {
+		if !slices.ContainsFunc(v.m.Packs, func(p ArchivedPack) bool { return p.Pack == d.Pack && p.Digest == d.Digest }) {
+			return v.fail(mismatch("the room imported pack %.80q (%s), which the manifest's packs does not list", d.Pack, d.Digest), 0, 0)
+		}
+	}
+	for i, p := range v.m.Packs {
+		if !slices.ContainsFunc(imported, func(d packs.PackDocument) bool { return p.Pack == d.Pack && p.Digest == d.Digest }) {
+			return v.fail(mismatch("manifest packs[%d] (%.80q, %s) names a pack the room never imported", i, p.Pack, p.Digest), 0, 0)
+		}
+	}
+	return nil
+}
+
 func (v *verifier) finishReport() {
 	r := v.report
 	if v.room == nil {
@@ -585,6 +655,9 @@ func (v *verifier) finishReport() {
 	r.LastSeq, r.LastHash = v.next-1, v.lastHash
 	r.Head = v.room.Head()
 	r.Members = v.room.Members()
+	if !v.seed {
+		r.Host = v.room.Contract().Host
+	}
 	at := v.m.GeneratedAt
 	if at == 0 {
 		at = v.lastAt
@@ -766,7 +839,7 @@ func (v *verifier) work(b *batch) {
 				continue
 			}
 		}
-		rec, err := adp.ParseRecord(raw)
+		rec, err := adp.ParseRecordIn(v.draft, raw)
 		if err != nil {
 			it.err, it.seq = err, peekSeq(raw)
 			continue
@@ -777,7 +850,12 @@ func (v *verifier) work(b *batch) {
 			continue
 		}
 		it.rec = rec
-		_ = rec.Envelope.Verify() // remembered on success
+		if rec.Envelope != nil {
+			_ = rec.Envelope.Verify() // remembered on success
+		}
+		if !v.seed {
+			continue // no digest over the records to prepare
+		}
 		// The digest covers the canonical form: a line already in it (as
 		// the SDK writes them) is hashed as it stands.
 		if it.canon = rec.ParsedCanonical(); it.canon != nil {
@@ -822,13 +900,14 @@ func peekSeq(raw []byte) int64 {
 	return 0
 }
 
-// checkPacks verifies each archived document against its digest. The
-// packs.StaticFetcher it returns serves them by digest, so the URI an
-// import names need not match the one a document was archived under.
-func checkPacks(docs []packs.PackDocument) (packs.StaticFetcher, error) {
+// checkPacks verifies each archived document against its digest, of an
+// algorithm draft d admits. The packs.StaticFetcher it returns serves
+// them by digest, so the URI an import names need not match the one a
+// document was archived under.
+func checkPacks(draft adp.Draft, docs []packs.PackDocument) (packs.StaticFetcher, error) {
 	s := make(packs.StaticFetcher, 0, len(docs))
 	for _, d := range docs {
-		if err := packs.VerifyDigest(d.Raw, d.Digest); err != nil {
+		if err := draft.VerifyDigest(d.Raw, d.Digest); err != nil {
 			name := d.Pack
 			if name == "" {
 				name, _ = PackFileName(d.Digest)
@@ -840,12 +919,19 @@ func checkPacks(docs []packs.PackDocument) (packs.StaticFetcher, error) {
 	return s, nil
 }
 
-// LoadPacks reads the external pack documents of an archive directory:
-// every file in dir/packs named sha256-<base64url>.json (PackFileName).
-// Each file's bytes must match the digest its name encodes, or LoadPacks
-// fails with pack_unavailable. Other files (such as RegisteredPacksFile)
-// are ignored. A missing packs directory is no error.
-func LoadPacks(dir string) ([]packs.PackDocument, error) {
+// LoadPacks reads the external pack documents of an archive directory of
+// the default draft: every file in dir/packs named
+// sha256-<base64url>.json (PackFileName). See LoadPacksIn.
+func LoadPacks(dir string) ([]packs.PackDocument, error) { return LoadPacksIn(adp.DefaultDraft, dir) }
+
+// LoadPacksIn reads the external pack documents of an archive directory
+// of draft d: every file in dir/packs named <algorithm>-<base64url>.json
+// (PackFileName) for an algorithm the draft admits (sha256; also sha3-256
+// in the 2026-09-24 draft). Each file's bytes must match the digest its
+// name encodes, or LoadPacksIn fails with pack_unavailable. Other files
+// (such as RegisteredPacksFile) are ignored. A missing packs directory is
+// no error.
+func LoadPacksIn(d adp.Draft, dir string) ([]packs.PackDocument, error) {
 	entries, err := os.ReadDir(filepath.Join(dir, PacksDir))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -856,14 +942,14 @@ func LoadPacks(dir string) ([]packs.PackDocument, error) {
 	var out []packs.PackDocument
 	for _, e := range entries {
 		digest, ok := digestFromFileName(e.Name())
-		if !ok || !e.Type().IsRegular() {
+		if !ok || !e.Type().IsRegular() || !admits(d, digest) {
 			continue
 		}
 		raw, err := os.ReadFile(filepath.Join(dir, PacksDir, e.Name()))
 		if err != nil {
 			return nil, err
 		}
-		if err := packs.VerifyDigest(raw, digest); err != nil {
+		if err := d.VerifyDigest(raw, digest); err != nil {
 			return nil, identity.Wrap(adp.CodePackUnavailable, "archived pack document "+filepath.Join(PacksDir, e.Name()), err)
 		}
 		out = append(out, packs.PackDocument{Digest: digest, Raw: raw})
@@ -873,22 +959,31 @@ func LoadPacks(dir string) ([]packs.PackDocument, error) {
 
 // VerifyFiles verifies the archive whose manifest and record log are at
 // the given paths; the external pack documents are read from the packs
-// directory next to the manifest (LoadPacks). opts.Packs, if set, adds to
-// them.
+// directory next to the manifest (LoadPacksIn). opts.Packs, if set, adds
+// to them. The manifest is read with ParseManifestWith: its draft is
+// recognized from its members unless opts.Draft pins one.
 func VerifyFiles(ctx context.Context, manifestPath, recordsPath string, opts *VerifyOptions) (*Report, error) {
+	var o VerifyOptions
+	if opts != nil {
+		o = *opts
+	}
 	mb, err := os.ReadFile(manifestPath)
 	if err != nil {
 		return nil, err
 	}
-	m, err := ParseManifest(mb)
+	m, err := ParseManifestWith(mb, &ManifestOptions{Draft: o.Draft, AllowLoopbackHTTP: o.AllowLoopbackHTTP})
 	if err != nil {
-		return &Report{Failure: &Failure{Code: CodeInvalidManifest, Message: err.Error()}}, err
+		rep := &Report{Draft: o.Draft.OrDefault(), Failure: &Failure{Code: CodeInvalidManifest, Message: err.Error()}}
+		if d, derr := DetectDraft(mb); derr == nil && o.Draft == 0 {
+			rep.Draft = d
+		}
+		return rep, err
 	}
-	docs, err := LoadPacks(filepath.Dir(manifestPath))
+	docs, err := LoadPacksIn(m.Draft, filepath.Dir(manifestPath))
 	if err != nil {
 		var ie *identity.Error
 		if errors.As(err, &ie) {
-			return &Report{RoomID: m.RoomID, Failure: &Failure{Code: ie.Code, Message: ie.Message}}, err
+			return &Report{Draft: m.Draft.OrDefault(), RoomID: m.RoomID, Failure: &Failure{Code: ie.Code, Message: ie.Message}}, err
 		}
 		return nil, err
 	}
@@ -897,10 +992,6 @@ func VerifyFiles(ctx context.Context, manifestPath, recordsPath string, opts *Ve
 		return nil, err
 	}
 	defer f.Close()
-	var o VerifyOptions
-	if opts != nil {
-		o = *opts
-	}
 	o.Packs = append(docs, o.Packs...)
 	return Verify(ctx, m, f, &o)
 }

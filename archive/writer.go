@@ -40,10 +40,19 @@ const (
 // defaults: no host, URL or formats, extra {}, the system clock, and
 // archive_root equal to events_sha3_256.
 type Options struct {
-	// Host is the manifest's host, such as "al.ink".
+	// Draft is the draft of the records and the manifest; the zero value
+	// is the default draft. A 2026-09-24 manifest (§18) needs URL, and
+	// names the jsonl format at URL + "/archive.jsonl" unless Formats
+	// names one.
+	Draft adp.Draft
+	// Host is the seed manifest's host, such as "al.ink" (the 2026-09-24
+	// manifest has none: room.create names the host).
 	Host string
 	// URL is the room URL (§7.2).
 	URL string
+	// Packs are a 2026-09-24 manifest's packs: one entry per external
+	// pack the room imported (WriteDir fills it from its documents).
+	Packs []ArchivedPack
 	// Formats lists where the formats are served, such as
 	// {"jsonl": "https://…/archive.jsonl", "markdown": "https://…/archive.md"}.
 	Formats map[string]string
@@ -107,11 +116,14 @@ func (w *Writer) Add(rec *adp.Record) error {
 	if w.closed {
 		return errors.New("archive: Add after Close")
 	}
-	if rec == nil || rec.Envelope == nil {
+	if rec == nil || rec.Envelope == nil && rec.Redacted == nil {
 		return identity.NewError(adp.CodeInvalidRecord, "record has no envelope")
 	}
 	if err := adp.CheckLink(w.prev, rec); err != nil {
 		return err
+	}
+	if d := w.opts.Draft.OrDefault(); rec.Draft.OrDefault() != d {
+		return identity.Errorf(adp.CodeInvalidRecord, "record %d follows the %s draft; the archive the %s draft", rec.Seq, rec.Draft.OrDefault(), d)
 	}
 	if err := rec.CheckHash(); err != nil {
 		return err
@@ -140,6 +152,9 @@ func (w *Writer) Add(rec *adp.Record) error {
 // notePacks remembers registered packs imported by room.create and
 // type.define.
 func (w *Writer) notePacks(rec *adp.Record) {
+	if rec.Envelope == nil {
+		return // redacted: never a declaration
+	}
 	ev := rec.Envelope.Event()
 	var uses []struct {
 		Use string `json:"use"`
@@ -193,14 +208,34 @@ func (w *Writer) Close() (*Manifest, error) {
 	if w.opts.Now != nil {
 		now = w.opts.Now
 	}
-	m := &Manifest{
-		Protocol: adp.Protocol, Type: ManifestType, Host: w.opts.Host, RoomID: w.prev.RoomID, URL: w.opts.URL,
-		GeneratedAt: now().UnixMilli(), EventCount: w.prev.Seq, FirstSeq: 1, LastSeq: w.prev.Seq,
-		LastHash: w.prev.Hash, EventsSHA3256: w.dg.sum(), Formats: maps.Clone(w.opts.Formats), Extra: w.opts.Extra,
-	}
-	m.ArchiveRoot = m.EventsSHA3256
-	if w.mk != nil {
-		m.ArchiveRoot = w.mk.root()
+	var m *Manifest
+	if d := w.opts.Draft.OrDefault(); d != adp.Draft20260704 {
+		// §18 of the 2026-09-24 draft: last_hash is the commitment.
+		if w.opts.URL == "" {
+			w.err = errors.New("archive: a " + d.String() + " manifest needs the room URL (Options.URL)")
+			return nil, w.err
+		}
+		m = &Manifest{
+			Draft: d, Protocol: adp.Protocol, Type: ManifestType, RoomID: w.prev.RoomID, URL: w.opts.URL,
+			GeneratedAt: now().UnixMilli(), LastSeq: w.prev.Seq, LastHash: w.prev.Hash,
+			Formats: maps.Clone(w.opts.Formats), Packs: slices.Clone(w.opts.Packs), Extra: w.opts.Extra,
+		}
+		if m.Formats == nil {
+			m.Formats = map[string]string{}
+		}
+		if _, ok := m.Formats["jsonl"]; !ok {
+			m.Formats["jsonl"] = w.opts.URL + "/archive.jsonl"
+		}
+	} else {
+		m = &Manifest{
+			Protocol: adp.Protocol, Type: ManifestType, Host: w.opts.Host, RoomID: w.prev.RoomID, URL: w.opts.URL,
+			GeneratedAt: now().UnixMilli(), EventCount: w.prev.Seq, FirstSeq: 1, LastSeq: w.prev.Seq,
+			LastHash: w.prev.Hash, EventsSHA3256: w.dg.sum(), Formats: maps.Clone(w.opts.Formats), Extra: w.opts.Extra,
+		}
+		m.ArchiveRoot = m.EventsSHA3256
+		if w.mk != nil {
+			m.ArchiveRoot = w.mk.root()
+		}
 	}
 	if m.Extra == nil {
 		m.Extra = jsontext.Value("{}")
@@ -214,31 +249,45 @@ func (w *Writer) Close() (*Manifest, error) {
 	return m, nil
 }
 
+// digestAlgorithms are the pack digest algorithms some draft admits, each
+// a prefix of file names in PacksDir.
+var digestAlgorithms = [...]string{"sha256", "sha3-256"}
+
 // PackFileName returns the file name an external pack document with the
-// given digest is stored under in PacksDir: "sha256-<base64url>.json".
-// The name is derived only from the digest, whose base64url alphabet is
-// safe in file names on every system.
+// given digest is stored under in PacksDir: "sha256-<base64url>.json"
+// (or "sha3-256-<base64url>.json" for a 2026-09-24 sha3-256 digest). The
+// name is derived only from the digest, whose base64url alphabet is safe
+// in file names on every system.
 func PackFileName(digest string) (string, error) {
-	rest, ok := strings.CutPrefix(digest, "sha256:")
+	alg, rest, _ := strings.Cut(digest, ":")
 	var sum [32]byte
-	if !ok || b64url.DecodeFixed(sum[:], rest) != nil {
-		return "", identity.Errorf(adp.CodePackUnavailable, "pack digest %.80q is not sha256:<base64url>", digest)
+	if !slices.Contains(digestAlgorithms[:], alg) || b64url.DecodeFixed(sum[:], rest) != nil {
+		return "", identity.Errorf(adp.CodePackUnavailable, "pack digest %.80q is not sha256:<base64url> or sha3-256:<base64url>", digest)
 	}
-	return "sha256-" + rest + ".json", nil
+	return alg + "-" + rest + ".json", nil
 }
 
 // digestFromFileName inverts PackFileName.
 func digestFromFileName(name string) (string, bool) {
-	rest, ok := strings.CutPrefix(name, "sha256-")
-	if !ok {
-		return "", false
+	for _, alg := range digestAlgorithms {
+		rest, ok := strings.CutPrefix(name, alg+"-")
+		if !ok {
+			continue
+		}
+		rest, ok = strings.CutSuffix(rest, ".json")
+		var sum [32]byte
+		if !ok || b64url.DecodeFixed(sum[:], rest) != nil {
+			return "", false
+		}
+		return alg + ":" + rest, true
 	}
-	rest, ok = strings.CutSuffix(rest, ".json")
-	var sum [32]byte
-	if !ok || b64url.DecodeFixed(sum[:], rest) != nil {
-		return "", false
-	}
-	return "sha256:" + rest, true
+	return "", false
+}
+
+// admits reports whether draft d admits digest's algorithm.
+func admits(d adp.Draft, digest string) bool {
+	alg, _, _ := strings.Cut(digest, ":")
+	return slices.Contains(d.DigestAlgorithms(), alg)
 }
 
 // WriteDir writes a complete archive of records (in seq order, from seq 1)
@@ -251,21 +300,32 @@ func digestFromFileName(name string) (string, bool) {
 //	dir/packs/registered.json      the registered packs, if any were used
 //
 // docs are the external pack documents the room imported, such as
-// room.Registry().Documents(); each is checked against its digest.
+// room.Registry().Documents(); each is checked against its digest. In the
+// 2026-09-24 draft they are also the manifest's packs (unless opts.Packs
+// lists them), each served at URL + "/archive/packs/" + its file name.
 // Existing files are replaced.
 func WriteDir(dir string, records []*adp.Record, docs []packs.PackDocument, opts *Options) (*Manifest, error) {
 	if err := os.MkdirAll(filepath.Join(dir, PacksDir), 0o755); err != nil {
 		return nil, err
 	}
-	for _, d := range docs {
-		name, err := PackFileName(d.Digest)
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	d := o.Draft.OrDefault()
+	fill := d != adp.Draft20260704 && o.Packs == nil
+	for _, doc := range docs {
+		name, err := PackFileName(doc.Digest)
 		if err != nil {
 			return nil, err
 		}
-		if err := packs.VerifyDigest(d.Raw, d.Digest); err != nil {
+		if err := d.VerifyDigest(doc.Raw, doc.Digest); err != nil {
 			return nil, err
 		}
-		if err := os.WriteFile(filepath.Join(dir, PacksDir, name), d.Raw, 0o644); err != nil {
+		if fill {
+			o.Packs = append(o.Packs, ArchivedPack{Pack: doc.Pack, Digest: doc.Digest, URL: o.URL + "/archive/" + PacksDir + "/" + name})
+		}
+		if err := os.WriteFile(filepath.Join(dir, PacksDir, name), doc.Raw, 0o644); err != nil {
 			return nil, err
 		}
 	}
@@ -279,7 +339,7 @@ func WriteDir(dir string, records []*adp.Record, docs []packs.PackDocument, opts
 		return nil, err
 	}
 	defer tf.Close()
-	w := NewWriter(rf, tf, opts)
+	w := NewWriter(rf, tf, &o)
 	for _, rec := range records {
 		if err := w.Add(rec); err != nil {
 			return nil, err
@@ -290,7 +350,7 @@ func WriteDir(dir string, records []*adp.Record, docs []packs.PackDocument, opts
 		return nil, err
 	}
 	if len(w.registered) > 0 {
-		if err := os.WriteFile(filepath.Join(dir, PacksDir, RegisteredPacksFile), packs.RegisteredDocument(), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, PacksDir, RegisteredPacksFile), d.RegisteredDocument(), 0o644); err != nil {
 			return nil, err
 		}
 	}

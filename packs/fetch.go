@@ -103,6 +103,11 @@ func (d Draft) VerifyDigest(raw []byte, digest string) error {
 	return nil
 }
 
+// DigestAlgorithms returns the pack digest algorithms the draft admits,
+// as they prefix a digest: "sha256", and in the 2026-09-24 draft
+// "sha3-256" too.
+func (d Draft) DigestAlgorithms() []string { return slices.Clone(d.rules().digests) }
+
 // parsedDigest is a digest's algorithm and value.
 type parsedDigest struct {
 	sha3 bool // sha3-256, else sha256

@@ -11,6 +11,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/archive"
 	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/identity"
@@ -18,10 +19,14 @@ import (
 )
 
 const usage = `usage:
-  verify archive [-workers N] [-json] <manifest.json> <records.jsonl>
+  verify archive [-workers N] [-json] [-draft DATE] [-allow-loopback-http] <manifest.json> <records.jsonl>
   verify envelope <file>     ("-" reads standard input)
 
-exit status: 0 valid, 1 invalid, 2 usage or I/O error, 3 this verifier cannot evaluate the archive
+The ADP draft of an archive (2026-07-04 or 2026-09-24) is recognized from
+its manifest; -draft refuses a manifest of the other one.
+
+exit status: 0 valid, 1 invalid (manifest errors included), 2 usage or I/O error,
+3 this verifier cannot evaluate the archive
 `
 
 // Exit statuses.
@@ -58,6 +63,9 @@ func runArchive(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	workers := fs.Int("workers", 0, "signature-checking goroutines (0: GOMAXPROCS)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	var draft adp.Draft
+	fs.TextVar(&draft, "draft", adp.Draft(0), "the ADP draft the archive must follow, 2026-07-04 or 2026-09-24 (default: the manifest's)")
+	loopback := fs.Bool("allow-loopback-http", false, "accept http://127.0.0.1 URLs and room hosts (a local development host's archive)")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -66,7 +74,7 @@ func runArchive(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	rep, err := archive.VerifyFiles(context.Background(), fs.Arg(0), fs.Arg(1),
-		&archive.VerifyOptions{Workers: *workers})
+		&archive.VerifyOptions{Workers: *workers, Draft: draft, AllowLoopbackHTTP: *loopback})
 	var ie *identity.Error
 	if err != nil && !errors.As(err, &ie) {
 		fmt.Fprintf(stderr, "verify: %s\n", untrusted.Terminal(err.Error()))
@@ -112,18 +120,32 @@ func printReport(w io.Writer, r *archive.Report) {
 		}
 		fmt.Fprintf(w, "error:    %s%s: %s\n", t(string(f.Code)), where, t(f.Message))
 	}
+	if r.Draft != 0 {
+		fmt.Fprintf(w, "draft:    %s\n", r.Draft)
+	}
 	if r.RoomID == "" {
 		return
 	}
+	seed := r.Draft.OrDefault() == adp.Draft20260704
 	fmt.Fprintf(w, "room:     %s\n", t(r.RoomID))
-	if r.Host != "" || r.URL != "" {
+	switch {
+	case seed && (r.Host != "" || r.URL != ""):
 		fmt.Fprintf(w, "host:     %s %s (the host's assertion)\n", t(r.Host), t(r.URL))
+	case !seed:
+		fmt.Fprintf(w, "host:     %s (named by room.create)\n", t(r.Host))
+		fmt.Fprintf(w, "url:      %s (the host's assertion)\n", t(r.URL))
 	}
 	fmt.Fprintf(w, "records:  %d verified, seq 1–%d\n", r.Records, r.LastSeq)
 	if r.Records > 0 {
 		fmt.Fprintf(w, "last:     %s\n", r.LastHash)
 	}
-	if r.Valid {
+	for _, x := range r.Redacted {
+		fmt.Fprintf(w, "redacted: seq %d %s (event %s): signature, payload and permissions not checked\n", x.Seq, t(x.Type), x.EventHash)
+	}
+	if r.Valid && !seed {
+		fmt.Fprintf(w, "last_hash: %s (commits to every record through the pre_hash chain)\n", r.LastHash)
+	}
+	if r.Valid && seed {
 		fmt.Fprintf(w, "events_sha3_256: %s\n", r.EventsSHA3256)
 		kind := "= events_sha3_256"
 		if r.MerkleRoot {

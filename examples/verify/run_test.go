@@ -16,6 +16,7 @@ import (
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/adp/adptest"
 	"github.com/agentprotocols/go-sdk/archive"
+	"github.com/agentprotocols/go-sdk/internal/fixtures"
 )
 
 // mainRoom writes the "main" room of the SDK's ADP vectors as an archive
@@ -195,5 +196,79 @@ func TestTerminalEscapes(t *testing.T) {
 	_, out, errOut = runCmd("envelope", filepath.Join(dir, "no\x1b]0;such\a"))
 	if strings.ContainsAny(out+errOut, "\x1b\a") {
 		t.Fatalf("output %q %q", out, errOut)
+	}
+}
+
+// laterVectorDir writes the 2026-09-24 vectors' redacted records as an
+// archive directory, with a manifest naming their last seq and hash.
+func laterVectorDir(t *testing.T) string {
+	t.Helper()
+	var v struct {
+		RoomID          string           `json:"room_id"`
+		RedactedRecords []jsontext.Value `json:"redacted_records"`
+		LastHash        string           `json:"last_hash"`
+	}
+	if err := json.Unmarshal(fixtures.LaterVectors, &v); err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	for _, r := range v.RedactedRecords {
+		c := r.Clone()
+		if err := c.Compact(); err != nil {
+			t.Fatal(err)
+		}
+		log.Write(append(c, '\n'))
+	}
+	url := "https://api.example.com/v1/rooms/" + v.RoomID
+	manifest := `{"protocol":"agent-discourse/1.0","type":"room.archive","room_id":"` + v.RoomID + `","url":"` + url +
+		`","generated_at":1779753605000,"last_seq":5,"last_hash":"` + v.LastHash + `","formats":{"jsonl":"` + url + `/archive.jsonl"}}`
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "records.jsonl"), log.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// A 2026-09-24 archive is recognized from its manifest, verified per §18
+// and its redacted record reported; what §18 refuses exits 1, manifest
+// errors included; a pinned draft refuses the other one.
+func TestLaterArchive(t *testing.T) {
+	dir := laterVectorDir(t)
+	m, r := filepath.Join(dir, "manifest.json"), filepath.Join(dir, "records.jsonl")
+	code, out, errOut := runCmd("archive", m, r)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"archive: valid", "draft:    2026-09-24", "records:  5 verified, seq 1–5", "redacted: seq 3 message.create", "last_hash: jkBoa-z970wDTYKrlxGtW-fXjazFCS9iDC7V0yDJZTk"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if code, out, _ := runCmd("archive", "-draft", "2026-07-04", m, r); code != 1 || !strings.Contains(out, "2026-09-24-draft manifest") {
+		t.Fatalf("-draft 2026-07-04: exit %d\n%s", code, out)
+	}
+	if code, _, _ := runCmd("archive", "-draft", "2026-08-01", m, r); code != 2 {
+		t.Fatalf("-draft of an unknown draft: exit %d", code)
+	}
+	// A manifest without its jsonl format.
+	mb, _ := os.ReadFile(m)
+	os.WriteFile(m, bytes.Replace(mb, []byte(`"formats":{"jsonl"`), []byte(`"formats":{"json"`), 1), 0o644)
+	if code, out, _ := runCmd("archive", m, r); code != 1 || !strings.Contains(out, "invalid_manifest") {
+		t.Fatalf("manifest without jsonl: exit %d\n%s", code, out)
+	}
+	os.WriteFile(m, mb, 0o644)
+	// A record whose accepted_at changed breaks its hash.
+	b, _ := os.ReadFile(r)
+	os.WriteFile(r, bytes.Replace(b, []byte(`"accepted_at":1779753603010`), []byte(`"accepted_at":1779753603011`), 1), 0o644)
+	if code, out, _ := runCmd("archive", m, r); code != 1 || !strings.Contains(out, "invalid_record at seq 4") {
+		t.Fatalf("tampered accepted_at: exit %d\n%s", code, out)
+	}
+	// The seed's archive is refused when the 2026-09-24 draft is pinned.
+	seedDir, _ := mainRoom(t)
+	if code, out, _ := runCmd("archive", "-draft", "2026-09-24", filepath.Join(seedDir, "manifest.json"), filepath.Join(seedDir, "records.jsonl")); code != 1 || !strings.Contains(out, "2026-07-04-draft manifest") {
+		t.Fatalf("-draft 2026-09-24 on a seed archive: exit %d\n%s", code, out)
 	}
 }
