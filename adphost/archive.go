@@ -1,7 +1,9 @@
 package adphost
 
 import (
-	"bytes"
+	"context"
+	"errors"
+	"io"
 	"net/http"
 
 	"github.com/agentprotocols/go-sdk/adp"
@@ -9,16 +11,19 @@ import (
 	"github.com/agentprotocols/go-sdk/identity"
 )
 
-// builtArchive is a room's archive (§19), built once when first asked for
-// after the room ended: ended rooms accept no writes, so it never changes.
+// builtArchive is a room's archive manifest (§19), made once when first
+// asked for after the room ended: ended rooms accept no writes, so it
+// never changes. The records and the transcript are not kept: each
+// request streams them from the Store a page at a time, so that an
+// archive costs the host memory in proportion to the page budget, not to
+// the room's size.
 type builtArchive struct {
+	m        *archive.Manifest
 	manifest []byte
-	jsonl    []byte
-	markdown []byte
 }
 
-// archiveOf returns the room's archive, building it on first use. Only
-// ended rooms have one; a cancelled room has none (§19).
+// archiveOf returns the room's archive, making its manifest on first
+// use. Only ended rooms have one; a cancelled room has none (§19).
 func (h *Host) archiveOf(r *http.Request, hr *hostRoom) (*builtArchive, error) {
 	hr.mu.Lock()
 	defer hr.mu.Unlock()
@@ -32,27 +37,9 @@ func (h *Host) archiveOf(r *http.Request, hr *hostRoom) (*builtArchive, error) {
 	default:
 		return nil, identity.NewError(adp.CodeRoomNotActive, "the room has not ended; its archive does not exist yet")
 	}
-	url := h.RoomURL(hr.id)
-	var jsonl, md bytes.Buffer
-	w := archive.NewWriter(&jsonl, &md, &archive.Options{
-		Host: h.origin.Host(), URL: url, Now: h.now,
-		Formats: map[string]string{"jsonl": url + "/archive.jsonl", "markdown": url + "/archive.md"},
-	})
-	var after int64
-	for {
-		recs, err := h.store.Records(r.Context(), hr.id, after, 1000, h.pageBytes)
-		if err != nil {
-			return nil, err
-		}
-		if len(recs) == 0 {
-			break
-		}
-		for _, rec := range recs {
-			if err := w.Add(rec); err != nil {
-				return nil, err
-			}
-			after = rec.Seq
-		}
+	w := archive.NewWriter(io.Discard, nil, h.archiveOptions(hr.id))
+	if err := h.eachRecord(r.Context(), hr.id, hr.room.Latest().Seq, w.Add); err != nil {
+		return nil, err
 	}
 	m, err := w.Close()
 	if err != nil {
@@ -62,12 +49,42 @@ func (h *Host) archiveOf(r *http.Request, hr *hostRoom) (*builtArchive, error) {
 	if err != nil {
 		return nil, err
 	}
-	hr.archive = &builtArchive{manifest: mb, jsonl: jsonl.Bytes(), markdown: md.Bytes()}
+	hr.archive = &builtArchive{m: m, manifest: mb}
 	return hr.archive, nil
 }
 
+// archiveOptions are the archive options of a room of this host.
+func (h *Host) archiveOptions(roomID string) *archive.Options {
+	url := h.RoomURL(roomID)
+	return &archive.Options{
+		Host: h.origin.Host(), URL: url, Now: h.now,
+		Formats: map[string]string{"jsonl": url + "/archive.jsonl", "markdown": url + "/archive.md"},
+	}
+}
+
+// eachRecord calls f with the room's records from seq 1 to last, in
+// order, reading them a page (the page budget) at a time.
+func (h *Host) eachRecord(ctx context.Context, roomID string, last int64, f func(*adp.Record) error) error {
+	for after := int64(0); after < last; {
+		recs, err := h.store.Records(ctx, roomID, after, int(min(last-after, MaxEventsLimit)), h.pageBytes)
+		if err != nil {
+			return err
+		}
+		if len(recs) == 0 {
+			return errors.New("adphost: the Store lost records of an ended room")
+		}
+		for _, rec := range recs {
+			if err := f(rec); err != nil {
+				return err
+			}
+			after = rec.Seq
+		}
+	}
+	return nil
+}
+
 // archiveFor authorizes and returns the archive of the request's room.
-func (h *Host) archiveFor(w http.ResponseWriter, r *http.Request) *builtArchive {
+func (h *Host) archiveFor(w http.ResponseWriter, r *http.Request) (*hostRoom, *builtArchive) {
 	hr, _, err := h.authorizedRoom(r, readContents)
 	var a *builtArchive
 	if err == nil {
@@ -75,33 +92,65 @@ func (h *Host) archiveFor(w http.ResponseWriter, r *http.Request) *builtArchive 
 	}
 	if err != nil {
 		writeError(w, err)
-		return nil
+		return nil, nil
 	}
-	return a
+	return hr, a
 }
+
+// streamArchive writes the records of a's room to w, through f, after
+// the answer's headers. A Store that fails midway aborts the answer: a
+// client sees a truncated body (which does not verify against the
+// manifest), never a short archive that looks whole.
+func (h *Host) streamArchive(w http.ResponseWriter, r *http.Request, hr *hostRoom, a *builtArchive, contentType string, f func(*adp.Record) error) {
+	w.Header().Set("Content-Type", contentType)
+	w.WriteHeader(http.StatusOK)
+	err := h.eachRecord(r.Context(), hr.id, a.m.LastSeq, f)
+	if err != nil && r.Context().Err() == nil && !errors.Is(err, errWrite) {
+		h.log.Error("adphost: an archive could not be read to its end", "room", hr.id, "err", err)
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// errWrite marks a failed write to the client, which ends a stream
+// without more ado.
+var errWrite = errors.New("adphost: the client stopped reading")
 
 // getArchive is GET /v1/rooms/{room_id}/archive: the manifest (§19),
 // whose formats name the two paths below.
 func (h *Host) getArchive(w http.ResponseWriter, r *http.Request) {
-	if a := h.archiveFor(w, r); a != nil {
+	if _, a := h.archiveFor(w, r); a != nil {
 		writeRaw(w, http.StatusOK, a.manifest)
 	}
 }
 
 // getArchiveJSONL serves the records, one canonical JSON record per line.
 func (h *Host) getArchiveJSONL(w http.ResponseWriter, r *http.Request) {
-	if a := h.archiveFor(w, r); a != nil {
-		w.Header().Set("Content-Type", "application/jsonl")
-		w.WriteHeader(http.StatusOK)
-		w.Write(a.jsonl)
+	hr, a := h.archiveFor(w, r)
+	if a == nil {
+		return
 	}
+	var line []byte
+	h.streamArchive(w, r, hr, a, "application/jsonl", func(rec *adp.Record) error {
+		line = append(rec.AppendJSON(line[:0]), '\n')
+		if _, err := w.Write(line); err != nil {
+			return errWrite
+		}
+		return nil
+	})
 }
 
 // getArchiveMarkdown serves the Markdown transcript.
 func (h *Host) getArchiveMarkdown(w http.ResponseWriter, r *http.Request) {
-	if a := h.archiveFor(w, r); a != nil {
-		w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
-		w.WriteHeader(http.StatusOK)
-		w.Write(a.markdown)
+	hr, a := h.archiveFor(w, r)
+	if a == nil {
+		return
 	}
+	t := archive.NewTranscript(w)
+	h.streamArchive(w, r, hr, a, "text/markdown; charset=utf-8", func(rec *adp.Record) error {
+		if t.Add(rec) != nil {
+			return errWrite
+		}
+		return nil
+	})
+	t.Close(a.m)
 }

@@ -72,13 +72,23 @@ func FillBlobRoom(ctx context.Context, c *adp.Client, n int) (string, error) {
 	return room, nil
 }
 
-// PageCost GETs url conc times at once, without a request JWT, reading
-// every answer to its end, and returns what this process allocated
-// meanwhile and the greatest growth of its heap's live objects over their
-// size before, sampled every millisecond. An in-process host's cost of a
-// request is within both (they include the client's, which reads each
-// body once).
-func PageCost(url string, hc *http.Client, conc int) (allocated, peak uint64, err error) {
+// Cost is what GETs cost the process that made and served them.
+type Cost struct {
+	// Allocated is what the process allocated meanwhile.
+	Allocated uint64
+	// Peak is the greatest growth of the heap's live objects over their
+	// size before, sampled every millisecond.
+	Peak uint64
+	// Retained is the growth of the live heap once the answers were read
+	// and garbage collected: what the host keeps.
+	Retained uint64
+}
+
+// ReadCost GETs url conc times at once, without a request JWT, reading
+// every answer to its end, and returns what that cost this process. An
+// in-process host's cost of a request is within it (it includes the
+// client's, which reads each body once, into a fixed buffer).
+func ReadCost(url string, hc *http.Client, conc int) (Cost, error) {
 	samples := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
 	runtime.GC()
 	metrics.Read(samples)
@@ -125,30 +135,38 @@ func PageCost(url string, hc *http.Client, conc int) (allocated, peak uint64, er
 	close(stop)
 	sampler.Wait()
 	close(errs)
+	var c Cost
 	metrics.Read(samples)
-	allocated = samples[0].Value.Uint64() - allocs0
-	if top.Load() > live0 {
-		peak = top.Load() - live0
-	}
-	return allocated, peak, <-errs
+	c.Allocated = samples[0].Value.Uint64() - allocs0
+	c.Peak = max(top.Load(), live0) - live0
+	runtime.GC()
+	metrics.Read(samples)
+	c.Retained = max(samples[1].Value.Uint64(), live0) - live0
+	return c, <-errs
 }
 
-// CheckPageCost is the memory test of a Store's history reads: it fills a
-// room of a host on store with n records of about 256 KiB (FillBlobRoom)
-// and GETs /events?limit=1000 of it anonymously, once and then eight
-// times at once. Whatever n, one request must allocate at most 8 times
-// the page budget (Options.MaxPageBytes, 8 MiB) plus 64 MiB, and eight at
-// once at most eight times the page budget each plus 64 MiB in all: what
-// it costs is bounded by the budget, not by the limit times the records'
-// size. n of 300 or more fails a host that reads the whole limit before
-// cutting the page. It skips with -short and under the race detector
-// (it writes n/4 MiB of records and has no concurrency to check).
-func CheckPageCost(t *testing.T, store adphost.Store, n int) {
+// CheckReadCost is the memory test of a Store's reads of room logs: it
+// fills a room of a host on store with n records of about 256 KiB
+// (FillBlobRoom) and GETs /events?limit=1000 of it anonymously, once and
+// then eight times at once; then, the room ended, its archive's manifest,
+// records and transcript. One page must allocate at most 8 times the page
+// budget (Options.MaxPageBytes, 8 MiB) plus 64 MiB, eight at once at most
+// eight times the page budget each plus 64 MiB in all; an archive, which
+// reads the whole room, must not grow the live heap by more than one page
+// may allocate; and the host must keep no more than the page budget after
+// any of them. What a read costs is bounded by the budget, not by the
+// limit times the records' size, nor by the room. n of 300 or more fails a
+// host that reads the whole limit before cutting a page, or that builds an
+// archive in memory. It skips with -short and under the race detector (it
+// writes n/4 MiB of records and has no concurrency to check).
+func CheckReadCost(t *testing.T, store adphost.Store, n int) {
 	t.Helper()
 	if testing.Short() || raceflag.Enabled {
 		t.Skip("writes 256 KiB records; no concurrency to check")
 	}
-	h, srv := NewServer(t, &adphost.Options{Store: store, RateLimits: adphost.Unlimited(), SnapshotEvery: -1, Heartbeat: -1})
+	var later atomic.Int64 // the host's clock runs ahead by this much
+	now := func() time.Time { return time.Now().Add(time.Duration(later.Load())) }
+	h, srv := NewServer(t, &adphost.Options{Store: store, RateLimits: adphost.Unlimited(), SnapshotEvery: -1, Heartbeat: -1, Now: now})
 	key, err := identity.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -164,20 +182,31 @@ func CheckPageCost(t *testing.T, store adphost.Store, n int) {
 	}
 	t.Logf("%d records of %d KiB in %v", n, BlobSize>>10, time.Since(start).Round(time.Millisecond))
 	budget := uint64(h.Quotas().MaxPageBytes)
-	url := srv.URL + "/v1/rooms/" + room + "/events?limit=1000"
-	// The first read loads the room; the cache keeps it.
-	if _, _, err := PageCost(url, srv.Client(), 1); err != nil {
-		t.Fatal(err)
-	}
-	for _, conc := range []int{1, 8} {
-		allocated, peak, err := PageCost(url, srv.Client(), conc)
+	check := func(path string, conc int, whole bool) {
+		t.Helper()
+		cost, err := ReadCost(srv.URL+"/v1/rooms/"+room+path, srv.Client(), conc)
 		if err != nil {
 			t.Fatal(err)
 		}
-		bound := uint64(conc)*8*budget + 64<<20
-		t.Logf("GET …/events?limit=1000 × %d at once: %d MiB allocated, live heap peak +%d MiB (bound %d MiB)", conc, allocated>>20, peak>>20, bound>>20)
-		if allocated > bound {
-			t.Errorf("%d requests at once allocated %d MiB, more than %d MiB", conc, allocated>>20, bound>>20)
+		bound, what, got := uint64(conc)*8*budget+64<<20, "allocated", cost.Allocated
+		if whole {
+			what, got = "live heap growth", cost.Peak
+		}
+		t.Logf("GET …%s × %d at once: %d MiB allocated, live heap peak +%d MiB, +%d MiB kept (bounds: %s %d MiB, kept %d MiB)",
+			path, conc, cost.Allocated>>20, cost.Peak>>20, cost.Retained>>20, what, bound>>20, budget>>20)
+		if got > bound || cost.Retained > budget {
+			t.Errorf("GET …%s × %d at once: %s %d MiB (bound %d MiB), kept %d MiB (bound %d MiB)",
+				path, conc, what, got>>20, bound>>20, cost.Retained>>20, budget>>20)
 		}
 	}
+	// The first read loads the room; the cache keeps it.
+	if _, err := ReadCost(srv.URL+"/v1/rooms/"+room+"/events?limit=1", srv.Client(), 1); err != nil {
+		t.Fatal(err)
+	}
+	check("/events?limit=1000", 1, false)
+	check("/events?limit=1000", 8, false)
+	later.Store(int64(2 * time.Hour)) // FillBlobRoom's room ends in an hour
+	check("/archive", 1, true)        // makes the manifest
+	check("/archive.jsonl", 1, true)
+	check("/archive.md", 1, true)
 }

@@ -329,13 +329,14 @@ func TestOpenHeldFile(t *testing.T) {
 	}
 }
 
-// TestPageCost: one history page over records of 256 KiB costs the host
-// memory in proportion to its byte budget, not to its limit.
-func TestPageCost(t *testing.T) {
+// TestReadCost: one history page over records of 256 KiB costs the host
+// memory in proportion to its byte budget, not to its limit, and an
+// archive in proportion to the budget, not to the room.
+func TestReadCost(t *testing.T) {
 	s, err := Open(filepath.Join(t.TempDir(), "host.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	adphosttest.CheckPageCost(t, s, 300)
+	adphosttest.CheckReadCost(t, s, 300)
 }

@@ -185,10 +185,11 @@ func TestPendingIndexMigration(t *testing.T) {
 	}
 }
 
-// TestPageCost: one history page over records of 256 KiB costs the host
-// memory in proportion to its byte budget, not to its limit.
-func TestPageCost(t *testing.T) {
-	adphosttest.CheckPageCost(t, open(t, pgtest.Database(t)), 300)
+// TestReadCost: one history page over records of 256 KiB costs the host
+// memory in proportion to its byte budget, not to its limit, and an
+// archive in proportion to the budget, not to the room.
+func TestReadCost(t *testing.T) {
+	adphosttest.CheckReadCost(t, open(t, pgtest.Database(t)), 300)
 }
 
 // TestMigrationsHostileText: a database of the schema before join
