@@ -24,13 +24,7 @@ import (
 // 2026-07-28 — gets notifications/resources/updated when a mention
 // arrives, over stdio and HTTP, and re-reads the resource to find it.
 func TestResourceUpdatesOverTransports(t *testing.T) {
-	h := newTestHost(t, &adphost.Options{RateLimits: adphost.Unlimited()})
-	alice := newConnector(t, "alice", h)
-	bob := newConnector(t, "bob", h)
-	roomID := createRoom(t, alice, h, "public")
-	bob.call("room_open", map[string]any{"host": h.url, "room_id": roomID})
-	bob.call("room_join", map[string]any{"room_id": roomID, "role": "speaker"})
-	alice.call("room_state", map[string]any{"room_id": roomID, "refresh": true})
+	alice, bob, roomID := speakers(t, newTestHost(t, &adphost.Options{RateLimits: adphost.Unlimited()}))
 	for _, tr := range transports {
 		t.Run(tr.name, func(t *testing.T) {
 			updates := make(chan string, 64)
@@ -230,13 +224,7 @@ func TestAdvertisedVersionsAgree(t *testing.T) {
 // while a conversation that read nothing writes against the current
 // head; a claim (§4.3) hides an item from other conversations only.
 func TestHTTPConversations(t *testing.T) {
-	h := newTestHost(t, &adphost.Options{RateLimits: adphost.Unlimited()})
-	alice := newConnector(t, "alice", h)
-	bob := newConnector(t, "bob", h)
-	bob.srv.streamGrace = 200 * time.Millisecond
-	roomID := createRoom(t, alice, h, "public")
-	bob.call("room_open", map[string]any{"host": h.url, "room_id": roomID})
-	bob.call("room_join", map[string]any{"room_id": roomID, "role": "speaker"})
+	alice, bob, roomID := speakers(t, newTestHost(t, &adphost.Options{RateLimits: adphost.Unlimited()}))
 	ts := serveHTTP(t, bob)
 	conv := func(name string) rpcCaller {
 		r := &rawHTTP{t: t, url: ts.URL, version: "2026-07-28", conversation: name}
@@ -260,7 +248,6 @@ func TestHTTPConversations(t *testing.T) {
 	// room, the default conversation's write without a base is held.
 	// Another conversation, which read nothing, sends against the head.
 	tool(conv(""), "room_state", map[string]any{"room_id": roomID, "refresh": true})
-	alice.call("room_state", map[string]any{"room_id": roomID, "refresh": true})
 	alice.call("room_send_message", map[string]any{"room_id": roomID, "content": "meanwhile"})
 	bob.call("room_timeline", map[string]any{"room_id": roomID, "refresh": true}) // bob's connector verifies the new record
 	if res := tool(conv(""), "room_send_message", map[string]any{"room_id": roomID, "content": "reply to what I saw"}); res["status"] != "held" {
@@ -272,9 +259,7 @@ func TestHTTPConversations(t *testing.T) {
 
 	// Claims: conversation "a" claims the mention; "b" and the default
 	// conversation do not get it; "a" does again.
-	alice.call("room_state", map[string]any{"room_id": roomID, "refresh": true})
-	alice.call("room_send_message", map[string]any{"room_id": roomID, "content": "ping", "mentions": []string{bob.agentID}, "on_head_mismatch": "send_anyway"})
-	waitInbox(t, bob, roomID, "room.mention")
+	mentionInbox(t, alice, bob, roomID)
 	next := func(call rpcCaller) int {
 		return len(tool(call, "inbox_next", map[string]any{"room_id": roomID, "kinds": []string{"room.mention"}, "claim": true})["items"].([]any))
 	}
@@ -303,16 +288,8 @@ func TestHTTPConversations(t *testing.T) {
 // (its client went away; there is no DELETE in 2026-07-28) has its
 // claims released after the grace, as a session whose GET stream closed.
 func TestHTTPConversationEndsWithListenStream(t *testing.T) {
-	h := newTestHost(t, nil)
-	alice := newConnector(t, "alice", h)
-	bob := newConnector(t, "bob", h)
+	_, bob, roomID := mentioned(t, newTestHost(t, nil))
 	bob.srv.streamGrace = 200 * time.Millisecond
-	roomID := createRoom(t, alice, h, "public")
-	bob.call("room_open", map[string]any{"host": h.url, "room_id": roomID})
-	bob.call("room_join", map[string]any{"room_id": roomID, "role": "speaker"})
-	alice.call("room_state", map[string]any{"room_id": roomID, "refresh": true})
-	alice.call("room_send_message", map[string]any{"room_id": roomID, "content": "ping", "mentions": []string{bob.agentID}})
-	waitInbox(t, bob, roomID, "room.mention")
 
 	r := &rawHTTP{t: t, url: serveHTTP(t, bob).URL, version: "2026-07-28", conversation: "agent-1"}
 	listen := r.post2026(1, "subscriptions/listen", map[string]any{"notifications": map[string]any{"resourceSubscriptions": []string{connector.URIInboxPending}}})
@@ -345,15 +322,7 @@ func TestHTTPConversationEndsWithListenStream(t *testing.T) {
 // 2026-07-28 conversations; a new one ends the least recently used, whose
 // claims are released.
 func TestConversationsBounded(t *testing.T) {
-	h := newTestHost(t, nil)
-	alice := newConnector(t, "alice", h)
-	bob := newConnector(t, "bob", h)
-	roomID := createRoom(t, alice, h, "public")
-	bob.call("room_open", map[string]any{"host": h.url, "room_id": roomID})
-	bob.call("room_join", map[string]any{"room_id": roomID, "role": "speaker"})
-	alice.call("room_state", map[string]any{"room_id": roomID, "refresh": true})
-	alice.call("room_send_message", map[string]any{"room_id": roomID, "content": "ping", "mentions": []string{bob.agentID}})
-	waitInbox(t, bob, roomID, "room.mention")
+	_, bob, roomID := mentioned(t, newTestHost(t, nil))
 
 	ctx := context.Background()
 	in := connector.InboxNextInput{RoomID: roomID, Claim: true}

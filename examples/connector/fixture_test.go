@@ -296,3 +296,25 @@ func waitInbox(t testing.TB, c *agentConn, roomID, kind string) map[string]any {
 	t.Fatalf("%s: no %s inbox item", c.name, kind)
 	return nil
 }
+
+// speakers has alice create a public room on h that bob opens and joins
+// as a speaker; alice's view is then refreshed, so her writes go against
+// the head.
+func speakers(t testing.TB, h *testHost) (alice, bob *agentConn, roomID string) {
+	t.Helper()
+	alice = newConnector(t, "alice", h)
+	bob = newConnector(t, "bob", h)
+	roomID = createRoom(t, alice, h, "public")
+	bob.call("room_open", map[string]any{"host": h.url, "room_id": roomID})
+	bob.call("room_join", map[string]any{"room_id": roomID, "role": "speaker"})
+	alice.call("room_state", map[string]any{"room_id": roomID, "refresh": true})
+	return alice, bob, roomID
+}
+
+// mentionInbox has alice mention bob in roomID and waits for bob's inbox
+// item.
+func mentionInbox(t testing.TB, alice, bob *agentConn, roomID string) {
+	t.Helper()
+	alice.call("room_send_message", map[string]any{"room_id": roomID, "content": "ping", "mentions": []string{bob.agentID}, "on_head_mismatch": "send_anyway"})
+	waitInbox(t, bob, roomID, "room.mention")
+}

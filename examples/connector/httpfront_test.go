@@ -73,6 +73,32 @@ func (r *rawHTTP) request(body string, mut func(*http.Request)) *http.Request {
 	return req
 }
 
+// getStream opens the session's GET stream (resuming after lastID, when
+// set) and reads its events into the returned channel.
+func (r *rawHTTP) getStream(lastID string) (*http.Response, chan [2]string) {
+	r.t.Helper()
+	req, _ := http.NewRequest("GET", r.url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Mcp-Session-Id", r.session)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		r.t.Fatalf("GET with Last-Event-ID %q: HTTP %d %s, want a stream", lastID, resp.StatusCode, b)
+	}
+	ch := make(chan [2]string, 8)
+	go sseEvents(resp.Body, ch)
+	return resp, ch
+}
+
 // sseEvents reads SSE events (id and data) from body until it ends.
 func sseEvents(body io.Reader, out chan<- [2]string) {
 	defer close(out)
@@ -164,26 +190,11 @@ func TestHTTPCancelledGetsNoResponse(t *testing.T) {
 // another session is handed the item; within the grace it is not.
 func TestHTTPClaimReleasedWhenStreamsClose(t *testing.T) {
 	h := newTestHost(t, nil)
-	alice := newConnector(t, "alice", h)
-	bob := newConnector(t, "bob", h)
+	_, bob, roomID := mentioned(t, h)
 	bob.srv.streamGrace = 200 * time.Millisecond
-	roomID := createRoom(t, alice, h, "public")
-	bob.call("room_open", map[string]any{"host": h.url, "room_id": roomID})
-	bob.call("room_join", map[string]any{"room_id": roomID, "role": "speaker"})
-	alice.call("room_state", map[string]any{"room_id": roomID, "refresh": true})
-	alice.call("room_send_message", map[string]any{"room_id": roomID, "content": "ping", "mentions": []string{bob.agentID}})
-	waitInbox(t, bob, roomID, "room.mention")
 
 	r := newRawHTTP(t, serveHTTP(t, bob))
-	req, _ := http.NewRequest("GET", r.url, nil)
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+testToken)
-	req.Header.Set("Mcp-Session-Id", r.session)
-	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-	get, err := http.DefaultClient.Do(req)
-	if err != nil || get.StatusCode != http.StatusOK {
-		t.Fatalf("GET: %v %v", err, get)
-	}
+	get, _ := r.getStream("")
 	resp := r.post(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"`+connector.ToolPrefix+`inbox_next","arguments":{"room_id":"`+roomID+`","kinds":["room.mention"],"claim":true}}}`, nil)
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
@@ -213,13 +224,7 @@ func TestHTTPClaimReleasedWhenStreamsClose(t *testing.T) {
 // arrives next is not claimed by it, and another session gets it — not
 // after the claim lease.
 func TestHTTPAbandonedLongPollClaimsNothing(t *testing.T) {
-	h := newTestHost(t, &adphost.Options{RateLimits: adphost.Unlimited()})
-	alice := newConnector(t, "alice", h)
-	bob := newConnector(t, "bob", h)
-	roomID := createRoom(t, alice, h, "public")
-	bob.call("room_open", map[string]any{"host": h.url, "room_id": roomID})
-	bob.call("room_join", map[string]any{"room_id": roomID, "role": "speaker"})
-	alice.call("room_state", map[string]any{"room_id": roomID, "refresh": true})
+	alice, bob, roomID := speakers(t, newTestHost(t, &adphost.Options{RateLimits: adphost.Unlimited()}))
 	ts := serveHTTP(t, bob)
 	for _, version := range []string{"2025-11-25", "2026-07-28"} {
 		t.Run(version, func(t *testing.T) {
@@ -295,4 +300,12 @@ func TestPendingCallsAbandonedBeforeStart(t *testing.T) {
 	if ctx, _ := p.start(context.Background(), k); ctx.Err() != nil || len(p.calls) != 0 {
 		t.Errorf("a finished call is remembered (%d) or starts cancelled", len(p.calls))
 	}
+}
+
+// mentioned is speakers with a mention of bob in his inbox.
+func mentioned(t testing.TB, h *testHost) (alice, bob *agentConn, roomID string) {
+	t.Helper()
+	alice, bob, roomID = speakers(t, h)
+	mentionInbox(t, alice, bob, roomID)
+	return alice, bob, roomID
 }

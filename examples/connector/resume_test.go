@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -20,23 +18,7 @@ func TestHTTPResumableStream(t *testing.T) {
 	h := newTestHost(t, nil)
 	c := newConnector(t, "http-resume", h)
 	r := newRawHTTP(t, serveHTTP(t, c))
-	get := func(lastID string) (*http.Response, chan [2]string) {
-		req, _ := http.NewRequest("GET", r.url, nil)
-		req.Header.Set("Accept", "text/event-stream")
-		req.Header.Set("Authorization", "Bearer "+testToken)
-		req.Header.Set("Mcp-Session-Id", r.session)
-		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-		if lastID != "" {
-			req.Header.Set("Last-Event-ID", lastID)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil || resp.StatusCode != http.StatusOK {
-			t.Fatalf("GET: %v %v", err, resp)
-		}
-		ch := make(chan [2]string, 8)
-		go sseEvents(resp.Body, ch)
-		return resp, ch
-	}
+	get := r.getStream
 	next := func(ch chan [2]string) [2]string {
 		t.Helper()
 		for {
@@ -100,29 +82,7 @@ func TestHTTPResumeGone(t *testing.T) {
 	c := newConnector(t, "http-gone", h)
 	c.srv.replayBytes = 1024
 	r := newRawHTTP(t, serveHTTP(t, c))
-	get := func(lastID string) (*http.Response, chan [2]string) {
-		t.Helper()
-		req, _ := http.NewRequest("GET", r.url, nil)
-		req.Header.Set("Accept", "text/event-stream")
-		req.Header.Set("Authorization", "Bearer "+testToken)
-		req.Header.Set("Mcp-Session-Id", r.session)
-		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-		if lastID != "" {
-			req.Header.Set("Last-Event-ID", lastID)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			t.Fatalf("GET with Last-Event-ID %q: HTTP %d %s, want a fresh stream", lastID, resp.StatusCode, b)
-		}
-		ch := make(chan [2]string, 8)
-		go sseEvents(resp.Body, ch)
-		return resp, ch
-	}
+	get := r.getStream
 	// Waits for a notification on ch, poking until one arrives (the
 	// stream may attach after its headers).
 	notified := func(ch chan [2]string) [2]string {

@@ -187,15 +187,7 @@ func TestDefaultProtocolVersion(t *testing.T) {
 // TestClaimReleasedWhenSessionEnds: an item claimed by one MCP session is
 // not handed to another (§4.3 claim) until the claiming session ends.
 func TestClaimReleasedWhenSessionEnds(t *testing.T) {
-	h := newTestHost(t, nil)
-	alice := newConnector(t, "alice", h)
-	bob := newConnector(t, "bob", h)
-	roomID := createRoom(t, alice, h, "public")
-	bob.call("room_open", map[string]any{"host": h.url, "room_id": roomID})
-	bob.call("room_join", map[string]any{"room_id": roomID, "role": "speaker"})
-	alice.call("room_state", map[string]any{"room_id": roomID, "refresh": true})
-	alice.call("room_send_message", map[string]any{"room_id": roomID, "content": "ping", "mentions": []string{bob.agentID}})
-	waitInbox(t, bob, roomID, "room.mention")
+	_, bob, roomID := mentioned(t, newTestHost(t, nil))
 
 	other := &agentConn{t: t, name: "bob-2", eng: bob.eng, srv: bob.srv, client: connectClient(t, bob.srv, nil), agentID: bob.agentID}
 	claimed := bob.call("inbox_next", map[string]any{"room_id": roomID, "kinds": []string{"room.mention"}, "claim": true})
