@@ -180,7 +180,7 @@ func moduleGraph(t *testing.T) map[string]pkgImports {
 // the package a helper they use serves (its options and types).
 func TestLayering(t *testing.T) {
 	graph := moduleGraph(t)
-	for _, want := range []string{"identity", "adphost", "connector", "examples/connector"} {
+	for _, want := range []string{"identity", "adphost", "connector", "cmd/agent-protocols-connector"} {
 		if _, ok := graph[want]; !ok {
 			t.Fatalf("%s was not read; is the walk broken?", want)
 		}

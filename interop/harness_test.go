@@ -27,7 +27,7 @@ import (
 // names (the path's last element, as go install names them) are the ones
 // the READMEs' command lines call.
 const (
-	connectorPkg = "github.com/agentprotocols/go-sdk/examples/connector"
+	connectorPkg = "github.com/agentprotocols/go-sdk/cmd/agent-protocols-connector"
 	hostPkg      = "github.com/agentprotocols/go-sdk/examples/host"
 )
 

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/agentprotocols/go-sdk/examples/connector/internal/acp"
+	"github.com/agentprotocols/go-sdk/cmd/agent-protocols-connector/internal/acp"
 	"github.com/agentprotocols/go-sdk/internal/untrusted"
 )
 

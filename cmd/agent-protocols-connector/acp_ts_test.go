@@ -16,7 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
-	"github.com/agentprotocols/go-sdk/examples/connector/internal/acp"
+	"github.com/agentprotocols/go-sdk/cmd/agent-protocols-connector/internal/acp"
 )
 
 // The TypeScript chain tests put real ACP agents built on the official

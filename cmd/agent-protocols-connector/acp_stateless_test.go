@@ -11,8 +11,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentprotocols/go-sdk/cmd/agent-protocols-connector/internal/acp"
 	"github.com/agentprotocols/go-sdk/connector"
-	"github.com/agentprotocols/go-sdk/examples/connector/internal/acp"
 )
 
 // TestACPChainStateless runs `connector acp` under a conductor that

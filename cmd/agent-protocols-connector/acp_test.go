@@ -17,8 +17,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentprotocols/go-sdk/cmd/agent-protocols-connector/internal/acp"
 	"github.com/agentprotocols/go-sdk/connector"
-	"github.com/agentprotocols/go-sdk/examples/connector/internal/acp"
 )
 
 func jsonEq(t *testing.T, what string, got json.RawMessage, want any) {

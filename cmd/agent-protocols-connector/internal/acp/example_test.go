@@ -8,7 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentprotocols/go-sdk/examples/connector/internal/acp"
+	"github.com/agentprotocols/go-sdk/cmd/agent-protocols-connector/internal/acp"
 )
 
 // The conductor's _proxy/initialize becomes the inner initialize, sent

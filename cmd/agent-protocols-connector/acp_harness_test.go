@@ -20,8 +20,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/agentprotocols/go-sdk/cmd/agent-protocols-connector/internal/acp"
 	"github.com/agentprotocols/go-sdk/connector"
-	"github.com/agentprotocols/go-sdk/examples/connector/internal/acp"
 )
 
 // The ACP tests run the built binary as a proxy component and play both
