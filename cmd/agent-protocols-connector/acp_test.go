@@ -381,7 +381,7 @@ func TestACPChainWithoutCapability(t *testing.T) {
 }
 
 // TestReadmeACPChain: the README's conductor chain example is valid JSON
-// that runs `connector acp`, and the README names the wire methods the
+// that runs `agent-protocols-connector acp`, and the README names the wire methods the
 // connector speaks, in both revisions.
 func TestReadmeACPChain(t *testing.T) {
 	b, err := os.ReadFile("README.md")
@@ -408,7 +408,7 @@ func TestReadmeACPChain(t *testing.T) {
 		t.Fatalf("conductor example: %v", err)
 	}
 	for _, a := range cfg.AgentServers {
-		if len(a.Args) < 3 || a.Args[0] != "agent" || !strings.HasPrefix(a.Args[1], "connector acp") {
+		if len(a.Args) < 3 || a.Args[0] != "agent" || !strings.HasPrefix(a.Args[1], "agent-protocols-connector acp") {
 			t.Fatalf("conductor example args %q", a.Args)
 		}
 	}

@@ -178,7 +178,7 @@ func TestReadmeInspector(t *testing.T) {
 		}
 		n++
 		_, cmd, ok := strings.Cut(line, " -- ")
-		if !ok || !strings.HasPrefix(strings.TrimSpace(cmd), "connector serve") {
+		if !ok || !strings.HasPrefix(strings.TrimSpace(cmd), "agent-protocols-connector serve") {
 			t.Errorf("Inspector line without -- before the connector command: %s", strings.Join(strings.Fields(line), " "))
 			continue
 		}
