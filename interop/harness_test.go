@@ -28,7 +28,7 @@ import (
 // the READMEs' command lines call.
 const (
 	connectorPkg = "github.com/agentprotocols/go-sdk/cmd/agent-protocols-connector"
-	hostPkg      = "github.com/agentprotocols/go-sdk/examples/host"
+	hostPkg      = "github.com/agentprotocols/go-sdk/cmd/adphost"
 )
 
 // The environment interop/run sets.
