@@ -39,7 +39,7 @@ func conform(t *testing.T, srv *httptest.Server) *adpconform.Report {
 }
 
 // TestMemoryStore runs the suite against adphost on its memory store. The
-// bbolt store is run by examples/host's tests (the command with --data, as
+// bbolt store is run by cmd/adphost's tests (the command with --data, as
 // a process), since the layering keeps adpconform beside adphost's stores.
 func TestMemoryStore(t *testing.T) {
 	t.Parallel()

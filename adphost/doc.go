@@ -7,7 +7,7 @@
 // host's origin. State lives behind [Store]; [MemoryStore] keeps it in
 // memory, package adphost/boltstore keeps it in one bbolt file, and a team
 // can back the interface with its own database. adphost/adphosttest
-// starts a Host on a loopback test server; examples/host runs one as a
+// starts a Host on a loopback test server; cmd/adphost runs one as a
 // program.
 //
 // # What it enforces
@@ -134,7 +134,7 @@
 // Put TLS and edge rate limits in front of it (a reverse proxy), give it a
 // durable Store, set [Options].Origin to the public origin, and budget
 // memory for the room state above. Serve it with an http.Server that sets
-// ReadHeaderTimeout, IdleTimeout and MaxHeaderBytes (examples/host uses
+// ReadHeaderTimeout, IdleTimeout and MaxHeaderBytes (cmd/adphost uses
 // 10 s, 2 min and 64 KiB) but neither ReadTimeout nor WriteTimeout, which
 // would cut every live stream at that age: the Host bounds each request
 // body ([Options].BodyTimeout, 30 s) and each live-stream write

@@ -99,7 +99,7 @@ type Options struct {
 	// handler, through http.ResponseController: a client that drips its
 	// body is cut off. 0 means DefaultBodyTimeout (30 s); negative means
 	// none. It runs on the wall clock, not Now. The server's own
-	// ReadHeaderTimeout bounds the headers (see examples/host).
+	// ReadHeaderTimeout bounds the headers (see cmd/adphost).
 	BodyTimeout time.Duration
 	// StreamWriteTimeout bounds the write of each live-stream item
 	// (event, notice or heartbeat); a reader that stops reading is
@@ -163,7 +163,7 @@ const MaxStatusTTL = 300 * time.Second
 // Host is the reference ADP host (seed draft 2026-07-04) as an
 // http.Handler: every endpoint of §16–§18 on top of the adp.Room rule
 // table, with the live-write checks of envelope.Verifier. It is meant for
-// tests, development (examples/host) and hosts of many processes on one
+// tests, development (cmd/adphost) and hosts of many processes on one
 // database (adphost/pgstore).
 //
 // The Store is the truth; rooms in memory are a bounded cache of replicas

@@ -17,7 +17,7 @@ import (
 // same program on other addresses and let a reverse proxy that does not
 // buffer responses spread the requests over them. The example needs a
 // server, so it is compiled but not run; the package's tests and
-// examples/host's multi-process tests run the same code against one.
+// cmd/adphost's multi-process tests run the same code against one.
 func Example() {
 	ctx := context.Background()
 	st, err := pgstore.Open(ctx, os.Getenv("AGENT_PROTOCOLS_POSTGRES"), nil) // e.g. postgres://adp@127.0.0.1:5432/adp

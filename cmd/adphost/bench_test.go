@@ -29,11 +29,11 @@ import (
 	"github.com/agentprotocols/go-sdk/sse"
 )
 
-// The benchmarks start real examples/host processes (GOMAXPROCS=1 each)
+// The benchmarks start real cmd/adphost processes (GOMAXPROCS=1 each)
 // and drive them over loopback HTTP with pre-signed envelopes, so that
 // the load generator spends its CPU on little more than the requests:
 //
-//	go test ./examples/host -run '^$' -bench . -benchtime 3000x
+//	go test ./cmd/adphost -run '^$' -bench . -benchtime 3000x
 //
 // They report accepted writes per second, the ratio to one core's
 // crypto/ed25519.Verify rate measured just before (the floor: every write

@@ -20,7 +20,7 @@ import (
 	"github.com/agentprotocols/go-sdk/sse"
 )
 
-// TestDatabaseCrash: three examples/host processes on one PostgreSQL
+// TestDatabaseCrash: three cmd/adphost processes on one PostgreSQL
 // database, a few dozen writers on one room (so that writes are appended
 // in group-commit batches) spread over the three, and the database
 // crashed (an immediate shutdown) in the middle of the burst and

@@ -27,7 +27,7 @@ import (
 // process (memory store, GOMAXPROCS=1), written at a steady rate by one
 // writer (FANOUT_RATE writes per second, default 20; b.N writes):
 //
-//	go test ./examples/host -run '^$' -bench Fanout -benchtime 200x
+//	go test ./cmd/adphost -run '^$' -bench Fanout -benchtime 200x
 //
 // It reports the latency from a write's acceptance (its answer at the
 // writer) to its arrival at each subscriber, p50 and p99 over every

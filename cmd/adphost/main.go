@@ -1,6 +1,6 @@
-// Command host runs the ADP reference host (adphost) for development:
+// Command adphost runs the ADP reference host (adphost) for development:
 //
-//	go run ./examples/host --addr 127.0.0.1:8787 [--data DIR | --postgres URL] [--origin URL]
+//	go run ./cmd/adphost --addr 127.0.0.1:8787 [--data DIR | --postgres URL] [--origin URL]
 //
 // It prints the origin it serves. --data keeps the rooms, join requests,
 // statuses and nonce cache in DIR/host.db (bbolt), so that the host

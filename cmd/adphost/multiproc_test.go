@@ -25,7 +25,7 @@ import (
 	"github.com/agentprotocols/go-sdk/sse"
 )
 
-// hostProc is one examples/host process on a fixed loopback port.
+// hostProc is one cmd/adphost process on a fixed loopback port.
 type hostProc struct {
 	tb   testing.TB
 	args string
@@ -116,7 +116,7 @@ func agentClient(t testing.TB, origin, name string, hc *http.Client) *adp.Client
 	return c
 }
 
-// TestManyProcessesOneHost: two examples/host processes on one PostgreSQL
+// TestManyProcessesOneHost: two cmd/adphost processes on one PostgreSQL
 // database behind one origin serve as one host. 50 agents write 20
 // records each over 5 rooms, alternating between the processes, under the
 // default quotas (the room's type has a rate_hint); followers on both
