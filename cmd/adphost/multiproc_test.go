@@ -353,7 +353,7 @@ func TestManyProcessesOneHost(t *testing.T) {
 	// Close every room and verify its archive with examples/verify.
 	dir := t.TempDir()
 	verify := filepath.Join(dir, "verify")
-	if out, err := exec.Command("go", "build", "-o", verify, "../../examples/verify").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", verify, "../adpverify").CombinedOutput(); err != nil {
 		t.Fatalf("building examples/verify: %v\n%s", err, out)
 	}
 	for r, room := range rooms {
