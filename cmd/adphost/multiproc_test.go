@@ -124,7 +124,7 @@ func agentClient(t testing.TB, origin, name string, hc *http.Client) *adp.Client
 // posted to both processes at once makes one record; one process is
 // SIGKILLed in the middle and restarted, and no acknowledged write is
 // lost; every chain is linear and every room's archive verifies with
-// examples/verify.
+// cmd/adpverify.
 func TestManyProcessesOneHost(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts host processes")
@@ -350,11 +350,11 @@ func TestManyProcessesOneHost(t *testing.T) {
 	fcancel()
 	fwg.Wait()
 
-	// Close every room and verify its archive with examples/verify.
+	// Close every room and verify its archive with cmd/adpverify.
 	dir := t.TempDir()
 	verify := filepath.Join(dir, "verify")
 	if out, err := exec.Command("go", "build", "-o", verify, "../adpverify").CombinedOutput(); err != nil {
-		t.Fatalf("building examples/verify: %v\n%s", err, out)
+		t.Fatalf("building cmd/adpverify: %v\n%s", err, out)
 	}
 	for r, room := range rooms {
 		c := agentClient(t, origin, fmt.Sprintf("creator%d", r), hcs[(r+1)%2])
@@ -369,7 +369,7 @@ func TestManyProcessesOneHost(t *testing.T) {
 		os.WriteFile(mp, manifest, 0o600)
 		os.WriteFile(rp, records, 0o600)
 		if out, err := exec.Command(verify, "archive", mp, rp).CombinedOutput(); err != nil {
-			t.Fatalf("room %s: examples/verify: %v\n%s", room, err, out)
+			t.Fatalf("room %s: cmd/adpverify: %v\n%s", room, err, out)
 		}
 	}
 }

@@ -33,7 +33,7 @@
 // --out DIR, by default a new temporary directory; its path is printed.
 // Verify it again with
 //
-//	go run ./examples/verify archive DIR/manifest.json DIR/records.jsonl
+//	go run ./cmd/adpverify archive DIR/manifest.json DIR/records.jsonl
 //
 // Progress lines go to standard error; --quiet leaves them and the
 // transcript out and prints only the verification report.

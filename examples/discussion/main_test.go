@@ -50,7 +50,7 @@ func TestDemo(t *testing.T) {
 	if h == nil || h.base >= h.current || h.revised != h.current+1 || h.changes < 1 || h.draftID == "" {
 		t.Fatalf("head-mismatch moment: %+v", h)
 	}
-	// The files on disk verify on their own, as examples/verify does it.
+	// The files on disk verify on their own, as cmd/adpverify does it.
 	rep, err := archive.VerifyFiles(ctxT(t), filepath.Join(out, archive.ManifestFile), filepath.Join(out, archive.RecordsFile), nil)
 	if err != nil || !rep.Valid || rep.Records != n {
 		t.Fatalf("VerifyFiles: %v %+v", err, rep)

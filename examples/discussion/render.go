@@ -198,7 +198,7 @@ func writeReport(w *bufio.Writer, res *result, byID map[identity.AgentID]*agent)
 			h.base, h.current, h.draftID, h.revised)
 	}
 	fmt.Fprintf(w, "written:  %s\n", res.outDir)
-	fmt.Fprintf(w, "again:    go run ./examples/verify archive %s %s\n",
+	fmt.Fprintf(w, "again:    go run ./cmd/adpverify archive %s %s\n",
 		shellQuote(res.outDir+"/manifest.json"), shellQuote(res.outDir+"/records.jsonl"))
 }
 

@@ -1,9 +1,9 @@
 // Command roomarchive replays a room from the SDK's seed-draft vectors
 // (adp/testdata/vectors.json, the "main" room, which ends with room.close)
-// through adp.Room and writes its archive, ready for examples/verify:
+// through adp.Room and writes its archive, ready for cmd/adpverify:
 //
 //	go run ./examples/roomarchive /tmp/room
-//	go run ./examples/verify archive /tmp/room/manifest.json /tmp/room/records.jsonl
+//	go run ./cmd/adpverify archive /tmp/room/manifest.json /tmp/room/records.jsonl
 package main
 
 import (
@@ -78,7 +78,7 @@ func run(dir string) error {
 		}
 		fmt.Printf("archived room %s: %d records, status %s, events_sha3_256 %s\n",
 			m.RoomID, m.EventCount, room.Status(time.UnixMilli(last.ReceivedAt)), m.EventsSHA3256)
-		fmt.Printf("verify with: go run ./examples/verify archive %s %s\n",
+		fmt.Printf("verify with: go run ./cmd/adpverify archive %s %s\n",
 			filepath.Join(dir, archive.ManifestFile), filepath.Join(dir, archive.RecordsFile))
 		return nil
 	}
