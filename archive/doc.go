@@ -25,7 +25,9 @@
 //     reported ([Report.Redacted]): its signature, payload and permissions
 //     cannot be checked;
 //   - each entry of the manifest's packs must have its document archived
-//     (packs/<sha256|sha3-256>-<base64url>.json), matching its digest, and
+//     (packs/<sha256|sha3-256>-<base64url>.json, or for [VerifyFiles] the
+//     last segment of the entry's url, in packs/ or beside the manifest),
+//     matching its digest, and
 //     the entries must be exactly the external packs the room imported
 //     (archive_mismatch otherwise);
 //   - the replay applies the draft's rules, §5.1 freshness included: a

@@ -203,6 +203,28 @@ func TestLaterRoundTrip(t *testing.T) {
 	if err != nil || !bytes.Contains(md, []byte("Join request of")) {
 		t.Fatalf("transcript: %v\n%s", err, md)
 	}
+	// Laid out after its URLs instead (packs/1.json, the manifest's url
+	// for it), the pack document is still found, by that url and its
+	// digest; under a name matching neither, it is missing.
+	name, _ := archive.PackFileName(m.Packs[0].Digest)
+	if err := os.Rename(filepath.Join(dir, archive.PacksDir, name), filepath.Join(dir, archive.PacksDir, "1.json")); err != nil {
+		t.Fatal(err)
+	}
+	m.Packs[0].URL = laterOpts.URL + "/archive/packs/1.json"
+	mb, _ := m.MarshalJSON()
+	if err := os.WriteFile(filepath.Join(dir, archive.ManifestFile), mb, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := archive.VerifyDir(context.Background(), dir, nil); err != nil {
+		t.Fatalf("pack named after its url: %v", err)
+	}
+	if err := os.Rename(filepath.Join(dir, archive.PacksDir, "1.json"), filepath.Join(dir, archive.PacksDir, "2.json")); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := archive.VerifyDir(context.Background(), dir, nil); !errors.Is(err, adp.ErrPackUnavailable) || rep.Valid {
+		t.Fatalf("pack under another name: %v", err)
+	}
+	os.Rename(filepath.Join(dir, archive.PacksDir, "2.json"), filepath.Join(dir, archive.PacksDir, "1.json"))
 	// The same archive pinned to the seed is refused, naming the drafts.
 	rep, err = archive.VerifyDir(context.Background(), dir, &archive.VerifyOptions{Draft: adp.Draft20260704})
 	if !errors.Is(err, archive.ErrInvalidManifest) || !strings.Contains(err.Error(), "2026-09-24") || !strings.Contains(err.Error(), "2026-07-04") || rep.Failure == nil {

@@ -8,10 +8,13 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -957,10 +960,57 @@ func LoadPacksIn(d adp.Draft, dir string) ([]packs.PackDocument, error) {
 	return out, nil
 }
 
+// findListedPacks adds to docs the document of each entry of a 2026-09-24
+// manifest's packs that docs lacks, found beside the manifest under the
+// last segment of the entry's url (in the packs directory or next to the
+// manifest itself), as an archive laid out after its URLs may keep it.
+// A file is taken only if it is at most DefaultMaxPackBytes and matches
+// the entry's digest; what is still missing, Verify reports.
+func findListedPacks(dir string, m *Manifest, docs []packs.PackDocument) ([]packs.PackDocument, error) {
+	for _, p := range m.Packs {
+		if slices.ContainsFunc(docs, func(d packs.PackDocument) bool { return d.Digest == p.Digest }) {
+			continue
+		}
+		u, err := url.Parse(p.URL)
+		if err != nil {
+			continue
+		}
+		base := path.Base(u.Path)
+		if base == "/" || base == "." || base == ".." || strings.ContainsAny(base, `/\`) {
+			continue
+		}
+		for _, name := range []string{filepath.Join(dir, PacksDir, base), filepath.Join(dir, base)} {
+			raw, err := readBounded(name, packs.DefaultMaxPackBytes)
+			if err != nil {
+				continue
+			}
+			if m.Draft.VerifyDigest(raw, p.Digest) == nil {
+				docs = append(docs, packs.PackDocument{Pack: p.Pack, Digest: p.Digest, Raw: raw})
+				break
+			}
+		}
+	}
+	return docs, nil
+}
+
+// readBounded reads a regular file of at most max bytes.
+func readBounded(name string, max int64) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Size() > max {
+		return nil, errors.New("not a regular file within the pack size bound")
+	}
+	return io.ReadAll(io.LimitReader(f, max+1))
+}
+
 // VerifyFiles verifies the archive whose manifest and record log are at
 // the given paths; the external pack documents are read from the packs
-// directory next to the manifest (LoadPacksIn). opts.Packs, if set, adds
-// to them. The manifest is read with ParseManifestWith: its draft is
+// directory next to the manifest (LoadPacksIn, and for a 2026-09-24
+// manifest the document each packs entry's url names, in that directory
+// or next to the manifest). opts.Packs, if set, adds to them. The manifest is read with ParseManifestWith: its draft is
 // recognized from its members unless opts.Draft pins one.
 func VerifyFiles(ctx context.Context, manifestPath, recordsPath string, opts *VerifyOptions) (*Report, error) {
 	var o VerifyOptions
@@ -980,6 +1030,9 @@ func VerifyFiles(ctx context.Context, manifestPath, recordsPath string, opts *Ve
 		return rep, err
 	}
 	docs, err := LoadPacksIn(m.Draft, filepath.Dir(manifestPath))
+	if err == nil {
+		docs, err = findListedPacks(filepath.Dir(manifestPath), m, docs)
+	}
 	if err != nil {
 		var ie *identity.Error
 		if errors.As(err, &ie) {
