@@ -204,21 +204,11 @@ var laterChecklistBuilders = map[string]func(w *adptest.World) (*envelope.Envelo
 		return adp.NewSignedJoinReview(w.Ctx, w.Author("creator"), w.Base(adp.TypeRoomJoinReview),
 			adp.SignedJoinReview{Request: req, Decision: adp.DecisionApprove, Role: adp.RoleSpeaker})
 	},
-	adp.TypeRoomLeave: func(w *adptest.World) (*envelope.Envelope, error) {
-		return adp.NewLeave(w.Ctx, w.Author("alice"), w.Base(adp.TypeRoomLeave), adp.Notice{Reason: "done"})
-	},
-	adp.TypeMemberRoleUpdate: func(w *adptest.World) (*envelope.Envelope, error) {
-		return adp.NewRoleUpdate(w.Ctx, w.Author("creator"), w.Base(adp.TypeMemberRoleUpdate), adp.RoleUpdate{Member: w.ID("alice"), Role: adp.RoleObserver})
-	},
-	adp.TypeMemberRemove: func(w *adptest.World) (*envelope.Envelope, error) {
-		return adp.NewMemberRemove(w.Ctx, w.Author("creator"), w.Base(adp.TypeMemberRemove), adp.MemberRemove{Member: w.ID("alice")})
-	},
-	adp.TypeRoomClose: func(w *adptest.World) (*envelope.Envelope, error) {
-		return adp.NewClose(w.Ctx, w.Author("creator"), w.Base(adp.TypeRoomClose), adp.Notice{})
-	},
-	adp.TypeRoomCancel: func(w *adptest.World) (*envelope.Envelope, error) {
-		return adp.NewCancel(w.Ctx, w.Author("creator"), w.Base(adp.TypeRoomCancel), adp.Notice{})
-	},
+	adp.TypeRoomLeave:        checklistBuilders[adp.TypeRoomLeave],
+	adp.TypeMemberRoleUpdate: checklistBuilders[adp.TypeMemberRoleUpdate],
+	adp.TypeMemberRemove:     checklistBuilders[adp.TypeMemberRemove],
+	adp.TypeRoomClose:        checklistBuilders[adp.TypeRoomClose],
+	adp.TypeRoomCancel:       checklistBuilders[adp.TypeRoomCancel],
 	adp.TypeTypeDefine: func(w *adptest.World) (*envelope.Envelope, error) {
 		d, err := adp.Draft20260924.ParseDeclaration([]byte(`{"use":"adp:moderation/1.0"}`))
 		if err != nil {

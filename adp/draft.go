@@ -89,9 +89,10 @@ type draftRules struct {
 	// timeField is the record's acceptance-time member: received_at (seed
 	// §15), accepted_at (2026-09-24 §14). It is part of the record hash.
 	timeField string
-	// builtinClass is the freshness class of each built-in type that can
-	// be a record (seed §13.2 categories; 2026-09-24 §12.2).
-	builtinClass map[string]Class
+	// typeDefineClass is type.define's freshness class: control in the
+	// seed (§13.2), contract in the 2026-09-24 draft (§12.2). The other
+	// built-in types have one class in both (builtinClass).
+	typeDefineClass Class
 	// freshness is the base rule and head advance per class (seed §6.1:
 	// exact head for every class but signal; 2026-09-24 §5.1).
 	freshness map[Class]Freshness
@@ -118,17 +119,21 @@ type draftRules struct {
 	endedCode identity.Code
 }
 
+// builtinClass is the freshness class of the built-in types that can be
+// records and have one class in every draft (seed §13.2 categories;
+// 2026-09-24 §12.2); type.define's is per draft.
+var builtinClass = map[string]Class{
+	TypeRoomCreate: ClassGenesis,
+	TypeRoomUpdate: ClassContract, TypeRoomClose: ClassContract, TypeRoomCancel: ClassContract,
+	TypeRoomJoin: ClassSignal, TypeRoomJoinReview: ClassSignal, TypeRoomLeave: ClassSignal,
+	TypeMemberRoleUpdate: ClassSignal, TypeMemberRemove: ClassSignal,
+	TypeMessageCreate: ClassMessage,
+}
+
 var draftTable = [...]draftRules{
 	Draft20260704: {
-		timeField: "received_at",
-		builtinClass: map[string]Class{
-			TypeRoomCreate: ClassGenesis,
-			TypeRoomUpdate: ClassContract, TypeRoomClose: ClassContract, TypeRoomCancel: ClassContract,
-			TypeTypeDefine: ClassControl,
-			TypeRoomJoin:   ClassSignal, TypeRoomJoinReview: ClassSignal, TypeRoomLeave: ClassSignal,
-			TypeMemberRoleUpdate: ClassSignal, TypeMemberRemove: ClassSignal,
-			TypeMessageCreate: ClassMessage,
-		},
+		timeField:       "received_at",
+		typeDefineClass: ClassControl,
 		freshness: map[Class]Freshness{
 			ClassGenesis:  {BaseNone, true},
 			ClassContract: {BaseAtHead, true},
@@ -139,15 +144,8 @@ var draftTable = [...]draftRules{
 		endedCode: CodeRoomEnded,
 	},
 	Draft20260924: {
-		timeField: "accepted_at",
-		builtinClass: map[string]Class{
-			TypeRoomCreate: ClassGenesis,
-			TypeRoomUpdate: ClassContract, TypeRoomClose: ClassContract, TypeRoomCancel: ClassContract,
-			TypeTypeDefine: ClassContract,
-			TypeRoomJoin:   ClassSignal, TypeRoomJoinReview: ClassSignal, TypeRoomLeave: ClassSignal,
-			TypeMemberRoleUpdate: ClassSignal, TypeMemberRemove: ClassSignal,
-			TypeMessageCreate: ClassMessage,
-		},
+		timeField:       "accepted_at",
+		typeDefineClass: ClassContract,
 		freshness: map[Class]Freshness{
 			ClassGenesis:  {BaseNone, true},
 			ClassContract: {BaseAnchored, true},
@@ -180,7 +178,10 @@ func rulesOf(d Draft) *draftRules {
 // without a definition.
 func ClassOf(d Draft, typ string, def *packs.Definition) (Class, bool) {
 	if d.IsBuiltin(typ) {
-		c, ok := rulesOf(d).builtinClass[typ]
+		if typ == TypeTypeDefine {
+			return rulesOf(d).typeDefineClass, true
+		}
+		c, ok := builtinClass[typ]
 		return c, ok
 	}
 	if def == nil {

@@ -177,11 +177,10 @@ func ParseManifest(b []byte) (*Manifest, error) {
 	if err := strictjson.Unmarshal(b, &w); err != nil {
 		return nil, identity.Wrap(CodeInvalidManifest, "manifest", err)
 	}
+	if err := checkKind(w.Protocol, w.Type); err != nil {
+		return nil, err
+	}
 	switch {
-	case w.Protocol == nil || *w.Protocol != adp.Protocol:
-		return nil, identity.Errorf(CodeInvalidManifest, "manifest protocol must be %q", adp.Protocol)
-	case w.Type == nil || *w.Type != ManifestType:
-		return nil, identity.Errorf(CodeInvalidManifest, "manifest type must be %q", ManifestType)
 	case w.RoomID == nil || *w.RoomID == "":
 		return nil, identity.NewError(CodeInvalidManifest, "manifest has no room_id")
 	case w.EventCount == nil || w.FirstSeq == nil || w.LastSeq == nil:
@@ -333,6 +332,17 @@ type laterManifestWire struct {
 	Unknown     map[string]jsontext.Value `json:",embed"`
 }
 
+// checkKind requires the protocol and type every manifest names.
+func checkKind(protocol, typ *string) error {
+	switch {
+	case protocol == nil || *protocol != adp.Protocol:
+		return identity.Errorf(CodeInvalidManifest, "manifest protocol must be %q", adp.Protocol)
+	case typ == nil || *typ != ManifestType:
+		return identity.Errorf(CodeInvalidManifest, "manifest type must be %q", ManifestType)
+	}
+	return nil
+}
+
 // roomIDPattern is §6.1's room ID.
 var roomIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
@@ -343,11 +353,10 @@ func parseLaterManifest(b []byte, loopback bool) (*Manifest, error) {
 	if err := strictjson.Unmarshal(b, &w); err != nil {
 		return nil, identity.Wrap(CodeInvalidManifest, "manifest", err)
 	}
+	if err := checkKind(w.Protocol, w.Type); err != nil {
+		return nil, err
+	}
 	switch {
-	case w.Protocol == nil || *w.Protocol != adp.Protocol:
-		return nil, identity.Errorf(CodeInvalidManifest, "manifest protocol must be %q", adp.Protocol)
-	case w.Type == nil || *w.Type != ManifestType:
-		return nil, identity.Errorf(CodeInvalidManifest, "manifest type must be %q", ManifestType)
 	case w.RoomID == nil || !roomIDPattern.MatchString(*w.RoomID):
 		return nil, identity.NewError(CodeInvalidManifest, "manifest room_id must be a room ID (1 to 64 of A-Z a-z 0-9 _ -)")
 	case w.URL == nil || w.GeneratedAt == nil || w.LastSeq == nil || w.LastHash == nil || w.Formats == nil:

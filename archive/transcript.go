@@ -56,17 +56,12 @@ func (t *Transcript) Add(rec *adp.Record) error {
 	if t.err != nil {
 		return t.err
 	}
-	if x := rec.Redacted; x != nil {
+	if rec.Redacted != nil {
 		// 2026-09-24 §14.1: the host removed the envelope; only its type
 		// and event ID remain.
-		t.str("### ")
-		t.str(strconv.FormatInt(rec.Seq, 10))
-		t.str(" · ")
-		t.code(x.Type)
-		t.str(" · ")
-		t.str(formatTime(rec.ReceivedAt))
+		t.recordHeading(rec)
 		t.str("\n\n- Redacted by the host\n- Event: ")
-		t.code(x.Hash.String())
+		t.code(rec.EventHash().String())
 		t.str("\n\n")
 		return t.err
 	}
@@ -75,12 +70,7 @@ func (t *Transcript) Add(rec *adp.Record) error {
 		t.started = true
 		t.heading(rec.RoomID, ev)
 	}
-	t.str("### ")
-	t.str(strconv.FormatInt(rec.Seq, 10))
-	t.str(" · ")
-	t.code(ev.Type)
-	t.str(" · ")
-	t.str(formatTime(rec.ReceivedAt))
+	t.recordHeading(rec)
 	t.str("\n\n- Actor: ")
 	t.code(ev.Actor.String())
 	t.str("\n- Event: ")
@@ -89,6 +79,16 @@ func (t *Transcript) Add(rec *adp.Record) error {
 	t.body(ev)
 	t.str("\n")
 	return t.err
+}
+
+// recordHeading writes a record's heading: seq, type and acceptance time.
+func (t *Transcript) recordHeading(rec *adp.Record) {
+	t.str("### ")
+	t.str(strconv.FormatInt(rec.Seq, 10))
+	t.str(" · ")
+	t.code(rec.Type())
+	t.str(" · ")
+	t.str(formatTime(rec.ReceivedAt))
 }
 
 // Close writes the summary of m (nil writes none) and flushes.
