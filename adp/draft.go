@@ -177,7 +177,12 @@ func rulesOf(d Draft) *draftRules {
 // that is never a record (room.join.request) and for a custom type
 // without a definition.
 func ClassOf(d Draft, typ string, def *packs.Definition) (Class, bool) {
-	if d.IsBuiltin(typ) {
+	return classOf(d, typ, d.IsBuiltin(typ), def)
+}
+
+// classOf is ClassOf with whether typ is built in already known.
+func classOf(d Draft, typ string, builtin bool, def *packs.Definition) (Class, bool) {
+	if builtin {
 		if typ == TypeTypeDefine {
 			return rulesOf(d).typeDefineClass, true
 		}

@@ -42,6 +42,10 @@ type RoomOptions struct {
 	// against its join-request store (§11). nil trusts the log, which is
 	// what a verifier replaying history must do: the join requests
 	// themselves are not part of it.
+	// In the 2026-09-24 draft (§10) a review is checked against the
+	// stored request named by the embedded request's event ID: only its
+	// status counts, which must be pending (join_request_not_pending
+	// otherwise; join_request_not_found when the store has none).
 	JoinRequests JoinRequestStore
 	// AcceptContentType is the host's message content_type policy (§12);
 	// nil accepts every non-empty content type.
@@ -488,12 +492,13 @@ func (r *Room) check(ctx context.Context, env *envelope.Envelope, ev *Event, at 
 	// Resolve the type and its freshness class: built-in, or a
 	// definition in force (seed §13.2, §13.6; 2026-09-24 §5.1, §12.2).
 	var def *packs.Definition
-	if !r.draft.IsBuiltin(ev.Type) {
+	builtin := r.draft.IsBuiltin(ev.Type)
+	if !builtin {
 		if def = s.Registry.Lookup(ev.Type); def == nil {
 			return nil, identity.Errorf(CodeTypeNotDefined, "type %q is not defined in this room", clip(ev.Type))
 		}
 	}
-	class, ok := ClassOf(r.draft, ev.Type, def)
+	class, ok := classOf(r.draft, ev.Type, builtin, def)
 	if !ok { // draft-dependent: room.join.request (2026-09-24 §10)
 		return nil, identity.Errorf(identity.CodeInvalidEvent, "%s is never a record: a host holds it as a join request", clip(ev.Type))
 	}
