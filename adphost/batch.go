@@ -31,13 +31,11 @@ import (
 
 // roomWrite is one write of a room's group commit.
 type roomWrite struct {
-	env  *envelope.Envelope
-	ev   *adp.Event
-	pf   *prefetch
-	done chan struct{} // closed when rec and err are set, or to make it lead
-	lead bool
-	rec  *adp.Record
-	err  error
+	env *envelope.Envelope
+	ev  *adp.Event
+	pf  *prefetch
+	rec *adp.Record
+	err error
 }
 
 // maxBatch bounds the writes of one batch.
@@ -52,61 +50,26 @@ func batchable(ev *adp.Event) bool {
 
 // commitGrouped is commit on a BatchAppender store.
 func (h *Host) commitGrouped(ctx context.Context, hr *hostRoom, w *roomWrite) (*adp.Record, error) {
-	hr.qmu.Lock()
-	if hr.writing {
-		w.done = make(chan struct{})
-		hr.queue = append(hr.queue, w)
-		hr.qmu.Unlock()
-		<-w.done // not ctx: the leader may be appending this write
-		if !w.lead {
-			return w.rec, w.err
+	hr.writes.Do(w, func(lead, next *roomWrite, n int) bool {
+		return n < maxBatch && batchable(lead.ev) && batchable(next.ev)
+	}, func(batch []*roomWrite) {
+		hr.mu.Lock()
+		defer hr.mu.Unlock()
+		switch {
+		case hr.dropped.Load():
+			for _, o := range batch {
+				o.err = errDropped
+			}
+		case len(batch) == 1:
+			batch[0].rec, batch[0].err = h.commitLocked(ctx, hr, batch[0].env, batch[0].ev, batch[0].pf)
+		default:
+			// The batch's appends serve every write of it: they do not
+			// end with the leader's request.
+			bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.deadline+10*time.Second)
+			h.commitBatch(bctx, hr, batch)
+			cancel()
 		}
-	} else {
-		hr.writing = true
-		hr.qmu.Unlock()
-	}
-
-	hr.mu.Lock()
-	batch := []*roomWrite{w}
-	hr.qmu.Lock()
-	if batchable(w.ev) {
-		n := 0
-		for n < len(hr.queue) && len(batch) < maxBatch && batchable(hr.queue[n].ev) {
-			batch = append(batch, hr.queue[n])
-			n++
-		}
-		hr.queue = append(hr.queue[:0:0], hr.queue[n:]...)
-	}
-	hr.qmu.Unlock()
-	switch {
-	case hr.dropped.Load():
-		for _, o := range batch {
-			o.err = errDropped
-		}
-	case len(batch) == 1:
-		w.rec, w.err = h.commitLocked(ctx, hr, w.env, w.ev, w.pf)
-	default:
-		// The batch's appends serve every write of it: they do not end
-		// with the leader's request.
-		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.deadline+10*time.Second)
-		h.commitBatch(bctx, hr, batch)
-		cancel()
-	}
-	hr.mu.Unlock()
-	for _, o := range batch[1:] {
-		close(o.done)
-	}
-
-	hr.qmu.Lock()
-	if len(hr.queue) > 0 {
-		next := hr.queue[0]
-		hr.queue = hr.queue[1:]
-		next.lead = true
-		close(next.done)
-	} else {
-		hr.writing = false
-	}
-	hr.qmu.Unlock()
+	})
 	return w.rec, w.err
 }
 

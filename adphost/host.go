@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentprotocols/go-sdk/internal/groupcommit"
 	"github.com/agentprotocols/go-sdk/internal/untrusted"
 
 	"github.com/go-json-experiment/json"
@@ -249,12 +250,10 @@ type hostRoom struct {
 	subMu sync.Mutex
 	subs  map[*subscriber]struct{}
 
-	// Group commit (a BatchAppender store): writing is set while a
-	// writer leads the room's writes; queue holds the writes waiting for
-	// it, each judged and appended by the next leader.
-	qmu     sync.Mutex
-	writing bool
-	queue   []*roomWrite
+	// writes is the room's group commit (a BatchAppender store): the
+	// writes that wait while a batch is judged and appended, each judged
+	// and appended by the next.
+	writes groupcommit.Queue[*roomWrite]
 }
 
 // New returns a Host that serves opts.Origin. It loads no room: rooms are

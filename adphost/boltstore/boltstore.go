@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -29,6 +28,7 @@ import (
 	"github.com/agentprotocols/go-sdk/adphost"
 	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/internal/groupcommit"
 	"github.com/agentprotocols/go-sdk/internal/strictjson"
 )
 
@@ -62,11 +62,9 @@ import (
 type Store struct {
 	db *bolt.DB
 
-	// Group commit: writing is set while an update leads a transaction;
-	// queue holds the updates waiting for the next one.
-	gmu     sync.Mutex
-	writing bool
-	queue   []*update
+	// updates is the group commit: the updates that wait while a
+	// transaction commits share the next one.
+	updates groupcommit.Queue[*update]
 }
 
 var (

@@ -27,12 +27,10 @@ import (
 // maxGroup bounds the updates of one transaction.
 const maxGroup = 256
 
-// update is one update waiting for, or leading, a group commit.
+// update is one update of a group commit.
 type update struct {
-	fn   func(*bolt.Tx) error
-	err  error
-	done chan struct{} // closed when err is set, or to make it lead
-	lead bool
+	fn  func(*bolt.Tx) error
+	err error
 }
 
 // update runs fn in a read-write transaction, shared with the updates
@@ -42,38 +40,7 @@ type update struct {
 // second time alone), so it reads everything it needs from tx.
 func (s *Store) update(fn func(*bolt.Tx) error) error {
 	u := &update{fn: fn}
-	s.gmu.Lock()
-	if s.writing {
-		u.done = make(chan struct{})
-		s.queue = append(s.queue, u)
-		s.gmu.Unlock()
-		<-u.done
-		if !u.lead {
-			return u.err
-		}
-		s.gmu.Lock()
-	} else {
-		s.writing = true
-	}
-	n := min(len(s.queue), maxGroup-1)
-	group := append(append(make([]*update, 0, n+1), u), s.queue[:n]...)
-	s.queue = append(s.queue[:0:0], s.queue[n:]...)
-	s.gmu.Unlock()
-
-	s.commit(group)
-	for _, g := range group[1:] {
-		close(g.done)
-	}
-	s.gmu.Lock()
-	if len(s.queue) > 0 {
-		next := s.queue[0]
-		s.queue = s.queue[1:]
-		next.lead = true
-		close(next.done)
-	} else {
-		s.writing = false
-	}
-	s.gmu.Unlock()
+	s.updates.Do(u, func(_, _ *update, n int) bool { return n < maxGroup }, s.commit)
 	return u.err
 }
 

@@ -1,0 +1,78 @@
+// Package groupcommit is the leader hand-off of group commit: work that
+// arrives while a group is being run waits, and the next group takes it,
+// so that one costly step (a durable commit) serves every item that
+// arrived during the previous one, with no added delay and no goroutine
+// of its own.
+package groupcommit
+
+import "sync"
+
+// Queue runs groups of items, one group at a time. The zero Queue is
+// ready to use; it is safe for concurrent use.
+type Queue[T any] struct {
+	mu      sync.Mutex
+	running bool
+	waiting []*waiter[T]
+}
+
+type waiter[T any] struct {
+	item T
+	done chan struct{} // closed once item has run, or to make it lead
+	lead bool
+}
+
+// Do runs item as part of a group and returns once it has run. When no
+// group is running, the caller leads one at once; otherwise item waits
+// (whatever its caller's context: the group it joins may be running it),
+// and when the running group is done, the caller of the first waiting
+// item leads the next. A leader's group is its item and the waiting items
+// after it, in order, as long as more(lead, next, n) accepts them, where
+// n is the group's length so far. run runs the group, in the leader's
+// goroutine, and must settle every item's outcome, which each caller then
+// reads from its own item. Groups run one at a time.
+func (q *Queue[T]) Do(item T, more func(lead, next T, n int) bool, run func(group []T)) {
+	q.mu.Lock()
+	if q.running {
+		w := &waiter[T]{item: item, done: make(chan struct{})}
+		q.waiting = append(q.waiting, w)
+		q.mu.Unlock()
+		<-w.done
+		if !w.lead {
+			return
+		}
+		q.mu.Lock()
+	} else {
+		q.running = true
+	}
+	group := []T{item}
+	n := 0
+	for n < len(q.waiting) && more(item, q.waiting[n].item, len(group)) {
+		group = append(group, q.waiting[n].item)
+		n++
+	}
+	taken := q.waiting[:n:n]
+	q.waiting = append(q.waiting[:0:0], q.waiting[n:]...)
+	q.mu.Unlock()
+
+	run(group)
+	for _, w := range taken {
+		close(w.done)
+	}
+	q.mu.Lock()
+	if len(q.waiting) > 0 {
+		next := q.waiting[0]
+		q.waiting = q.waiting[1:]
+		next.lead = true
+		close(next.done)
+	} else {
+		q.running = false
+	}
+	q.mu.Unlock()
+}
+
+// Waiting returns how many items wait for a group.
+func (q *Queue[T]) Waiting() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.waiting)
+}
