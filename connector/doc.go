@@ -58,8 +58,15 @@
 //     [Engine.ProfileUpdate]; [Engine.JoinRequestsList] is a remote read.
 //   - sessions and recovery: [Engine.EndSession], [Engine.ReplayOutbox].
 //
-// [Options].Notify receives the §4.4 resource URIs ([URIInboxPending],
-// [URIDraftsHeld], [RoomURI]) when the local state behind them changes.
+// # Resources without MCP
+//
+// [Resources] is the §4.4 resources as a table of the same kind: each
+// [Resource] has its URI (a per-room one a URI template with {room_id}),
+// name, description and update rule, and [Resource.Read] reads it from the
+// verified local state as JSON; [LookupResource] finds the resource a URI
+// names. [Options].Notify receives the URIs ([URIInboxPending],
+// [URIDraftsHeld], [RoomURI]) when the local state behind them changes, as
+// each resource's Updated says, for a framework's change notifications.
 //
 // # Errors: the host's word and the connector's
 //

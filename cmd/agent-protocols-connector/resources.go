@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -15,129 +14,32 @@ import (
 	"github.com/agentprotocols/go-sdk/internal/untrusted"
 )
 
-// §4.4 resources. Each read is the local-cache answer of the matching
-// tool; the room resources name a room by room_id alone, so a room_id
-// known on two hosts is refused as ambiguous, as the tools do.
-
-const jsonMIME = "application/json"
-
-var staticResources = []struct {
-	uri, name, desc string
-}{
-	{connector.URIIdentity, "identity", "Active local Agent ID and non-secret configuration."},
-	{connector.URIHosts, "hosts", "Configured host allowlist and discovery metadata."},
-	{connector.URIRooms, "rooms", "Locally known rooms and unread summaries."},
-	{connector.URIInboxPending, "inbox-pending", "Pending actionable inbox items."},
-	{connector.URIDraftsHeld, "drafts-held", "Local held drafts waiting for explicit agent action."},
-}
-
-// roomResources are the per-room resources: the URI suffix and description.
-var roomResources = []struct {
-	sub, name, desc string
-}{
-	{"", "room", "Local materialized room state and latest hash-chain head."},
-	{"members", "room-members", "Local member directory."},
-	{"timeline", "room-timeline", "Local timeline projection (latest items)."},
-	{"types", "room-types", "Local materialized type registry."},
-	{"agent-status", "room-agent-status", "Current unexpired transient agent status."},
-}
-
-// resourceSession is the session name resource reads use: reading a
-// resource presents nothing, so it never moves a session's write base.
-const resourceSession = "resource-read"
+// §4.4 resources: package connector's table (connector.Resources), each
+// read the local-cache answer of the matching tool. The room resources
+// name a room by room_id alone, so a room_id known on two hosts is
+// refused as ambiguous, as the tools do.
 
 func (s *Server) addResources() {
-	for _, r := range staticResources {
-		s.mcp.AddResource(&mcp.Resource{URI: r.uri, Name: r.name, Description: r.desc, MIMEType: jsonMIME}, s.readResource)
-	}
-	for _, r := range roomResources {
-		tmpl := connector.URIRooms + "/{room_id}"
-		if r.sub != "" {
-			tmpl += "/" + r.sub
-		}
-		s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: tmpl, Name: r.name, Description: r.desc, MIMEType: jsonMIME}, s.readResource)
-	}
-}
-
-// parseResourceURI splits a connector URI: a static one, or a room one
-// (room_id, sub). ok is false for anything else.
-func parseResourceURI(uri string) (static bool, roomID, sub string, ok bool) {
-	for _, r := range staticResources {
-		if uri == r.uri {
-			return true, "", "", true
+	for _, r := range connector.Resources() {
+		if r.Template {
+			s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: r.URI, Name: r.Name, Description: r.Description, MIMEType: r.MIMEType}, s.readResource)
+		} else {
+			s.mcp.AddResource(&mcp.Resource{URI: r.URI, Name: r.Name, Description: r.Description, MIMEType: r.MIMEType}, s.readResource)
 		}
 	}
-	rest, found := strings.CutPrefix(uri, connector.URIRooms+"/")
-	if !found || rest == "" {
-		return false, "", "", false
-	}
-	roomID, sub, _ = strings.Cut(rest, "/")
-	if roomID == "" || strings.ContainsAny(roomID, "?#%") {
-		return false, "", "", false
-	}
-	for _, r := range roomResources {
-		if r.sub == sub {
-			return false, roomID, sub, true
-		}
-	}
-	return false, "", "", false
 }
 
 func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	uri := req.Params.URI
-	static, roomID, sub, ok := parseResourceURI(uri)
+	r, _, ok := connector.LookupResource(uri)
 	if !ok {
 		return nil, resourceNotFound(req.ProtocolVersion(), uri)
 	}
-	var (
-		v   any
-		err error
-	)
-	e := s.eng
-	if static {
-		switch uri {
-		case connector.URIIdentity:
-			v, err = e.IdentityCurrent(ctx)
-		case connector.URIHosts:
-			v, err = e.HostsList(ctx)
-		case connector.URIRooms:
-			v, err = allRooms(ctx, e)
-		case connector.URIInboxPending:
-			var items []connector.InboxItem
-			items, err = e.InboxPending(ctx)
-			if items == nil {
-				items = []connector.InboxItem{}
-			}
-			v = map[string]any{"items": items, "pending_count": len(items)}
-		case connector.URIDraftsHeld:
-			v, err = e.DraftsList(ctx, connector.DraftsListInput{Limit: 100})
-		}
-	} else {
-		switch sub {
-		case "":
-			v, err = e.RoomState(ctx, resourceSession, connector.RoomStateInput{RoomID: roomID})
-		case "members":
-			v, err = e.MembersList(ctx, resourceSession, connector.MembersListInput{RoomID: roomID, Status: "all", Limit: 200})
-		case "timeline":
-			v, err = latestTimeline(ctx, e, roomID)
-		case "types":
-			var st *connector.RoomStateResult
-			st, err = e.RoomState(ctx, resourceSession, connector.RoomStateInput{RoomID: roomID, IncludeTypes: true})
-			if err == nil {
-				v = map[string]any{"room_id": roomID, "types": st.Room.Types, "sync": st.Sync}
-			}
-		case "agent-status":
-			v, err = e.AgentStatusList(ctx, resourceSession, connector.AgentStatusListInput{RoomID: roomID})
-		}
-	}
+	b, err := r.Read(ctx, s.eng, uri)
 	if err != nil {
 		return nil, resourceError(req.ProtocolVersion(), uri, err)
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: jsonMIME, Text: string(b)}}}, nil
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: r.MIMEType, Text: string(b)}}}, nil
 }
 
 // codeResourceNotFound is the resources/read error for a resource that
@@ -174,53 +76,11 @@ func resourceError(version, uri string, err error) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: untrusted.Clip(fmt.Sprintf("%s: %v", uri, err), 1024), Data: data}
 }
 
-// timelineWindow is how many of the newest records the timeline resource
-// shows.
-const timelineWindow = 100
-
-// latestTimeline is the timeline resource: the newest records, so a
-// notify-then-read client sees what the notification was about (D6).
-func latestTimeline(ctx context.Context, e *connector.Engine, roomID string) (*connector.TimelineResult, error) {
-	st, err := e.RoomState(ctx, resourceSession, connector.RoomStateInput{RoomID: roomID})
-	if err != nil {
-		return nil, err
-	}
-	in := connector.TimelineInput{Host: st.Sync.Host, RoomID: roomID, Limit: timelineWindow}
-	if after := st.Sync.SyncedSeq - timelineWindow; after > 0 {
-		in.AfterSeq = &after
-	}
-	return e.Timeline(ctx, resourceSession, in)
-}
-
-// maxRoomPages bounds the rooms resource's paging (200 rooms a page).
-const maxRoomPages = 100
-
-// allRooms is the rooms resource: every locally known room, page by page.
-func allRooms(ctx context.Context, e *connector.Engine) (*connector.RoomsResult, error) {
-	var out connector.RoomsResult
-	in := connector.RoomsListInput{Membership: "all", Limit: 200}
-	for range maxRoomPages {
-		page, err := e.RoomsList(ctx, in)
-		if err != nil {
-			return nil, err
-		}
-		out.Rooms = append(out.Rooms, page.Rooms...)
-		if page.NextCursor == "" {
-			break
-		}
-		in.Cursor = page.NextCursor
-	}
-	if out.Rooms == nil {
-		out.Rooms = []connector.RoomSummary{}
-	}
-	return &out, nil
-}
-
 // subscribe admits subscriptions to the connector's own URIs only:
 // resources/subscribe before 2026-07-28, and each URI of a
 // subscriptions/listen from it on.
 func (s *Server) subscribe(_ context.Context, req *mcp.SubscribeRequest) error {
-	if _, _, _, ok := parseResourceURI(req.Params.URI); !ok {
+	if _, _, ok := connector.LookupResource(req.Params.URI); !ok {
 		return resourceNotFound(req.ProtocolVersion(), req.Params.URI)
 	}
 	return nil

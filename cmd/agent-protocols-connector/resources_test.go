@@ -29,7 +29,7 @@ func TestResources(t *testing.T) {
 			continue
 		}
 		var v map[string]any
-		if len(rr.Contents) != 1 || rr.Contents[0].MIMEType != jsonMIME || json.Unmarshal([]byte(rr.Contents[0].Text), &v) != nil {
+		if len(rr.Contents) != 1 || rr.Contents[0].MIMEType != connector.MIMEJSON || json.Unmarshal([]byte(rr.Contents[0].Text), &v) != nil {
 			t.Errorf("%s: not one JSON object: %+v", uri, rr.Contents)
 		}
 		if err := alice.client.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {

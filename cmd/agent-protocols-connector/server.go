@@ -104,7 +104,7 @@ func NewServer(eng *connector.Engine, opts *ServerOptions) (*Server, error) {
 			// found" with data.uri in the negotiated version's code, before
 			// the SDK's own message for unmatched URIs.
 			if rr, ok := req.(*mcp.ReadResourceRequest); ok && method == "resources/read" && rr.Params != nil {
-				if _, _, _, ok := parseResourceURI(rr.Params.URI); !ok {
+				if _, _, ok := connector.LookupResource(rr.Params.URI); !ok {
 					return nil, resourceNotFound(rr.ProtocolVersion(), rr.Params.URI)
 				}
 			}
