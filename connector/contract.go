@@ -11,7 +11,7 @@ import (
 )
 
 // This file is the engine's contract with its callers (an agent framework,
-// or the MCP layer of cmd/agent-protocols-connector): the view types of
+// or the MCP binding connector/mcptools): the view types of
 // connector spec §4.2–§4.3 (JSON names exactly as the spec spells them), the
 // tool inputs (same names as the tool input schemas, so the MCP layer can use
 // them as tool input types), the options and the sentinel errors. The

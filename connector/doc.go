@@ -7,8 +7,10 @@
 // bbolt file, and the verified sync with the operator's allowed hosts.
 // [Open] starts one; each method is one connector tool. A framework calls
 // the methods directly (an agent loop's tool handlers call [Engine.RoomOpen],
-// [Engine.InboxNext], [Engine.SendMessage], …); cmd/agent-protocols-connector binds the
-// same methods to MCP tools and resources for MCP-capable agents.
+// [Engine.InboxNext], [Engine.SendMessage], …); package connector/mcptools
+// binds the same methods to MCP tools and resources for MCP-capable agents,
+// and cmd/agent-protocols-connector serves that binding over stdio,
+// Streamable HTTP and an ACP chain.
 //
 // # Contract
 //
@@ -18,7 +20,7 @@
 // the spec uses, one input type per tool, and the sentinel errors. Methods
 // that read or write a room take a session id (the MCP session id, or any
 // stable id the framework gives one conversation; MCP 2026-07-28 has no
-// session, and cmd/agent-protocols-connector then names the client's conversation):
+// session, and connector/mcptools then names the client's conversation):
 // the presented head (§4.2) — the head most recently returned to that
 // session for that room — is the default base of its writes.
 //
@@ -31,7 +33,7 @@
 // or a [*ToolError] (a code, a message, data, and whether a host or the
 // connector said it). Arguments are judged by exactly the published input
 // schema; a violation is a ToolError with [CodeInvalidArguments] naming the
-// field, for the model to correct. cmd/agent-protocols-connector registers this table
+// field, for the model to correct. connector/mcptools registers this table
 // with the MCP SDK in a loop; another framework does the same with its own
 // tool type (see the Tools example). [Instructions] is the §4.5 loop to put in
 // the system prompt.

@@ -16,8 +16,8 @@ import (
 // This file is the framework-neutral face of the 27 standard tools of
 // §4.3: each [Tool] is the public contract (name, title, description,
 // input and output schema, annotations) plus the engine method behind it.
-// The MCP binding of cmd/agent-protocols-connector registers this table in a loop;
-// any other agent framework can do the same with its own tool type.
+// The MCP binding, connector/mcptools, registers this table in a loop; any
+// other agent framework can do the same with its own tool type.
 
 // ToolPrefix is the stable prefix of every standard connector tool (§4.3).
 const ToolPrefix = "agent_protocols_"

@@ -7,13 +7,14 @@ import (
 	"io"
 
 	"github.com/agentprotocols/go-sdk/cmd/agent-protocols-connector/internal/acp"
+	"github.com/agentprotocols/go-sdk/connector/mcptools"
 	"github.com/agentprotocols/go-sdk/internal/untrusted"
 )
 
 // serveACP runs `connector acp`: the connector as a proxy component in an
 // ACP chain, offering srv — the same MCP server `serve` runs over stdio
 // and HTTP — to the agent over MCP-over-ACP (package acp).
-func serveACP(ctx context.Context, srv *Server, stdin io.Reader, stdout, stderr io.Writer) int {
+func serveACP(ctx context.Context, srv *mcptools.Server, stdin io.Reader, stdout, stderr io.Writer) int {
 	err := acp.Serve(ctx, stdin, stdout, &acp.Options{Server: srv.MCP(), ServerName: "agent-protocols", Log: stderr})
 	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
 		fmt.Fprintln(stderr, "connector:", untrusted.Terminal(err.Error()))

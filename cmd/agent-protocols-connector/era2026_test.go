@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentprotocols/go-sdk/adphost"
 	"github.com/agentprotocols/go-sdk/connector"
+	"github.com/agentprotocols/go-sdk/connector/mcptools"
 )
 
 // MCP 2026-07-28 (no initialize, no session; server/discover,
@@ -289,7 +290,7 @@ func TestHTTPConversations(t *testing.T) {
 // claims released after the grace, as a session whose GET stream closed.
 func TestHTTPConversationEndsWithListenStream(t *testing.T) {
 	_, bob, roomID := mentioned(t, newTestHost(t, nil))
-	bob.srv.streamGrace = 200 * time.Millisecond
+	bob.http.Grace = 200 * time.Millisecond
 
 	r := &rawHTTP{t: t, url: serveHTTP(t, bob).URL, version: "2026-07-28", conversation: "agent-1"}
 	listen := r.post2026(1, "subscriptions/listen", map[string]any{"notifications": map[string]any{"resourceSubscriptions": []string{connector.URIInboxPending}}})
@@ -318,29 +319,34 @@ func TestHTTPConversationEndsWithListenStream(t *testing.T) {
 	}
 }
 
-// TestConversationsBounded: the server keeps at most maxConversations
-// 2026-07-28 conversations; a new one ends the least recently used, whose
-// claims are released.
+// TestConversationsBounded: the server keeps at most MaxConversations
+// 2026-07-28 conversations over HTTP; a new one ends the least recently
+// used, whose claims are released.
 func TestConversationsBounded(t *testing.T) {
-	_, bob, roomID := mentioned(t, newTestHost(t, nil))
+	h := newTestHost(t, nil)
+	alice := newConnector(t, "alice", h)
+	bob := newConnectorWith(t, "bob", &connectorOptions{hosts: []connector.HostConfig{{Host: h.url, Label: "adptest"}},
+		server: &mcptools.Options{MaxConversations: 2}})
+	roomID := createRoom(t, alice, h, "public")
+	bob.call("room_open", map[string]any{"host": h.url, "room_id": roomID})
+	bob.call("room_join", map[string]any{"room_id": roomID, "role": "speaker"})
+	alice.call("room_state", map[string]any{"room_id": roomID, "refresh": true})
+	mentionInbox(t, alice, bob, roomID)
 
-	ctx := context.Background()
-	in := connector.InboxNextInput{RoomID: roomID, Claim: true}
-	bob.srv.useConversation("http2026:c0")
-	if res, err := bob.eng.InboxNext(ctx, "http2026:c0", in); err != nil || len(res.Items) != 1 {
-		t.Fatalf("claim: %v %+v", err, res)
+	ts := serveHTTP(t, bob)
+	call := func(conv, tool string, args map[string]any) string {
+		r := &rawHTTP{t: t, url: ts.URL, version: "2026-07-28", conversation: conv}
+		return string(with2026Meta(r.call)(1, "tools/call", map[string]any{"name": connector.ToolPrefix + tool, "arguments": args}))
 	}
-	for i := 1; i <= maxConversations; i++ {
-		bob.srv.useConversation("http2026:c" + itoa(i))
+	claim := map[string]any{"room_id": roomID, "kinds": []string{"room.mention"}, "claim": true}
+	if !strings.Contains(call("c0", "inbox_next", claim), "room.mention") {
+		t.Fatal("conversation c0 did not claim the mention")
 	}
-	bob.srv.mu.Lock()
-	n := len(bob.srv.conversations)
-	_, first := bob.srv.conversations["http2026:c0"]
-	bob.srv.mu.Unlock()
-	if n != maxConversations || first {
-		t.Fatalf("%d conversations kept, the oldest among them: %v; want %d without the oldest", n, first, maxConversations)
+	if strings.Contains(call("c1", "inbox_next", claim), "room.mention") {
+		t.Fatal("an item claimed by c0 was handed to c1")
 	}
-	if res, err := bob.eng.InboxNext(ctx, "other", connector.InboxNextInput{RoomID: roomID}); err != nil || len(res.Items) != 1 {
-		t.Fatalf("the ended conversation's claim still hides the item: %v %+v", err, res)
+	call("c2", "identity_current", nil) // a third conversation: c0, the least recently used, ends
+	if !strings.Contains(call("c1", "inbox_next", claim), "room.mention") {
+		t.Fatal("the ended conversation's claim still hides the item")
 	}
 }

@@ -11,10 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
 	"github.com/agentprotocols/go-sdk/adphost"
 	"github.com/agentprotocols/go-sdk/adphost/adphosttest"
+	"github.com/agentprotocols/go-sdk/cmd/agent-protocols-connector/internal/mcphttp"
 	"github.com/agentprotocols/go-sdk/connector"
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/agentprotocols/go-sdk/connector/mcptools"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -37,15 +40,17 @@ type agentConn struct {
 	t       testing.TB
 	name    string
 	eng     *connector.Engine
-	srv     *Server
+	srv     *mcptools.Server
+	http    *mcphttp.Options // for serveHTTP
 	client  *mcp.ClientSession
 	updates chan string // resources/updated URIs this client received
 	agentID string
 }
 
 type connectorOptions struct {
-	hosts []connector.HostConfig
-	dir   string
+	hosts  []connector.HostConfig
+	dir    string
+	server *mcptools.Options
 }
 
 // seedFor derives a fixed key seed from a name, so transcripts are stable.
@@ -80,7 +85,7 @@ func newConnectorWith(t testing.TB, name string, o *connectorOptions) *agentConn
 	if err != nil {
 		t.Fatalf("%s: key: %v", name, err)
 	}
-	n := NewNotifier()
+	n := mcptools.NewNotifier()
 	eng, err := connector.Open(ctx, &connector.Options{
 		Dir:               filepath.Join(dir, "state"),
 		Key:               k,
@@ -92,13 +97,10 @@ func newConnectorWith(t testing.TB, name string, o *connectorOptions) *agentConn
 	if err != nil {
 		t.Fatalf("%s: engine: %v", name, err)
 	}
-	srv, err := NewServer(eng, nil)
-	if err != nil {
-		t.Fatalf("%s: server: %v", name, err)
-	}
+	srv := mcptools.NewServer(eng, o.server)
 	nctx, cancel := context.WithCancel(ctx)
 	go n.Run(nctx, srv.MCP())
-	c := &agentConn{t: t, name: name, eng: eng, srv: srv, updates: make(chan string, 1024), agentID: k.AgentID().String()}
+	c := &agentConn{t: t, name: name, eng: eng, srv: srv, http: &mcphttp.Options{}, updates: make(chan string, 1024), agentID: k.AgentID().String()}
 	c.client = connectClient(t, srv, c.updates)
 	t.Cleanup(func() {
 		c.client.Close()
@@ -111,7 +113,7 @@ func newConnectorWith(t testing.TB, name string, o *connectorOptions) *agentConn
 // connectClient connects a new in-memory client session to srv (server
 // side first, as the go-sdk requires), pinned to the 2025-11-25 protocol
 // the connector spec names.
-func connectClient(t testing.TB, srv *Server, updates chan string) *mcp.ClientSession {
+func connectClient(t testing.TB, srv *mcptools.Server, updates chan string) *mcp.ClientSession {
 	t.Helper()
 	ctx := context.Background()
 	st, ct := mcp.NewInMemoryTransports()

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentprotocols/go-sdk/cmd/agent-protocols-connector/internal/mcphttp"
 	"github.com/agentprotocols/go-sdk/connector"
 )
 
@@ -23,7 +22,7 @@ const testToken = "test-token-0123456789abcdef"
 // handler on a loopback listener.
 func serveHTTP(t *testing.T, c *agentConn) *httptest.Server {
 	t.Helper()
-	ts := httptest.NewServer(httpHandler(c.srv, testToken))
+	ts := httptest.NewServer(mcphttp.Handler(c.srv, testToken, c.http))
 	t.Cleanup(ts.Close)
 	return ts
 }
@@ -179,37 +178,6 @@ func TestHTTPStreamableClient(t *testing.T) {
 	var je *jsonrpc.Error
 	if !errors.As(err, &je) || je.Code != jsonrpc.CodeInvalidParams {
 		t.Fatalf("unknown tool: want JSON-RPC invalid params, got %v", err)
-	}
-}
-
-func TestCheckLoopbackAddr(t *testing.T) {
-	for addr, ok := range map[string]bool{
-		"127.0.0.1:8080": true, "[::1]:8080": true, "127.0.0.2:1": false, "[::ffff:127.0.0.1]:1": false,
-		"0.0.0.0:8080": false, "localhost:8080": false, "192.168.1.2:80": false, ":8080": false, "127.0.0.1": false,
-	} {
-		if err := checkLoopbackAddr(addr); (err == nil) != ok {
-			t.Errorf("%s: err %v", addr, err)
-		}
-	}
-}
-
-func TestTokenFile(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "sub", "token")
-	tok, err := loadOrCreateToken(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fi, err := os.Stat(p)
-	if err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("token file mode %v, %v", fi.Mode().Perm(), err)
-	}
-	again, err := loadOrCreateToken(p)
-	if err != nil || again != tok {
-		t.Fatalf("second load %q %v, want %q", again, err, tok)
-	}
-	os.Chmod(p, 0o644)
-	if _, err := loadOrCreateToken(p); err == nil {
-		t.Fatal("a world-readable token file was accepted")
 	}
 }
 

@@ -191,7 +191,7 @@ func TestHTTPCancelledGetsNoResponse(t *testing.T) {
 func TestHTTPClaimReleasedWhenStreamsClose(t *testing.T) {
 	h := newTestHost(t, nil)
 	_, bob, roomID := mentioned(t, h)
-	bob.srv.streamGrace = 200 * time.Millisecond
+	bob.http.Grace = 200 * time.Millisecond
 
 	r := newRawHTTP(t, serveHTTP(t, bob))
 	get, _ := r.getStream("")
@@ -273,32 +273,6 @@ func TestHTTPAbandonedLongPollClaimsNothing(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// TestPendingCallsAbandonedBeforeStart: a call abandoned before its
-// handler started starts cancelled; one finished normally is forgotten,
-// and one abandoned while running is cancelled.
-func TestPendingCallsAbandonedBeforeStart(t *testing.T) {
-	p := newPendingCalls()
-	k := p.begin()
-	p.finish(k, true)
-	ctx, end := p.start(context.Background(), k)
-	if ctx.Err() == nil {
-		t.Error("a call abandoned before it started runs uncancelled")
-	}
-	end()
-	k = p.begin()
-	ctx, end = p.start(context.Background(), k)
-	p.finish(k, true)
-	if ctx.Err() == nil {
-		t.Error("a running call abandoned is not cancelled")
-	}
-	end()
-	k = p.begin()
-	p.finish(k, false)
-	if ctx, _ := p.start(context.Background(), k); ctx.Err() != nil || len(p.calls) != 0 {
-		t.Errorf("a finished call is remembered (%d) or starts cancelled", len(p.calls))
 	}
 }
 

@@ -80,7 +80,7 @@ func TestHTTPResumableStream(t *testing.T) {
 func TestHTTPResumeGone(t *testing.T) {
 	h := newTestHost(t, nil)
 	c := newConnector(t, "http-gone", h)
-	c.srv.replayBytes = 1024
+	c.http.ReplayBytes = 1024
 	r := newRawHTTP(t, serveHTTP(t, c))
 	get := r.getStream
 	// Waits for a notification on ch, poking until one arrives (the

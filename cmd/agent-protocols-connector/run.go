@@ -15,9 +15,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
+	"github.com/agentprotocols/go-sdk/cmd/agent-protocols-connector/internal/jsonl"
+	"github.com/agentprotocols/go-sdk/cmd/agent-protocols-connector/internal/mcphttp"
 	"github.com/agentprotocols/go-sdk/connector"
+	"github.com/agentprotocols/go-sdk/connector/mcptools"
 	"github.com/agentprotocols/go-sdk/internal/untrusted"
 )
 
@@ -193,7 +194,7 @@ func openEngine(ctx context.Context, c *Config, notify func(string), httpClient 
 
 func serve(ctx context.Context, path, httpAddr string, acp bool, stdin io.Reader, stdout, stderr io.Writer) int {
 	if httpAddr != "" {
-		if err := checkLoopbackAddr(httpAddr); err != nil {
+		if err := mcphttp.CheckLoopbackAddr(httpAddr); err != nil {
 			fmt.Fprintln(stderr, "connector:", untrusted.Terminal(err.Error()))
 			return exitSetup
 		}
@@ -204,18 +205,14 @@ func serve(ctx context.Context, path, httpAddr string, acp bool, stdin io.Reader
 		return exitSetup
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	n := NewNotifier()
+	n := mcptools.NewNotifier()
 	eng, err := openEngine(ctx, c, n.Notify, nil)
 	if err != nil {
 		fmt.Fprintln(stderr, "connector:", untrusted.Terminal(err.Error()))
 		return exitSetup
 	}
 	defer eng.Close()
-	srv, err := NewServer(eng, &ServerOptions{Logger: log})
-	if err != nil {
-		fmt.Fprintln(stderr, "connector:", untrusted.Terminal(err.Error()))
-		return exitError
-	}
+	srv := mcptools.NewServer(eng, &mcptools.Options{Logger: log})
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go n.Run(ctx, srv.MCP())
@@ -225,8 +222,8 @@ func serve(ctx context.Context, path, httpAddr string, acp bool, stdin io.Reader
 	}
 	if httpAddr == "" {
 		// One frame is bounded like an HTTP request body (4 MiB); a bad
-		// frame is answered and skipped (stdioTransport).
-		t := &stdioTransport{r: stdin, w: stdout, maxLine: mcp.DefaultMaxRequestBodyBytes}
+		// frame is answered and skipped (jsonl.Transport).
+		t := &jsonl.Transport{R: stdin, W: stdout}
 		if err := srv.MCP().Run(ctx, t); err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
 			fmt.Fprintln(stderr, "connector:", untrusted.Terminal(err.Error()))
 			return exitError
@@ -234,7 +231,7 @@ func serve(ctx context.Context, path, httpAddr string, acp bool, stdin io.Reader
 		return exitOK
 	}
 
-	token, err := loadOrCreateToken(c.TokenFile)
+	token, err := mcphttp.LoadOrCreateToken(c.TokenFile)
 	if err != nil {
 		fmt.Fprintln(stderr, "connector:", untrusted.Terminal(err.Error()))
 		return exitSetup
@@ -245,7 +242,7 @@ func serve(ctx context.Context, path, httpAddr string, acp bool, stdin io.Reader
 		return exitSetup
 	}
 	hs := &http.Server{
-		Handler:           httpHandler(srv, token),
+		Handler:           mcphttp.Handler(srv, token, &mcphttp.Options{Logger: log}),
 		ReadHeaderTimeout: 10 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentprotocols/go-sdk/cmd/agent-protocols-connector/internal/jsonl"
 )
 
 // BenchmarkStdioFraming: one ping round trip through the connector's
@@ -24,7 +26,7 @@ func BenchmarkStdioFraming(b *testing.B) {
 			return &mcp.IOTransport{Reader: io.NopCloser(r), Writer: w}
 		}},
 		{"stdioTransport", func(r io.Reader, w io.WriteCloser) mcp.Transport {
-			return &stdioTransport{r: r, w: w, maxLine: mcp.DefaultMaxRequestBodyBytes}
+			return &jsonl.Transport{R: r, W: w, MaxLine: mcp.DefaultMaxRequestBodyBytes}
 		}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {

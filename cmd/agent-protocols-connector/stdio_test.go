@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentprotocols/go-sdk/cmd/agent-protocols-connector/internal/jsonl"
 	"github.com/agentprotocols/go-sdk/connector"
+	"github.com/agentprotocols/go-sdk/connector/mcptools"
 )
 
 // rawStdio is a raw JSON-RPC client on the connector's stdio framing, for
@@ -21,7 +23,7 @@ type rawStdio struct {
 	lines chan string
 }
 
-func newRawStdio(t *testing.T, srv *Server, maxLine int) *rawStdio {
+func newRawStdio(t *testing.T, srv *mcptools.Server, maxLine int) *rawStdio {
 	t.Helper()
 	r := startRawStdio(t, srv, maxLine)
 	r.send(initBody)
@@ -33,7 +35,7 @@ func newRawStdio(t *testing.T, srv *Server, maxLine int) *rawStdio {
 }
 
 // startRawStdio is a rawStdio that has sent nothing yet (no initialize).
-func startRawStdio(t *testing.T, srv *Server, maxLine int) *rawStdio {
+func startRawStdio(t *testing.T, srv *mcptools.Server, maxLine int) *rawStdio {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -41,7 +43,7 @@ func startRawStdio(t *testing.T, srv *Server, maxLine int) *rawStdio {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = srv.MCP().Run(ctx, &stdioTransport{r: inR, w: outW, maxLine: maxLine})
+		_ = srv.MCP().Run(ctx, &jsonl.Transport{R: inR, W: outW, MaxLine: maxLine})
 		outW.Close()
 	}()
 	t.Cleanup(func() { inW.Close(); cancel(); <-done })

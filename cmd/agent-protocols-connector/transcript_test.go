@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentprotocols/go-sdk/cmd/agent-protocols-connector/internal/jsonl"
 	"github.com/agentprotocols/go-sdk/connector"
 )
 
@@ -52,7 +53,7 @@ func TestTranscripts(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- c.srv.MCP().Run(ctx, &stdioTransport{r: inR, w: outW, maxLine: mcp.DefaultMaxRequestBodyBytes})
+		done <- c.srv.MCP().Run(ctx, &jsonl.Transport{R: inR, W: outW, MaxLine: mcp.DefaultMaxRequestBodyBytes})
 	}()
 	lines := make(chan string, 16)
 	go func() {

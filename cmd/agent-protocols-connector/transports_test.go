@@ -16,7 +16,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentprotocols/go-sdk/adphost"
+	"github.com/agentprotocols/go-sdk/cmd/agent-protocols-connector/internal/jsonl"
 	"github.com/agentprotocols/go-sdk/connector"
+	"github.com/agentprotocols/go-sdk/connector/mcptools"
 )
 
 // transports connects the official go-sdk client to c's server over the
@@ -42,7 +44,7 @@ func connectStdio(version string) func(t *testing.T, c *agentConn, opts *mcp.Cli
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			_ = c.srv.MCP().Run(ctx, &stdioTransport{r: inR, w: outW, maxLine: mcp.DefaultMaxRequestBodyBytes})
+			_ = c.srv.MCP().Run(ctx, &jsonl.Transport{R: inR, W: outW, MaxLine: mcp.DefaultMaxRequestBodyBytes})
 			outW.Close()
 		}()
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "stdio-client", Version: "1"}, opts).Connect(ctx,
@@ -141,8 +143,8 @@ func dataOf(je *jsonrpc.Error) string {
 // client that resets its timeout on progress keeps waiting.
 func TestLongPollProgress(t *testing.T) {
 	h := newTestHost(t, nil)
-	c := newConnector(t, "progress", h)
-	c.srv.progressEvery = 40 * time.Millisecond
+	c := newConnectorWith(t, "progress", &connectorOptions{hosts: []connector.HostConfig{{Host: h.url, Label: "adptest"}},
+		server: &mcptools.Options{ProgressInterval: 40 * time.Millisecond}})
 	for _, tr := range transports {
 		t.Run(tr.name, func(t *testing.T) {
 			var got atomic.Int32

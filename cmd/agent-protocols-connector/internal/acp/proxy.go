@@ -1,12 +1,9 @@
 package acp
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +15,9 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentprotocols/go-sdk/cmd/agent-protocols-connector/internal/jsonl"
+	"github.com/agentprotocols/go-sdk/internal/untrusted"
 )
 
 // Options configures [Serve]; zero values mean defaults.
@@ -85,21 +85,20 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts *Options) error {
 	// The reader runs apart so that the end of ctx ends Serve even while a
 	// read blocks (stdin cannot be interrupted).
 	type result struct {
-		line    []byte
-		tooLong bool
-		err     error
+		line []byte
+		err  error
 	}
 	lines := make(chan result)
 	go func() {
-		br := bufio.NewReaderSize(r, 64<<10)
+		r := jsonl.NewReader(r, p.maxLine)
 		for {
-			line, tooLong, err := readLine(br, p.maxLine)
+			line, err := r.Next()
 			select {
-			case lines <- result{line, tooLong, err}:
+			case lines <- result{line, err}:
 			case <-ctx.Done():
 				return
 			}
-			if err != nil {
+			if err != nil && !errors.Is(err, jsonl.ErrTooLong) {
 				return
 			}
 		}
@@ -111,42 +110,20 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts *Options) error {
 			return nil
 		case l = <-lines:
 		}
-		if l.tooLong {
+		switch {
+		case errors.Is(l.err, jsonl.ErrTooLong):
 			p.note("dropped an outer message longer than %d bytes", p.maxLine)
 			p.respondError(jsonrpc.ID{}, &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: fmt.Sprintf("message longer than %d bytes", p.maxLine)})
-		} else if len(bytes.TrimSpace(l.line)) > 0 {
-			p.dispatch(l.line)
-		}
-		if l.err != nil {
-			if errors.Is(l.err, io.EOF) {
-				return p.writeErr()
-			}
+		case errors.Is(l.err, io.EOF):
+			return p.writeErr()
+		case l.err != nil:
 			return l.err
+		default:
+			p.dispatch(l.line)
 		}
 		if err := p.writeErr(); err != nil {
 			return err
 		}
-	}
-}
-
-// readLine reads one newline-terminated line of at most max bytes. A
-// longer line is consumed to its end and reported as tooLong, so memory
-// stays bounded and the stream stays in sync.
-func readLine(br *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
-	var buf []byte
-	for {
-		frag, err := br.ReadSlice('\n')
-		if !tooLong {
-			if len(buf)+len(frag) > max+1 {
-				tooLong, buf = true, nil
-			} else {
-				buf = append(buf, frag...)
-			}
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		return buf, tooLong, err
 	}
 }
 
@@ -290,17 +267,7 @@ func (p *proxy) respond(id jsonrpc.ID, result []byte, err error) {
 // respondError answers with an error object. Without a usable id (a line
 // that is not even JSON-RPC) the id is null, as JSON-RPC 2.0 requires.
 func (p *proxy) respondError(id jsonrpc.ID, err error) {
-	we := wireError(err)
-	if id.IsValid() {
-		p.write(&jsonrpc.Response{ID: id, Error: we})
-		return
-	}
-	b, merr := json.Marshal(struct {
-		JSONRPC string         `json:"jsonrpc"`
-		ID      *int           `json:"id"`
-		Error   *jsonrpc.Error `json:"error"`
-	}{JSONRPC: "2.0", Error: we})
-	if merr == nil {
+	if b, merr := jsonl.ErrorResponse(id, wireError(err)); merr == nil {
 		p.writeLine(b)
 	}
 }
@@ -346,7 +313,7 @@ func (p *proxy) notifySuccessor(method string, params []byte) {
 func (p *proxy) dispatch(line []byte) {
 	msg, err := jsonrpc.DecodeMessage(line)
 	if err != nil {
-		p.respondError(salvageID(line), &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: "not a JSON-RPC 2.0 message: " + clip(err.Error())})
+		p.respondError(jsonl.PeekID(line), &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: "not a JSON-RPC 2.0 message: " + clip(err.Error())})
 		return
 	}
 	switch m := msg.(type) {
@@ -373,31 +340,8 @@ func (p *proxy) dispatch(line []byte) {
 	}
 }
 
-// salvageID recovers the id of a line that is JSON but not valid
-// JSON-RPC, so its error can still be correlated; else the zero ID.
-func salvageID(line []byte) jsonrpc.ID {
-	var v struct {
-		ID any `json:"id"`
-	}
-	if json.Unmarshal(line, &v) != nil {
-		return jsonrpc.ID{}
-	}
-	switch v.ID.(type) {
-	case string, float64:
-		id, err := jsonrpc.MakeID(v.ID)
-		if err == nil {
-			return id
-		}
-	}
-	return jsonrpc.ID{}
-}
-
-func clip(s string) string {
-	if len(s) > 200 {
-		return s[:200] + "…"
-	}
-	return s
-}
+// clip shortens untrusted text for an error message or a note.
+func clip(s string) string { return untrusted.Clip(s, 200) }
 
 // refuse answers a request with err; a refused notification is noted.
 func (p *proxy) refuse(m *jsonrpc.Request, err *jsonrpc.Error) {

@@ -1,19 +1,22 @@
-package main
+package mcphttp
 
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentprotocols/go-sdk/cmd/agent-protocols-connector/internal/jsonl"
+	"github.com/agentprotocols/go-sdk/connector/mcptools"
 )
 
 // jsonrpcFront sits between the §3 guard and the go-sdk's Streamable HTTP
@@ -35,15 +38,17 @@ import (
 //
 //   - A request for a method the SDK does not serve gets a JSON-RPC
 //     -32601 body (HTTP 200, application/json), not the SDK's HTTP 400
-//     text/plain, which clients take for a transport fault (R7). (From
+//     text/plain, which clients take for a transport fault
+//     (modelcontextprotocol/go-sdk#976). (From
 //     2026-07-28 on the SDK answers 404 with -32601 itself, as that
 //     version requires.)
 //   - A POST without Mcp-Session-Id, other than initialize, is HTTP 400
 //     (2025-11-25 transports: "SHOULD respond … with HTTP 400 Bad
-//     Request"), not a 200 with a code-0 error (R7).
+//     Request"), not a 200 with a code-0 error.
 //   - After notifications/cancelled for a request still in flight on the
 //     same session, nothing more is written to that request's response
-//     stream: the cancelled request gets no response (R8).
+//     stream: the cancelled request gets no response (MCP: the receiver
+//     SHOULD NOT respond).
 //
 // In both eras it counts each engine session's open streams: in the
 // session era the standalone GET stream and the POSTs in flight, in
@@ -51,7 +56,7 @@ import (
 // in flight. When a session that had a GET (or listen) stream open has
 // none left for grace, its client went away (the TypeScript SDK's
 // close(), a crash and an agentd reconnect send no DELETE), and gone is
-// called, which releases the session's inbox claims (R1). A client that
+// called, which releases the session's inbox claims. A client that
 // never opens such a stream keeps its claims between calls, up to the
 // engine's claim lease.
 //
@@ -82,13 +87,6 @@ type inflightKey struct {
 	session string
 	id      jsonrpc.ID
 }
-
-// statelessEra is the first protocol version without sessions.
-const statelessEra = "2026-07-28"
-
-// metaProtocolVersion is the _meta member that carries a 2026-07-28
-// request's protocol version (SEP-2575).
-const metaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
 
 func newJSONRPCFront(sessions, stateless http.Handler, calls *pendingCalls, gone func(session string), grace time.Duration) *jsonrpcFront {
 	return &jsonrpcFront{sessions: sessions, stateless: stateless, max: mcp.DefaultMaxRequestBodyBytes,
@@ -157,7 +155,7 @@ func (f *jsonrpcFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Header.Del(callHeader) // the front's own, never the client's
 	version := r.Header.Get("Mcp-Protocol-Version")
 	if r.Method != http.MethodPost || r.Body == nil {
-		if version >= statelessEra {
+		if version >= mcptools.StatelessVersion {
 			// 2026-07-28 has no GET stream and no DELETE: the SDK
 			// answers 405.
 			f.stateless.ServeHTTP(w, r)
@@ -173,14 +171,14 @@ func (f *jsonrpcFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		io.Closer
 	}{io.MultiReader(bytes.NewReader(body), rest), rest}
 	era := f.sessions
-	if version >= statelessEra {
+	if version >= mcptools.StatelessVersion {
 		era = f.stateless
 	}
 	if err != nil || int64(len(body)) > f.max {
 		era.ServeHTTP(w, r)
 		return
 	}
-	if err := checkRequestID(body); err != nil {
+	if err := jsonl.CheckRequestID(body); err != nil {
 		writeRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
 		return
 	}
@@ -194,7 +192,7 @@ func (f *jsonrpcFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		era.ServeHTTP(w, r)
 		return
 	}
-	if version >= statelessEra || requestVersion(req.Params) != "" {
+	if version >= mcptools.StatelessVersion || requestVersion(req.Params) != "" {
 		f.serveStateless(w, r, req)
 		return
 	}
@@ -204,7 +202,7 @@ func (f *jsonrpcFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // requestVersion is the protocol version a request's params carry in
 // _meta (2026-07-28 and later), or "".
 func requestVersion(params []byte) string {
-	if !bytes.Contains(params, []byte(metaProtocolVersion)) {
+	if !bytes.Contains(params, []byte(mcp.MetaKeyProtocolVersion)) {
 		return ""
 	}
 	var p struct {
@@ -213,7 +211,7 @@ func requestVersion(params []byte) string {
 	if jsonv2.Unmarshal(params, &p) != nil {
 		return ""
 	}
-	v, _ := p.Meta[metaProtocolVersion].(string)
+	v, _ := p.Meta[mcp.MetaKeyProtocolVersion].(string)
 	return v
 }
 
@@ -230,11 +228,11 @@ func (f *jsonrpcFront) serveSessionStream(w http.ResponseWriter, r *http.Request
 			r.Header.Del("Last-Event-ID")
 		}
 		if sid != "" {
-			defer f.streamOpened(httpSessionName(sid), true)()
+			defer f.streamOpened(mcptools.HTTPSessionName(sid), true)()
 		}
 	case http.MethodDelete:
 		f.mu.Lock()
-		name := httpSessionName(sid)
+		name := mcptools.HTTPSessionName(sid)
 		if ss := f.streams[name]; ss != nil && ss.pending != nil {
 			ss.pending.Stop()
 		}
@@ -262,20 +260,20 @@ func (f *jsonrpcFront) serveSession(w http.ResponseWriter, r *http.Request, req 
 		return
 	}
 	if req.Method == "initialize" && req.IsCall() {
-		if err := checkInitializeParams(req.Params); err != nil {
+		if err := jsonl.CheckInitializeParams(req.Params); err != nil {
 			writeRPCError(w, http.StatusBadRequest, req.ID, jsonrpc.CodeInvalidParams, err.Error())
 			return
 		}
 	}
 	var session string
 	if sid != "" {
-		session = httpSessionName(sid)
+		session = mcptools.HTTPSessionName(sid)
 	}
 	closed := f.streamOpened(session, false)
 	if !req.IsCall() {
 		defer closed()
 		if req.Method == "notifications/cancelled" {
-			if id, ok := cancelledID(req.Params); ok {
+			if id, ok := jsonl.CancelledID(req.Params); ok {
 				f.mu.Lock()
 				if cw := f.inflight[inflightKey{sid, id}]; cw != nil {
 					cw.cancel()
@@ -324,7 +322,7 @@ func (f *jsonrpcFront) serveSession(w http.ResponseWriter, r *http.Request, req 
 // conversation (conversationSession); a subscriptions/listen stream
 // counts as the session era's GET stream did.
 func (f *jsonrpcFront) serveStateless(w http.ResponseWriter, r *http.Request, req *jsonrpc.Request) {
-	conv, err := conversationSession(r.Header)
+	conv, err := mcptools.ConversationSession(r.Header)
 	if err != nil {
 		writeRPCError(w, http.StatusBadRequest, req.ID, jsonrpc.CodeInvalidRequest, err.Error())
 		return
@@ -336,7 +334,7 @@ func (f *jsonrpcFront) serveStateless(w http.ResponseWriter, r *http.Request, re
 }
 
 // callHeader carries the front's key of a session-era tool call to the
-// tool handler (pendingCalls); a client's is removed.
+// middleware that runs its handler (pendingCalls); a client's is removed.
 const callHeader = "Agent-Protocols-Call"
 
 // pendingCalls are the session-era tool calls in flight over HTTP, by the
@@ -344,6 +342,8 @@ const callHeader = "Agent-Protocols-Call"
 // away. A call abandoned before its handler started is remembered for a
 // while, so the handler starts cancelled.
 type pendingCalls struct {
+	prefix string // this front's, so that a key is never another front's on the same server
+
 	mu    sync.Mutex
 	next  uint64
 	calls map[string]*pendingCall
@@ -358,7 +358,31 @@ type pendingCall struct {
 // is remembered.
 const abandonedKept = 30 * time.Second
 
-func newPendingCalls() *pendingCalls { return &pendingCalls{calls: map[string]*pendingCall{}} }
+// fronts numbers the fronts of this process, for pendingCalls' keys.
+var fronts atomic.Uint64
+
+func newPendingCalls() *pendingCalls {
+	return &pendingCalls{prefix: strconv.FormatUint(fronts.Add(1), 10) + "-", calls: map[string]*pendingCall{}}
+}
+
+// middleware runs each session-era tool call the front keyed under a
+// context that pendingCalls cancels when the call is abandoned: the
+// go-sdk's stateful handler runs tool handlers apart from the POST that
+// carried the call, so a closed response stream does not end them.
+func (p *pendingCalls) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "tools/call" {
+			if ex := req.GetExtra(); ex != nil && ex.Header != nil {
+				if key := ex.Header.Get(callHeader); strings.HasPrefix(key, p.prefix) {
+					var end func()
+					ctx, end = p.start(ctx, key)
+					defer end()
+				}
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
 
 // begin registers a call and returns its key.
 func (p *pendingCalls) begin() string {
@@ -371,7 +395,7 @@ func (p *pendingCalls) begin() string {
 		}
 	}
 	p.next++
-	key := strconv.FormatUint(p.next, 10)
+	key := p.prefix + strconv.FormatUint(p.next, 10)
 	p.calls[key] = &pendingCall{}
 	return key
 }
@@ -423,33 +447,9 @@ func (p *pendingCalls) finish(key string, abandon bool) {
 	}
 }
 
-// conversationHeader names a 2026-07-28 client's conversation over HTTP.
-const conversationHeader = "Agent-Protocols-Conversation"
-
-// maxConversationKey bounds a conversation header's value.
-const maxConversationKey = 64
-
-// conversationSession is the engine session of a 2026-07-28 request over
-// HTTP, which has no protocol session: the conversation its client names
-// with the Agent-Protocols-Conversation header (1–64 characters of
-// A–Z a–z 0–9 - . _ ~), or without one the default conversation of the
-// bearer token, which every such client of this connector shares. The
-// presented heads (§4.2) and inbox claims (§4.3) of the conversation last
-// across its requests, as a session's do.
-func conversationSession(h http.Header) (string, error) {
-	key := h.Get(conversationHeader)
-	if key == "" {
-		return "http2026", nil
-	}
-	if len(key) > maxConversationKey || strings.Trim(key, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~") != "" {
-		return "", fmt.Errorf("bad request: %s wants 1 to %d characters of A-Z a-z 0-9 - . _ ~", conversationHeader, maxConversationKey)
-	}
-	return "http2026:" + key, nil
-}
-
 // writeRPCError answers with a JSON-RPC error body.
 func writeRPCError(w http.ResponseWriter, status int, id jsonrpc.ID, code int64, msg string) {
-	b, err := errorResponse(id, code, msg)
+	b, err := jsonl.ErrorResponse(id, &jsonrpc.Error{Code: code, Message: msg})
 	if err != nil {
 		http.Error(w, msg, status)
 		return

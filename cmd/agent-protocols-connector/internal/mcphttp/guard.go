@@ -1,4 +1,11 @@
-package main
+// Package mcphttp is the connector program's Streamable HTTP endpoint: the
+// connector spec's §3 guard for a loopback HTTP connector (a literal
+// loopback listen address, Host and Origin checks against DNS rebinding
+// and browsers, a bearer token from a 0600 file) in front of the go-sdk's
+// Streamable HTTP handlers, one per protocol era, behind a front that
+// makes their answers those of the stdio transport where the SDK answers
+// otherwise (each such place names the go-sdk issue it works around).
+package mcphttp
 
 import (
 	"context"
@@ -9,6 +16,7 @@ import (
 	"fmt"
 	"io/fs"
 	"iter"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -19,16 +27,18 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentprotocols/go-sdk/connector/mcptools"
 )
 
 // §3: a loopback Streamable HTTP connector MUST bind to 127.0.0.1 or ::1,
 // validate Origin, defend against DNS rebinding and authenticate its
 // client — loopback is not an authentication boundary.
 
-// checkLoopbackAddr refuses a listen address that is not a literal
+// CheckLoopbackAddr refuses a listen address that is not a literal
 // loopback IP with a port: "localhost" could resolve elsewhere, and
 // 0.0.0.0 is every interface.
-func checkLoopbackAddr(addr string) error {
+func CheckLoopbackAddr(addr string) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("--http %q: want 127.0.0.1:PORT or [::1]:PORT: %v", addr, err)
@@ -90,9 +100,6 @@ func guard(token string, next http.Handler) http.Handler {
 	})
 }
 
-// maxReplayBytes bounds the SSE replay buffer (all sessions together).
-const maxReplayBytes = 4 << 20
-
 // replayBuffer is the replay buffer of resumable streams. A reconnect
 // whose Last-Event-ID names events no longer held (evicted past the
 // bound, or never known) replays nothing and gets a fresh stream, rather
@@ -114,30 +121,58 @@ func (b replayBuffer) After(ctx context.Context, session, stream string, index i
 	}
 }
 
-// httpHandler is the guarded Streamable HTTP endpoint for srv: the
-// go-sdk's stateful handler for MCP 2025-11-25 and earlier and its
-// stateless one for 2026-07-28, behind jsonrpcFront, which picks by the
-// request's protocol version.
-func httpHandler(srv *Server, token string) http.Handler {
+// Options configures [Handler]; nil means defaults.
+type Options struct {
+	// Logger receives the go-sdk handlers' diagnostics; nil discards them.
+	Logger *slog.Logger
+	// Grace is how long a session whose client had a GET (or
+	// subscriptions/listen) stream open may have no stream at all before
+	// its client counts as gone and its claims are released; 0 means 5 s.
+	Grace time.Duration
+	// ReplayBytes bounds the replay buffer of resumable streams, all
+	// sessions together; 0 means 4 MiB.
+	ReplayBytes int
+}
+
+// Handler is the guarded Streamable HTTP endpoint for srv: the go-sdk's
+// stateful handler for MCP 2025-11-25 and earlier and its stateless one
+// for 2026-07-28, behind the front, which picks by the request's
+// protocol version. Only clients presenting "Authorization: Bearer
+// token" are served.
+func Handler(srv *mcptools.Server, token string, opts *Options) http.Handler {
+	if opts == nil {
+		opts = &Options{}
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	grace, replay := opts.Grace, opts.ReplayBytes
+	if grace <= 0 {
+		grace = 5 * time.Second
+	}
+	if replay <= 0 {
+		replay = 4 << 20
+	}
 	events := mcp.NewMemoryEventStore(nil)
-	events.SetMaxBytes(srv.replayBytes)
+	events.SetMaxBytes(replay)
 	getServer := func(*http.Request) *mcp.Server { return srv.MCP() }
 	sessions := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
-		Logger: srv.log,
+		Logger: log,
 		// An abandoned session is closed after an idle hour, so sessions
 		// (and their presented heads) cannot pile up.
 		SessionTimeout: time.Hour,
-		// Resumable streams (R9): SSE events carry ids, and a client that
+		// Resumable streams: SSE events carry ids, and a client that
 		// reconnects with Last-Event-ID is sent what it missed, from a
 		// replay buffer bounded for all sessions together (oldest
 		// dropped first).
 		EventStore: replayBuffer{events},
 		// guard does the DNS-rebinding check, comparing Host names
-		// case-insensitively (R11); the SDK's own check is case-sensitive.
+		// case-insensitively; the SDK's own check is case-sensitive.
 		DisableLocalhostProtection: true,
 	})
 	stateless := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
-		Logger:    srv.log,
+		Logger:    log,
 		Stateless: true,
 		// 2026-07-28: closing a request's response stream cancels the
 		// request, so a long-poll whose client went away ends there and
@@ -145,13 +180,15 @@ func httpHandler(srv *Server, token string) http.Handler {
 		PropagateRequestCancellation: true,
 		DisableLocalhostProtection:   true,
 	})
-	return guard(token, newJSONRPCFront(sessions, stateless, srv.calls, srv.endSession, srv.streamGrace))
+	calls := newPendingCalls()
+	srv.MCP().AddReceivingMiddleware(calls.middleware)
+	return guard(token, newJSONRPCFront(sessions, stateless, calls, srv.EndSession, grace))
 }
 
-// loadOrCreateToken reads the bearer token from path, creating it (mode
+// LoadOrCreateToken reads the bearer token from path, creating it (mode
 // 0600, 32 random bytes, base64url) on first run. A token file readable by
 // others is refused: any local user could drive the signing key with it.
-func loadOrCreateToken(path string) (string, error) {
+func LoadOrCreateToken(path string) (string, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		var raw [32]byte

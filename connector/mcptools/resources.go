@@ -1,4 +1,4 @@
-package main
+package mcptools
 
 import (
 	"context"
@@ -43,8 +43,8 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 }
 
 // codeResourceNotFound is the resources/read error for a resource that
-// does not exist in MCP 2025-11-25 and earlier (R4; agentd and clients of
-// those versions expect it). 2026-07-28 makes it -32602 (Invalid Params),
+// does not exist in MCP 2025-11-25 and earlier (what agentd and the
+// clients of those versions expect). 2026-07-28 makes it -32602 (Invalid Params),
 // asking clients to accept -32002 too.
 const codeResourceNotFound = -32002
 
@@ -54,7 +54,7 @@ const codeResourceNotFound = -32002
 func resourceNotFound(version, uri string) error {
 	data, _ := json.Marshal(map[string]string{"uri": uri})
 	code := int64(codeResourceNotFound)
-	if version >= statelessEra {
+	if version >= StatelessVersion {
 		code = jsonrpc.CodeInvalidParams
 	}
 	return &jsonrpc.Error{Code: code, Message: "Resource not found: " + untrusted.Clip(uri, 256), Data: data}

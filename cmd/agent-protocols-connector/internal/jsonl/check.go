@@ -1,4 +1,4 @@
-package main
+package jsonl
 
 import (
 	"bytes"
@@ -11,23 +11,23 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// JSON-RPC rules both transports apply to a message before the go-sdk
-// sees it, where the SDK would answer wrongly: a request id it cannot
-// echo, and answers with the code 0, which no JSON-RPC error has
-// (modelcontextprotocol/go-sdk#976).
+// JSON-RPC rules every transport of the program applies to a message
+// before the go-sdk sees it, where the SDK would answer wrongly: a request
+// id it cannot echo, and answers with the code 0, which no JSON-RPC error
+// has (modelcontextprotocol/go-sdk#976).
 
 // maxEchoableID is the largest integer id the go-sdk echoes exactly: it
 // reads ids as float64 (modelcontextprotocol/go-sdk#1178).
 const maxEchoableID = 1<<53 - 1
 
-// checkRequestID refuses a message whose id the go-sdk would answer under
+// CheckRequestID refuses a message whose id the go-sdk would answer under
 // another id — a number with a fraction or an exponent (1.5, 1e3), an
 // integer beyond ±(2^53−1), -0 — and a request whose id is null or not a
 // string or number (MCP: "Requests MUST include a string or integer ID …
 // MUST NOT be null"). A message without an id (a notification) passes.
 // msg is valid JSON; one that is not an object passes (other checks
 // refuse it).
-func checkRequestID(msg []byte) error {
+func CheckRequestID(msg []byte) error {
 	var m struct {
 		ID     jsontext.Value `json:"id"`
 		Method jsontext.Value `json:"method"`
@@ -70,10 +70,10 @@ func safeInteger(n []byte) bool {
 	return v <= maxEchoableID
 }
 
-// checkInitializeParams refuses initialize params the go-sdk decodes
+// CheckInitializeParams refuses initialize params the go-sdk decodes
 // without a code on failure (protocolVersion not a string, params null):
 // they are invalid params, -32602.
-func checkInitializeParams(params []byte) error {
+func CheckInitializeParams(params []byte) error {
 	if t := bytes.TrimSpace(params); len(t) == 0 || string(t) == "null" {
 		return errors.New(`invalid params: initialize needs "params"`)
 	}
@@ -84,10 +84,10 @@ func checkInitializeParams(params []byte) error {
 	return nil
 }
 
-// codedError is err as a JSON-RPC error with a code: an error the go-sdk
+// CodedError is err as a JSON-RPC error with a code: an error the go-sdk
 // sends without one (the code 0 on the wire) becomes code, with its
 // message.
-func codedError(err error, code int64) error {
+func CodedError(err error, code int64) error {
 	var we *jsonrpc.Error
 	if errors.As(err, &we) && we.Code != 0 {
 		return err
