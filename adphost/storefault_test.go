@@ -479,3 +479,83 @@ func mustv2[A, B any](a A, b B, err error) (A, B) {
 	}
 	return a, b
 }
+
+// divergedStore is a MemoryStore that, while armed, says the head moved
+// on the next append and then serves, after the replica's latest record,
+// one that does not link to it: the replica is off the Store's history.
+type divergedStore struct {
+	*adphost.MemoryStore
+	armed  atomic.Bool
+	forged *adp.Record
+	served atomic.Bool
+}
+
+func (d *divergedStore) Append(ctx context.Context, c *adphost.Commit) error {
+	if d.armed.Load() {
+		return adphost.ErrHeadMoved
+	}
+	return d.MemoryStore.Append(ctx, c)
+}
+
+func (d *divergedStore) Records(ctx context.Context, room string, after int64, limit, maxBytes int) ([]*adp.Record, error) {
+	if d.armed.Load() && after == d.forged.Seq-1 {
+		d.armed.Store(false)
+		d.served.Store(true)
+		return []*adp.Record{d.forged}, nil
+	}
+	return d.MemoryStore.Records(ctx, room, after, limit, maxBytes)
+}
+
+// TestDivergedReplicaIsDropped: a replica that cannot apply the Store's
+// next record is not on the Store's history: it is dropped (its live
+// streams end, the write is answered service_unavailable, never
+// invalid_record), and the next request loads the room afresh, with no
+// restart.
+func TestDivergedReplicaIsDropped(t *testing.T) {
+	ctx, cancel := context.WithCancel(ctxT(t))
+	defer cancel()
+	store := &divergedStore{MemoryStore: adphost.NewMemoryStore()}
+	w := newWorld(t, &adphost.Options{Store: store, RateLimits: adphost.Unlimited()})
+	alice := w.client("alice")
+	room := mustv(alice.CreateRoom(ctx, roomSpec(t, adp.VisibilityPublic, "diverged"))).RoomID
+	mustv(alice.SendMessage(ctx, room, text("one")))
+	last := mustv(store.MemoryStore.Records(ctx, room, 1, 1, 1<<20))[0]
+	other := *last
+	other.Hash[0] ^= 1 // a record the replica does not have
+	env := mustv(adp.NewMessage(ctx, alice.Author(), adp.Base{RoomID: room, Seq: last.Seq, Hash: last.Hash}, text("forged")))
+	store.forged = adp.NewRecord(room, &other, last.ReceivedAt, env)
+
+	// A live stream of the replica.
+	tok := mustv(identity.MintRequestToken(ctx, key("alice"), alice.Origin(), &identity.MintOptions{Now: w.clock.Now}))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, w.url+"/v1/rooms/"+room+"/events/live", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp := mustv(w.hc.Do(req))
+	defer resp.Body.Close()
+	ended := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, resp.Body)
+		close(ended)
+	}()
+
+	store.armed.Store(true)
+	write := mustv(adp.NewMessage(ctx, alice.Author(), adp.Base{RoomID: room, Seq: last.Seq, Hash: last.Hash}, text("two")))
+	url := w.url + "/v1/rooms/" + room
+	if st, ra, b := postEnv(t, w.hc, url, write); st != http.StatusServiceUnavailable || ra != "1" {
+		t.Fatalf("a write on the diverged replica: %d, Retry-After %q, %s", st, ra, b)
+	}
+	if !store.served.Load() {
+		t.Fatal("the replica did not read the diverging record")
+	}
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the dropped replica's live stream did not end")
+	}
+	// The same write again: the room is loaded afresh and takes it.
+	if st, _, b := postEnv(t, w.hc, url, write); st != http.StatusOK {
+		t.Fatalf("the write after the drop: %d %s", st, b)
+	}
+	if l := mustv(w.client("bob").Sync(ctx, room)); l.Seq != 3 {
+		t.Fatalf("synced to %d, want 3", l.Seq)
+	}
+}
