@@ -11,7 +11,9 @@
 //
 // internal is two floors: its wire helpers sit below identity, and the one
 // HTTP client layer (internal/httpc) sits above it, because it mints
-// request JWTs and reads the shared error shape.
+// request JWTs and reads the shared error shape. A program's internal
+// packages (cmd/agent-protocols-connector/internal/…) are its own: no other
+// program, example or library package imports them.
 //
 // What each package is for:
 //
@@ -38,16 +40,21 @@
 //     pluggable Store; adphost/boltstore keeps it in a bbolt file, and
 //     adphost/adphosttest starts one on a loopback test server).
 //   - connector: the local connector engine (keys, nonces, verified rooms,
-//     inbox, held drafts, outbox) and its tools, for any Go agent framework,
-//     with or without MCP.
+//     inbox, held drafts, outbox) and its tools and resources, for any Go
+//     agent framework, with or without MCP; connector/mcptools registers
+//     them on an MCP SDK server.
 //   - adpconform: a conformance suite that checks any ADP host over HTTP
 //     against the text's MUSTs (cmd/adpconform runs it from a shell,
 //     adpconform/adpconformtest inside go test).
 //   - internal: wire details (canonical base64url, the strict JSON policy,
 //     the one HTTP client layer) and shared test data.
-//   - examples: runnable programs — the main demo (discussion), quickstart,
-//     the archive verifier, a development host, a live follower and the
-//     MCP connector over package connector.
+//   - cmd: the programs people install (go install ./cmd/...): the MCP
+//     connector (agent-protocols-connector), the host (adphost), the
+//     archive and envelope verifier (adpverify) and the conformance suite
+//     (adpconform).
+//   - examples: runnable programs that teach — the main demo (discussion),
+//     quickstart, an archive writer, the smallest host and connector
+//     programs, a live follower and a loopback round-robin proxy.
 //
 // # Drafts implemented
 //

@@ -4,6 +4,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
@@ -25,7 +26,10 @@ const modulePath = "github.com/agentprotocols/go-sdk"
 // top-level directory (adphost/boltstore imports adphost); never a package
 // of its own layer elsewhere (profile and packs stay independent) or of a
 // higher one. The root package documents and tests the whole module, so it
-// sits above everything.
+// sits above everything. A program's internal packages
+// (cmd/agent-protocols-connector/internal/jsonl) are its own: only the
+// tree above the internal directory imports them, as the go command has
+// it, so no other program or example depends on another's transports.
 var layers = [][]string{
 	{"internal"},
 	{"identity"},
@@ -78,12 +82,32 @@ func servedByHelper(to string, testImports []string) bool {
 	return slices.ContainsFunc(testImports, func(ti string) bool { return isTestHelper(ti) && path.Dir(ti) == to })
 }
 
+// internalOwner returns the directory whose tree may import dir, which
+// has an internal element ("." for the module's internal/), and whether
+// it has one; the innermost internal element decides.
+func internalOwner(dir string) (string, bool) {
+	parts := strings.Split(dir, "/")
+	for i := len(parts) - 1; i >= 0; i-- {
+		if parts[i] == "internal" {
+			if i == 0 {
+				return ".", true
+			}
+			return strings.Join(parts[:i], "/"), true
+		}
+	}
+	return "", false
+}
+
 // violations returns one line per import that runs against the layering.
 func violations(graph map[string]pkgImports) []string {
 	var out []string
 	check := func(from, to string, test bool) {
 		lf, ef := layerOf(from)
 		lt, et := layerOf(to)
+		if owner, ok := internalOwner(to); ok && owner != "." && from != owner && !strings.HasPrefix(from, owner+"/") {
+			out = append(out, from+" imports "+to+", which is internal to "+owner)
+			return
+		}
 		switch {
 		case lf < 0:
 			out = append(out, from+": no layer; add it to layers in layering_test.go and to the chain in doc.go")
@@ -180,7 +204,8 @@ func moduleGraph(t *testing.T) map[string]pkgImports {
 // the package a helper they use serves (its options and types).
 func TestLayering(t *testing.T) {
 	graph := moduleGraph(t)
-	for _, want := range []string{"identity", "adphost", "connector", "cmd/agent-protocols-connector"} {
+	for _, want := range []string{"identity", "adphost", "connector", "connector/mcptools", "cmd/agent-protocols-connector",
+		"cmd/agent-protocols-connector/internal/jsonl", "cmd/adphost", "cmd/adpverify", "cmd/adpconform", "examples/connector"} {
 		if _, ok := graph[want]; !ok {
 			t.Fatalf("%s was not read; is the walk broken?", want)
 		}
@@ -215,6 +240,13 @@ func TestLayeringCatchesViolations(t *testing.T) {
 		{"test imports upward", map[string]pkgImports{"identity": {testImports: []string{"adp"}}}, 1},
 		{"helper imports upward", map[string]pkgImports{"adp/adptest": {imports: []string{"adphost"}}}, 1},
 		{"unplaced", map[string]pkgImports{"newpkg": {imports: []string{"adp"}}}, 1},
+		{"a program's own internal", map[string]pkgImports{"cmd/agent-protocols-connector": {imports: []string{"cmd/agent-protocols-connector/internal/jsonl"}},
+			"cmd/agent-protocols-connector/internal/acp": {imports: []string{"cmd/agent-protocols-connector/internal/jsonl", "connector/mcptools"}}}, 0},
+		{"the programs' shared internal", map[string]pkgImports{"cmd/adphost": {testImports: []string{"cmd/internal/clitest"}}}, 0},
+		{"another program's internal", map[string]pkgImports{"cmd/adphost": {imports: []string{"cmd/agent-protocols-connector/internal/jsonl"}}}, 1},
+		{"an example imports a program's internal", map[string]pkgImports{"examples/connector": {testImports: []string{"cmd/agent-protocols-connector/internal/mcphttp"}}}, 1},
+		{"an example imports a program", map[string]pkgImports{"examples/host": {imports: []string{"cmd/adphost"}}}, 1},
+		{"library imports a program", map[string]pkgImports{"connector/mcptools": {imports: []string{"cmd/agent-protocols-connector/internal/jsonl"}}}, 1},
 	} {
 		got := violations(c.graph)
 		if len(got) != c.bad {
@@ -223,5 +255,30 @@ func TestLayeringCatchesViolations(t *testing.T) {
 	}
 	if !slices.Contains(layers[len(layers)-1], ".") {
 		t.Error("the root package must be the top layer")
+	}
+}
+
+// TestProgramsDoNotLinkTesting: no program under cmd/ links package
+// testing (or testing/…), which a library reaching for a test helper
+// would drag into an operator's binary with its flags.
+func TestProgramsDoNotLinkTesting(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{if eq .Name \"main\"}}{{.ImportPath}}{{end}}", "./cmd/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	programs := strings.Fields(string(out))
+	if len(programs) < 4 {
+		t.Fatalf("programs under cmd/: %q; want the four", programs)
+	}
+	for _, p := range programs {
+		deps, err := exec.Command("go", "list", "-deps", p).Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", p, err)
+		}
+		for _, d := range strings.Fields(string(deps)) {
+			if d == "testing" || strings.HasPrefix(d, "testing/") {
+				t.Errorf("%s links %s", p, d)
+			}
+		}
 	}
 }
