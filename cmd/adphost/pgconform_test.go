@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"sync/atomic"
 	"testing"
 
@@ -15,15 +14,6 @@ import (
 	"github.com/agentprotocols/go-sdk/identity"
 	"github.com/agentprotocols/go-sdk/internal/pgtest"
 )
-
-// TestMain gives the PostgreSQL tests a real server; the re-executed host
-// process of TestConformanceProcess needs none.
-func TestMain(m *testing.M) {
-	if os.Getenv(envHostArgs) != "" {
-		os.Exit(m.Run())
-	}
-	os.Exit(pgtest.Main(m))
-}
 
 // pgHosts starts n adphost instances, each with its own pgstore pool on
 // one fresh database, behind one origin; each request goes to the next
