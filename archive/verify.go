@@ -1023,7 +1023,11 @@ func VerifyFiles(ctx context.Context, manifestPath, recordsPath string, opts *Ve
 	}
 	m, err := ParseManifestWith(mb, &ManifestOptions{Draft: o.Draft, AllowLoopbackHTTP: o.AllowLoopbackHTTP})
 	if err != nil {
-		rep := &Report{Draft: o.Draft.OrDefault(), Failure: &Failure{Code: CodeInvalidManifest, Message: err.Error()}}
+		msg := err.Error()
+		if ie := (*identity.Error)(nil); errors.As(err, &ie) {
+			msg = ie.Message // the code is Failure.Code; its Error() would repeat it
+		}
+		rep := &Report{Draft: o.Draft.OrDefault(), Failure: &Failure{Code: CodeInvalidManifest, Message: msg}}
 		if d, derr := DetectDraft(mb); derr == nil && o.Draft == 0 {
 			rep.Draft = d
 		}

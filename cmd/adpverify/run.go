@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
+	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -15,19 +17,42 @@ import (
 	"github.com/agentprotocols/go-sdk/archive"
 	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/internal/cli"
+	"github.com/agentprotocols/go-sdk/internal/strictjson"
 	"github.com/agentprotocols/go-sdk/internal/untrusted"
 )
 
 const usage = `usage:
-  verify archive [-workers N] [-json] [-draft DATE] [-allow-loopback-http] <manifest.json> <records.jsonl>
-  verify envelope <file>     ("-" reads standard input)
+  adpverify archive [-workers N] [-json] [-draft DATE] [-allow-loopback-http] <manifest.json> <records.jsonl>
+  adpverify envelope <file>     ("-" reads standard input)
 
-The ADP draft of an archive (2026-07-04 or 2026-09-24) is recognized from
-its manifest; -draft refuses a manifest of the other one.
+adpverify checks ADP archives and signed envelopes offline. The ADP draft
+of an archive (2026-07-04 or 2026-09-24) is recognized from its manifest;
+-draft refuses a manifest of the other one.
 
 exit status: 0 valid, 1 invalid (manifest errors included), 2 usage or I/O error,
 3 this verifier cannot evaluate the archive
 `
+
+// archiveUsage and envelopeUsage are the subcommands' synopses.
+const (
+	archiveUsage = `usage: adpverify archive [flags] <manifest.json> <records.jsonl>
+
+Verifies a room archive: the manifest (one JSON object) first, then the
+records log (JSON Lines, one record a line). Pack documents are read from
+the packs directory next to the manifest.
+
+exit status: 0 valid, 1 invalid (manifest errors included), 2 usage or I/O error,
+3 this verifier cannot evaluate the archive
+`
+	envelopeUsage = `usage: adpverify envelope <file>
+
+Verifies one signed envelope: its event hash and strict Ed25519 signature.
+"-" reads standard input.
+
+exit status: 0 valid, 1 invalid, 2 usage or I/O error
+`
+)
 
 // Exit statuses.
 const (
@@ -54,30 +79,33 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return exitValid
 	}
-	fmt.Fprintf(stderr, "verify: unknown command %q\n%s", args[0], usage)
+	fmt.Fprintf(stderr, "adpverify: unknown command %q: want archive or envelope (see adpverify --help)\n", t(args[0]))
 	return exitUsage
 }
 
 func runArchive(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("verify archive", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := flag.NewFlagSet("adpverify archive", flag.ContinueOnError)
 	workers := fs.Int("workers", 0, "signature-checking goroutines (0: GOMAXPROCS)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	var draft adp.Draft
 	fs.TextVar(&draft, "draft", adp.Draft(0), "the ADP draft the archive must follow, 2026-07-04 or 2026-09-24 (default: the manifest's)")
 	loopback := fs.Bool("allow-loopback-http", false, "accept http://127.0.0.1 URLs and room hosts (a local development host's archive)")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if status, done := cli.Parse(fs, args, archiveUsage, stdout, stderr); done {
+		return status
 	}
 	if fs.NArg() != 2 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprintf(stderr, "adpverify archive: want two files, the manifest and then the records: <manifest.json> <records.jsonl>; have %d (see adpverify archive --help)\n", fs.NArg())
+		return exitUsage
+	}
+	if swapped(fs.Arg(0), fs.Arg(1)) {
+		fmt.Fprintf(stderr, "adpverify archive: %s is a records log and %s a manifest: the manifest comes first, <manifest.json> <records.jsonl>\n", t(fs.Arg(0)), t(fs.Arg(1)))
 		return exitUsage
 	}
 	rep, err := archive.VerifyFiles(context.Background(), fs.Arg(0), fs.Arg(1),
 		&archive.VerifyOptions{Workers: *workers, Draft: draft, AllowLoopbackHTTP: *loopback})
 	var ie *identity.Error
 	if err != nil && !errors.As(err, &ie) {
-		fmt.Fprintf(stderr, "verify: %s\n", untrusted.Terminal(err.Error()))
+		fmt.Fprintf(stderr, "adpverify: %s\n", t(err.Error()))
 		return exitUsage
 	}
 	if *asJSON {
@@ -100,6 +128,54 @@ func runArchive(args []string, stdout, stderr io.Writer) int {
 // t escapes text from the archive or its host for the terminal.
 func t(s string) string { return untrusted.Terminal(s) }
 
+// swapped reports whether the files given as <manifest.json>
+// <records.jsonl> are the other way round: the first is no manifest and
+// the second is one. Only a manifest's worth of each (1 MiB) is read.
+func swapped(manifest, records string) bool {
+	head := func(path string) []byte {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil
+		}
+		defer f.Close()
+		b, _ := io.ReadAll(io.LimitReader(f, archive.MaxManifestBytes+1))
+		return b
+	}
+	if _, err := archive.DetectDraft(head(manifest)); err == nil {
+		return false
+	}
+	_, err := archive.DetectDraft(head(records))
+	return err == nil
+}
+
+// location is where a failure is, as printed before its message: " at seq
+// N (line L)".
+func location(f *archive.Failure) string {
+	where := ""
+	if f.Seq > 0 {
+		where = fmt.Sprintf(" at seq %d", f.Seq)
+	}
+	if f.Line > 0 {
+		where += fmt.Sprintf(" (line %d)", f.Line)
+	}
+	return where
+}
+
+// failureMessage is a failure's message without the location the archive
+// package puts first ("record seq N (line L): "), which location prints
+// already.
+func failureMessage(f *archive.Failure) string {
+	msg := f.Message
+	for _, prefix := range []string{
+		fmt.Sprintf("record seq %d (line %d): ", f.Seq, f.Line),
+		fmt.Sprintf("record seq %d: ", f.Seq),
+		fmt.Sprintf("records line %d: ", f.Line),
+	} {
+		msg = strings.TrimPrefix(msg, prefix)
+	}
+	return msg
+}
+
 // printReport prints the report; every string from the archive is escaped.
 func printReport(w io.Writer, r *archive.Report) {
 	switch {
@@ -111,14 +187,7 @@ func printReport(w io.Writer, r *archive.Report) {
 		fmt.Fprintln(w, "archive: INVALID")
 	}
 	if f := r.Failure; f != nil {
-		where := ""
-		if f.Seq > 0 {
-			where = fmt.Sprintf(" at seq %d", f.Seq)
-		}
-		if f.Line > 0 {
-			where += fmt.Sprintf(" (line %d)", f.Line)
-		}
-		fmt.Fprintf(w, "error:    %s%s: %s\n", t(string(f.Code)), where, t(f.Message))
+		fmt.Fprintf(w, "error:    %s%s: %s\n", t(string(f.Code)), location(f), t(failureMessage(f)))
 	}
 	if r.Draft != 0 {
 		fmt.Fprintf(w, "draft:    %s\n", r.Draft)
@@ -161,7 +230,7 @@ func printReport(w io.Writer, r *archive.Report) {
 	for _, m := range r.Members {
 		fmt.Fprintf(w, "  %s %s %s\n", m.ID, t(string(m.Role)), t(string(m.Status)))
 	}
-	fmt.Fprintf(w, "types:    %d defined\n", r.Definitions)
+	fmt.Fprintf(w, "types:    %d in force in the room; records by type:\n", r.Definitions)
 	for _, name := range r.TypeNames() {
 		fmt.Fprintf(w, "  %-28s %d\n", t(name), r.Types[name])
 	}
@@ -171,19 +240,28 @@ func printReport(w io.Writer, r *archive.Report) {
 }
 
 func runEnvelope(args []string, stdout, stderr io.Writer) int {
-	if len(args) != 1 {
-		fmt.Fprint(stderr, usage)
+	fs := flag.NewFlagSet("adpverify envelope", flag.ContinueOnError)
+	if status, done := cli.Parse(fs, args, envelopeUsage, stdout, stderr); done {
+		return status
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintf(stderr, "adpverify envelope: want one file, the envelope (- for standard input); have %d (see adpverify envelope --help)\n", fs.NArg())
 		return exitUsage
 	}
+	name := fs.Arg(0)
 	var b []byte
 	var err error
-	if args[0] == "-" {
+	if name == "-" {
 		b, err = io.ReadAll(io.LimitReader(os.Stdin, envelope.MaxSize+1))
 	} else {
-		b, err = os.ReadFile(args[0])
+		b, err = os.ReadFile(name)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "verify: %s\n", t(err.Error()))
+		fmt.Fprintf(stderr, "adpverify: %s\n", t(err.Error()))
+		return exitUsage
+	}
+	if isRecord(b) {
+		fmt.Fprintf(stderr, "adpverify envelope: %s is a record (it has seq and envelope members), not an envelope; its envelope is its member .envelope (jq -c .envelope)\n", t(name))
 		return exitUsage
 	}
 	env, err := envelope.Verify(b)
@@ -203,6 +281,21 @@ func runEnvelope(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "protocol: %s\n", t(ev.Protocol))
 	fmt.Fprintf(stdout, "type:     %s\n", t(ev.Type))
 	fmt.Fprintf(stdout, "actor:    %s\n", ev.Actor)
-	fmt.Fprintf(stdout, "created:  %d\n", ev.CreatedAt)
+	fmt.Fprintf(stdout, "created:  %s (%d ms)\n", time.UnixMilli(ev.CreatedAt).UTC().Format(time.RFC3339Nano), ev.CreatedAt)
 	return exitValid
+}
+
+// isRecord reports whether b is a JSON object with the members seq and
+// envelope: a server record, which holds the envelope, not an envelope.
+func isRecord(b []byte) bool {
+	members, err := strictjson.SplitObject(b)
+	if err != nil {
+		return false
+	}
+	var seq, env bool
+	for _, m := range members {
+		seq = seq || m.Name == "seq"
+		env = env || m.Name == "envelope"
+	}
+	return seq && env
 }

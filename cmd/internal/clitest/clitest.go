@@ -60,6 +60,9 @@ type Params struct {
 	// Condition decides the program's own script conditions ([name]),
 	// beside testscript's; nil means none.
 	Condition func(cond string) (bool, error)
+	// Setup prepares each script's environment after Run's own setup
+	// (HOME), for example with variables naming fixtures; nil means none.
+	Setup func(env *testscript.Env) error
 }
 
 // Run runs every script of p.Dir as a subtest. Besides testscript's
@@ -103,6 +106,9 @@ func Run(t *testing.T, p *Params) {
 		RequireUniqueNames:  true,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("HOME", env.WorkDir)
+			if p.Setup != nil {
+				return p.Setup(env)
+			}
 			return nil
 		},
 	})
