@@ -311,6 +311,14 @@ func (p *proxy) notifySuccessor(method string, params []byte) {
 
 // dispatch handles one outer line.
 func (p *proxy) dispatch(line []byte) {
+	// The line must be I-JSON (RFC 7493: unique member names, valid UTF-8)
+	// before any part of it is relayed: the JSON-RPC decoder keeps the last
+	// of two members, a peer may read the first, and the proxy re-encodes
+	// params strictly, which would fail on them.
+	if !jsontext.Value(line).IsValid() {
+		p.respondError(jsonl.PeekID(line), &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: "not I-JSON: duplicate member names, invalid UTF-8 or malformed JSON"})
+		return
+	}
 	msg, err := jsonrpc.DecodeMessage(line)
 	if err != nil {
 		p.respondError(jsonl.PeekID(line), &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: "not a JSON-RPC 2.0 message: " + clip(err.Error())})

@@ -322,6 +322,19 @@ func TestHostileInput(t *testing.T) {
 		t.Fatalf("over-long line: %v", m)
 	}
 	p.initialize(true)
+	// A message that is not I-JSON is refused as a whole, before any of
+	// it is relayed (found by FuzzServe: re-encoding its params failed),
+	// with a parse error whose id is null (JSON-RPC 2.0 §5).
+	for _, bad := range []string{
+		`{"jsonrpc":"2.0","id":7,"method":"r","params":{"a":1,"a":2}}`,
+		`{"jsonrpc":"2.0","id":7,"method":"r","params":{"a":"\ud800"}}`,
+		"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"r\",\"params\":{\"a\":\"\xff\"}}",
+	} {
+		p.sendRaw(bad)
+		if m := p.next(); errCode(m) != jsonrpc.CodeParseError || m["id"] != nil {
+			t.Fatalf("%s: %v", bad, m)
+		}
+	}
 	sid := p.session(2)
 	p.connect(sid)
 	p.connect(sid)
