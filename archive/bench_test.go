@@ -403,12 +403,21 @@ func sha3New() *sha3.SHA3 { return sha3.New256() }
 //	CGO_ENABLED=0 go test -c -o archive.test ./archive
 //	CALLGRIND_MODE=verify GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind \
 //	  ./archive.test -test.run '^$' -test.bench VerifyCallgrind -test.benchtime 1x
+//
+// CALLGRIND_DRAFT=2026-09-24 makes the archive the 2026-09-24 draft's.
 func BenchmarkVerifyCallgrind(b *testing.B) {
 	var log bytes.Buffer
-	m := generate(2_000, 1, func(l []byte) { log.Write(l); log.WriteByte('\n') })
+	d := adp.Draft20260704
+	if s := os.Getenv("CALLGRIND_DRAFT"); s != "" {
+		var err error
+		if d, err = adp.ParseDraft(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+	m := generateIn(d, 2_000, 1, func(l []byte) { log.Write(l); log.WriteByte('\n') })
 	var ts []sigTriple
 	for _, l := range lines(log.Bytes()) {
-		rec, err := adp.ParseRecord(l)
+		rec, err := adp.ParseRecordIn(d, l)
 		if err != nil {
 			b.Fatal(err)
 		}
