@@ -311,25 +311,31 @@ func (p *proxy) notifySuccessor(method string, params []byte) {
 
 // dispatch handles one outer line.
 func (p *proxy) dispatch(line []byte) {
-	// The line must be I-JSON (RFC 7493: unique member names, valid UTF-8)
-	// before any part of it is relayed: the JSON-RPC decoder keeps the last
-	// of two members, a peer may read the first, and the proxy re-encodes
-	// params strictly, which would fail on them.
-	if !jsontext.Value(line).IsValid() {
-		p.respondError(jsonl.PeekID(line), &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: "not I-JSON: duplicate member names, invalid UTF-8 or malformed JSON"})
-		return
-	}
 	msg, err := jsonrpc.DecodeMessage(line)
 	if err != nil {
 		p.respondError(jsonl.PeekID(line), &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: "not a JSON-RPC 2.0 message: " + clip(err.Error())})
 		return
 	}
+	// A message must be I-JSON (RFC 7493: unique member names, valid
+	// UTF-8) before any part of it is relayed: the JSON-RPC decoder keeps
+	// the last of two members where a peer may read the first, and the
+	// proxy re-encodes relayed params strictly.
+	valid := jsontext.Value(line).IsValid()
 	switch m := msg.(type) {
 	case *jsonrpc.Response:
+		if !valid {
+			m = &jsonrpc.Response{ID: m.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the peer's answer was not I-JSON (duplicate member names or invalid UTF-8)"}}
+		}
 		p.answer(m)
 	case *jsonrpc.Request:
 		rev := p.revision()
 		switch {
+		case !valid:
+			code := int64(jsonrpc.CodeInvalidRequest)
+			if len(m.Params) > 0 && !jsontext.Value(m.Params).IsValid() {
+				code = jsonrpc.CodeInvalidParams
+			}
+			p.refuse(m, &jsonrpc.Error{Code: code, Message: "not I-JSON: duplicate member names or invalid UTF-8"})
 		case m.Method == "":
 			p.refuse(m, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "empty method"})
 		case rev != 0 && m.Method == rev.ProxySuccessor():

@@ -323,15 +323,15 @@ func TestHostileInput(t *testing.T) {
 	}
 	p.initialize(true)
 	// A message that is not I-JSON is refused as a whole, before any of
-	// it is relayed (found by FuzzServe: re-encoding its params failed),
-	// with a parse error whose id is null (JSON-RPC 2.0 §5).
+	// it is relayed (found by FuzzServe: re-encoding its params failed).
 	for _, bad := range []string{
 		`{"jsonrpc":"2.0","id":7,"method":"r","params":{"a":1,"a":2}}`,
 		`{"jsonrpc":"2.0","id":7,"method":"r","params":{"a":"\ud800"}}`,
+		`{"jsonrpc":"2.0","id":7,"method":"r","params":{"b":{"a":1,"a":2}}}`,
 		"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"r\",\"params\":{\"a\":\"\xff\"}}",
 	} {
 		p.sendRaw(bad)
-		if m := p.next(); errCode(m) != jsonrpc.CodeParseError || m["id"] != nil {
+		if m := p.next(); errCode(m) != jsonrpc.CodeInvalidParams || m["id"] != float64(7) {
 			t.Fatalf("%s: %v", bad, m)
 		}
 	}
