@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"unicode/utf8"
 
 	"filippo.io/age"
 
@@ -84,9 +85,20 @@ const (
 // passphrase, wrong kind of file).
 var ErrKeyFile = errors.New("connector: key file")
 
+// MinPassphraseLength is the fewest characters (Unicode code points) a new
+// key file's passphrase may have: scrypt makes each guess slow, which does
+// not make a short passphrase safe. Key files written earlier with a
+// shorter one still load.
+const MinPassphraseLength = 12
+
+// ErrShortPassphrase is returned by GenerateKeyFile and ImportKeyFile for
+// a passphrase shorter than MinPassphraseLength; nothing is written.
+var ErrShortPassphrase = fmt.Errorf("connector: a key file passphrase needs at least %d characters", MinPassphraseLength)
+
 // GenerateKeyFile creates a new Ed25519 key and writes its seed, age
 // (scrypt) encrypted, to path (created 0600; an existing file is never
-// overwritten). It returns the Agent ID only.
+// overwritten). It returns the Agent ID only. A passphrase shorter than
+// MinPassphraseLength is refused with ErrShortPassphrase.
 func GenerateKeyFile(path string, pass Passphrase, opts *KeyFileOptions) (identity.AgentID, error) {
 	k, err := identity.GenerateKey(rand.Reader)
 	if err != nil {
@@ -95,7 +107,8 @@ func GenerateKeyFile(path string, pass Passphrase, opts *KeyFileOptions) (identi
 	return k.AgentID(), writeEncrypted(path, k.Seed(), pass, opts)
 }
 
-// ImportKeyFile writes an existing 32-byte seed to an encrypted key file.
+// ImportKeyFile writes an existing 32-byte seed to an encrypted key file,
+// with the passphrase rule of GenerateKeyFile.
 func ImportKeyFile(path string, seed []byte, pass Passphrase, opts *KeyFileOptions) (identity.AgentID, error) {
 	k, err := identity.NewKeyFromSeed(seed)
 	if err != nil {
@@ -193,6 +206,9 @@ func writeEncrypted(path string, seed []byte, pass Passphrase, opts *KeyFileOpti
 	p, err := pass()
 	if err != nil {
 		return err
+	}
+	if utf8.RuneCount(p) < MinPassphraseLength {
+		return ErrShortPassphrase
 	}
 	rcp, err := age.NewScryptRecipient(string(p))
 	if err != nil {

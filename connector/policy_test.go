@@ -268,8 +268,9 @@ func TestWriteRateLimit(t *testing.T) {
 	}
 }
 
-// TestKeyStore: encrypted by default, passphrase from env or fd, explicit
-// dev option, no overwrite, wrong passphrase fails.
+// TestKeyStore: encrypted by default, passphrase from env or fd (at least
+// 12 characters for a new key file), explicit dev option, no overwrite,
+// wrong passphrase fails.
 func TestKeyStore(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "agent.age")
@@ -303,7 +304,14 @@ func TestKeyStore(t *testing.T) {
 	// Import, and the explicitly unencrypted development variant.
 	seed := adptest.Seed("carol")
 	ip := filepath.Join(dir, "import.age")
-	t.Setenv("TEST_PASS", "p")
+	t.Setenv("TEST_PASS", "eleven char")
+	if _, err := ImportKeyFile(ip, seed, pass, &KeyFileOptions{WorkFactor: 10}); !errors.Is(err, ErrShortPassphrase) {
+		t.Fatalf("import with an 11-character passphrase: %v, want ErrShortPassphrase", err)
+	}
+	if _, err := os.Stat(ip); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a refused import wrote the key file: %v", err)
+	}
+	t.Setenv("TEST_PASS", "twelve chars")
 	if iid, err := ImportKeyFile(ip, seed, pass, &KeyFileOptions{WorkFactor: 10}); err != nil || iid != testKey(t, "carol").AgentID() {
 		t.Fatalf("import: %v", err)
 	}
