@@ -3,12 +3,10 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 
 	"github.com/agentprotocols/go-sdk/cmd/agent-protocols-connector/internal/acp"
 	"github.com/agentprotocols/go-sdk/connector/mcptools"
-	"github.com/agentprotocols/go-sdk/internal/untrusted"
 )
 
 // serveACP runs `connector acp`: the connector as a proxy component in an
@@ -17,8 +15,7 @@ import (
 func serveACP(ctx context.Context, srv *mcptools.Server, stdin io.Reader, stdout, stderr io.Writer) int {
 	err := acp.Serve(ctx, stdin, stdout, &acp.Options{Server: srv.MCP(), ServerName: "agent-protocols", Log: stderr})
 	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
-		fmt.Fprintln(stderr, "connector:", untrusted.Terminal(err.Error()))
-		return exitError
+		return fail(stderr, exitError, err)
 	}
 	return exitOK
 }

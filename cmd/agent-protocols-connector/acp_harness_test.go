@@ -60,12 +60,16 @@ func connectorBinary(t *testing.T) string {
 	return buildOnce.bin
 }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
+// removeBuilt runs the tests, then removes the binary connectorBinary
+// built (TestMain, in script_test.go).
+type removeBuilt struct{ m *testing.M }
+
+func (r removeBuilt) Run() int {
+	code := r.m.Run()
 	if buildOnce.dir != "" {
 		os.RemoveAll(buildOnce.dir)
 	}
-	os.Exit(code)
+	return code
 }
 
 // acpConfig writes a dev key and a config allowing hosts; it returns the
@@ -85,7 +89,7 @@ func acpConfig(t *testing.T, hosts ...*testHost) (string, []byte) {
 	if err := os.WriteFile(cfg, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	key, err := os.ReadFile(filepath.Join(dir, "key.age"))
+	key, err := os.ReadFile(filepath.Join(dir, unencryptedKeyName))
 	if err != nil {
 		t.Fatal(err)
 	}

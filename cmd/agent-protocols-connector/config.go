@@ -16,7 +16,9 @@ import (
 // the operator edits. Agents have no tool that changes it (§4.3, §6).
 // Relative paths are relative to the config file's directory.
 type Config struct {
-	// KeyFile is the key store: an age (scrypt) encrypted Ed25519 seed.
+	// KeyFile is the key store: an age (scrypt) encrypted Ed25519 seed,
+	// key.age by default; an unencrypted development key is
+	// key.unencrypted-dev by default, so that its name says what it is.
 	KeyFile string `json:"key_file,omitempty"`
 	// KeyUnencryptedDev marks KeyFile as an unencrypted development key
 	// (keygen --unencrypted-dev). Never for real identities.
@@ -40,12 +42,22 @@ type Config struct {
 	// WritesPerMinute limits signed writes (0: the engine's default).
 	WritesPerMinute int `json:"writes_per_minute,omitempty"`
 
-	dir string // the config file's directory
+	dir     string // the config file's directory
+	keyFile string // KeyFile as the file has it ("": the default)
+	// note is said to the operator on standard error: the development key
+	// was found under its old name.
+	note string
 }
 
 const (
 	configDirName        = "agent-protocols-connector"
 	defaultPassphraseEnv = "AGENT_PROTOCOLS_PASSPHRASE"
+	// The default key file names: the encrypted key, and the unencrypted
+	// development key, whose name must not pass for an encrypted one's.
+	// Before, the development key was written to key.age too; such a key
+	// is still read there (resolveKeyFile).
+	encryptedKeyName   = "key.age"
+	unencryptedKeyName = "key.unencrypted-dev"
 )
 
 // defaultConfigPath is connector.json under the user config directory
@@ -71,7 +83,7 @@ func loadConfig(path string, allowMissing bool) (*Config, error) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && allowMissing:
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("config %s does not exist; run `connector keygen` to create it, then add hosts", path)
+		return nil, fmt.Errorf("config %s does not exist; run `agent-protocols-connector keygen` to create it, then add hosts", path)
 	case err != nil:
 		return nil, fmt.Errorf("config %s is unreadable: %v", path, err)
 	default:
@@ -82,9 +94,7 @@ func loadConfig(path string, allowMissing bool) (*Config, error) {
 			return nil, fmt.Errorf("config %s is not a valid connector config: %v", path, err)
 		}
 	}
-	if c.KeyFile == "" {
-		c.KeyFile = "key.age"
-	}
+	c.keyFile = c.KeyFile
 	if c.StateDir == "" {
 		c.StateDir = "state"
 	}
@@ -94,11 +104,12 @@ func loadConfig(path string, allowMissing bool) (*Config, error) {
 	if c.PassphraseEnv == "" {
 		c.PassphraseEnv = defaultPassphraseEnv
 	}
-	for _, p := range []*string{&c.KeyFile, &c.StateDir, &c.TokenFile} {
+	for _, p := range []*string{&c.StateDir, &c.TokenFile} {
 		if !filepath.IsAbs(*p) {
 			*p = filepath.Join(c.dir, *p)
 		}
 	}
+	c.resolveKeyFile()
 	for i, h := range c.Hosts {
 		u, err := url.Parse(h.Host)
 		if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") || u.Path != "" && u.Path != "/" {
@@ -106,6 +117,35 @@ func loadConfig(path string, allowMissing bool) (*Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// resolveKeyFile sets KeyFile: the config's key_file, or the default name
+// for the kind of key, relative to the config file's directory. A
+// development key written before it had its own name is read at
+// key.age, with a note saying to rename it.
+func (c *Config) resolveKeyFile() {
+	c.note = ""
+	name := c.keyFile
+	if name == "" {
+		name = encryptedKeyName
+		if c.KeyUnencryptedDev {
+			name = unencryptedKeyName
+		}
+	}
+	if !filepath.IsAbs(name) {
+		name = filepath.Join(c.dir, name)
+	}
+	c.KeyFile = name
+	if c.keyFile != "" || !c.KeyUnencryptedDev {
+		return
+	}
+	old := filepath.Join(c.dir, encryptedKeyName)
+	if _, err := os.Stat(name); errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Stat(old); err == nil {
+			c.KeyFile = old
+			c.note = fmt.Sprintf("the unencrypted development key is at %s, the name of an encrypted key; rename it to %s (or set key_file)", old, name)
+		}
+	}
 }
 
 // save writes a new config file (0600; never overwrites).
@@ -132,7 +172,7 @@ func (c *Config) save(path string) error {
 // says what to do when there is no key.
 func (c *Config) loadKey() (*connector.Key, error) {
 	if _, err := os.Stat(c.KeyFile); errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("no key at %s; run `connector keygen` first", c.KeyFile)
+		return nil, fmt.Errorf("no key at %s; run `agent-protocols-connector keygen` first", c.KeyFile)
 	}
 	if c.KeyUnencryptedDev {
 		return connector.LoadKeyFileUnencryptedDev(c.KeyFile)

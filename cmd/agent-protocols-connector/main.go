@@ -26,27 +26,38 @@
 //
 // Usage:
 //
-//	connector keygen [--config FILE] [--unencrypted-dev]
-//	connector whoami [--config FILE]
-//	connector serve  [--config FILE] [--http 127.0.0.1:PORT]
-//	connector acp    [--config FILE]
+//	agent-protocols-connector keygen [--config FILE] [--unencrypted-dev]
+//	agent-protocols-connector whoami [--config FILE]
+//	agent-protocols-connector serve  [--config FILE] [--http 127.0.0.1:PORT]
+//	agent-protocols-connector acp    [--config FILE]
 //
-// keygen creates the key store (an age scrypt-encrypted seed; the
-// passphrase comes from the environment variable named in the config,
-// AGENT_PROTOCOLS_PASSPHRASE by default) and, when missing, a config file
-// with an empty host allowlist. whoami prints the Agent ID. serve speaks
-// MCP over stdio, or with --http over Streamable HTTP on a loopback
-// address, requiring "Authorization: Bearer TOKEN" (the token file is
-// created 0600 on first run and its path printed to standard error). acp
-// runs the connector as a proxy component inside an ACP chain (stdio,
+// installed with go install ./cmd/agent-protocols-connector from a clone
+// (the module is not on the module proxy yet); MCP client configurations
+// name the command agent-protocols-connector.
+//
+// keygen creates the key store (an age scrypt-encrypted seed in key.age;
+// the passphrase, at least 12 characters, comes from the environment
+// variable named in the config, AGENT_PROTOCOLS_PASSPHRASE by default)
+// and, when missing, a config file with an empty host allowlist. With
+// --unencrypted-dev it writes an unencrypted development key instead, to
+// key.unencrypted-dev, a name no one takes for an encrypted key's (one
+// written before to key.age is still read there, with a note). whoami
+// prints the Agent ID. serve speaks MCP over stdio, or with --http over
+// Streamable HTTP on a loopback address, requiring
+// "Authorization: Bearer TOKEN" (the token file is created 0600 on first
+// run and its path printed to standard error); over stdio, requests read
+// before the end of the input are answered before it exits. acp runs the
+// connector as a proxy component inside an ACP chain (stdio,
 // newline-delimited JSON-RPC from a conductor speaking either revision of
 // the proxy extension, _proxy/* or proxy/*) and offers the same MCP
-// server to the agent over MCP-over-ACP.
+// server to the agent over MCP-over-ACP. --help describes the program and
+// each command.
 //
 // The config file defaults to connector.json under the user config
 // directory (for example ~/.config/agent-protocols-connector/). Exit
 // status: 0 on success, 1 on a runtime error, 2 on a usage or setup error
-// (no key, unreadable config, state directory in use).
+// (an unknown flag, no key, a short passphrase, an unreadable config, the
+// state directory in use).
 package main
 
 import (

@@ -19,22 +19,73 @@ import (
 	"github.com/agentprotocols/go-sdk/cmd/agent-protocols-connector/internal/mcphttp"
 	"github.com/agentprotocols/go-sdk/connector"
 	"github.com/agentprotocols/go-sdk/connector/mcptools"
+	"github.com/agentprotocols/go-sdk/internal/cli"
 	"github.com/agentprotocols/go-sdk/internal/untrusted"
 )
 
+// prog is the program's name, as go install names it and as its messages
+// and usage start.
+const prog = "agent-protocols-connector"
+
 const usage = `usage:
-  connector keygen [--config FILE] [--unencrypted-dev]
-  connector whoami [--config FILE]
-  connector serve  [--config FILE] [--http 127.0.0.1:PORT]
-  connector acp    [--config FILE]
+  agent-protocols-connector keygen [--config FILE] [--unencrypted-dev]
+  agent-protocols-connector whoami [--config FILE]
+  agent-protocols-connector serve  [--config FILE] [--http 127.0.0.1:PORT]
+  agent-protocols-connector acp    [--config FILE]
+
+The local Agent Protocols MCP connector: it holds the operator's Agent ID
+key and gives an agent the agent_protocols_ tools and resources over MCP
+(serve: stdio, or Streamable HTTP on loopback) or inside an ACP chain
+(acp). keygen creates the key and a config file; whoami prints the Agent
+ID. The config file defaults to connector.json under the user config
+directory. "agent-protocols-connector COMMAND --help" describes COMMAND.
+
+exit status: 0 success, 1 runtime error, 2 usage or setup error (no key, unreadable config,
+state directory in use)
 `
+
+// synopses are the subcommands' usages.
+var synopses = map[string]string{
+	"keygen": `usage: agent-protocols-connector keygen [--config FILE] [--unencrypted-dev]
+
+Creates the Agent ID key: an age (scrypt) encrypted seed, whose passphrase
+(at least 12 characters) comes from the environment variable the config's
+passphrase_env names, AGENT_PROTOCOLS_PASSPHRASE by default; and, when
+there is none, a config file with an empty host allowlist. It prints the
+Agent ID. --unencrypted-dev writes an unencrypted development key instead,
+to key.unencrypted-dev, for throwaway identities only.
+`,
+	"whoami": `usage: agent-protocols-connector whoami [--config FILE]
+
+Prints the Agent ID, then the config, key and state paths and the hosts.
+`,
+	"serve": `usage: agent-protocols-connector serve [--config FILE] [--http 127.0.0.1:PORT]
+
+Serves MCP on standard input and output, or with --http over Streamable
+HTTP on a loopback address, to clients that present
+"Authorization: Bearer TOKEN" (the token file is created 0600 on first run
+and its path printed to standard error).
+`,
+	"acp": `usage: agent-protocols-connector acp [--config FILE]
+
+Runs as a proxy component inside an ACP chain (newline-delimited JSON-RPC
+on standard input and output, from a conductor) and offers the connector's
+MCP server to the agent over MCP-over-ACP.
+`,
+}
 
 // exit codes
 const (
 	exitOK    = 0
 	exitError = 1
-	exitSetup = 2
+	exitSetup = cli.StatusUsage
 )
+
+// fail prints one error line, the program's name first, and returns code.
+func fail(stderr io.Writer, code int, err error) int {
+	fmt.Fprintf(stderr, "%s: %s\n", prog, untrusted.Terminal(err.Error()))
+	return code
+}
 
 // run is main without the process: args exclude the program name.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -43,8 +94,17 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitSetup
 	}
 	cmd, rest := args[0], args[1:]
-	fs := flag.NewFlagSet("connector "+cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	switch cmd {
+	case "-h", "--help", "-help", "help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	synopsis, ok := synopses[cmd]
+	if !ok {
+		fmt.Fprintf(stderr, "%s: unknown command %q: want keygen, whoami, serve or acp (see %s --help)\n", prog, untrusted.Terminal(cmd), prog)
+		return exitSetup
+	}
+	fs := flag.NewFlagSet(prog+" "+cmd, flag.ContinueOnError)
 	configPath := fs.String("config", "", "config file (default: connector.json under the user config directory)")
 	var httpAddr *string
 	var unencrypted *bool
@@ -53,27 +113,19 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		httpAddr = fs.String("http", "", "serve Streamable HTTP on this loopback address (127.0.0.1:PORT) instead of stdio")
 	case "keygen":
 		unencrypted = fs.Bool("unencrypted-dev", false, "write an UNENCRYPTED development key (never for real identities)")
-	case "whoami", "acp":
-	case "-h", "--help", "help":
-		fmt.Fprint(stdout, usage)
-		return exitOK
-	default:
-		fmt.Fprintf(stderr, "connector: unknown command %q\n%s", cmd, usage)
-		return exitSetup
 	}
-	if err := fs.Parse(rest); err != nil {
-		return exitSetup
+	if status, done := cli.Parse(fs, rest, synopsis, stdout, stderr); done {
+		return status
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "connector %s: unexpected arguments %q\n", cmd, fs.Args())
+		fmt.Fprintf(stderr, "%s %s: unexpected arguments %q (see %s %s --help)\n", prog, cmd, fs.Args(), prog, cmd)
 		return exitSetup
 	}
 	path := *configPath
 	if path == "" {
 		p, err := defaultConfigPath()
 		if err != nil {
-			fmt.Fprintln(stderr, "connector:", untrusted.Terminal(err.Error()))
-			return exitSetup
+			return fail(stderr, exitSetup, err)
 		}
 		path = p
 	}
@@ -94,48 +146,51 @@ func keygen(path string, unencrypted bool, stdout, stderr io.Writer) int {
 	fresh := errors.Is(statErr, os.ErrNotExist)
 	c, err := loadConfig(path, true)
 	if err != nil {
-		fmt.Fprintln(stderr, "connector:", untrusted.Terminal(err.Error()))
-		return exitSetup
+		return fail(stderr, exitSetup, err)
 	}
 	if fresh {
 		c.KeyUnencryptedDev = unencrypted
+		c.resolveKeyFile()
 	} else if c.KeyUnencryptedDev != unencrypted {
-		fmt.Fprintf(stderr, "connector: config %s says key_unencrypted_dev=%v; edit it or pass the matching flag\n", path, c.KeyUnencryptedDev)
+		fmt.Fprintf(stderr, "%s: config %s says key_unencrypted_dev=%v; edit it or pass the matching flag\n", prog, path, c.KeyUnencryptedDev)
 		return exitSetup
 	}
 	if _, err := os.Stat(c.KeyFile); err == nil {
-		fmt.Fprintf(stderr, "connector: a key already exists at %s; refusing to overwrite it\n", c.KeyFile)
+		fmt.Fprintf(stderr, "%s: a key already exists at %s; refusing to overwrite it\n", prog, c.KeyFile)
 		return exitSetup
 	}
 	if err := os.MkdirAll(filepath.Dir(c.KeyFile), 0o700); err != nil {
-		fmt.Fprintln(stderr, "connector:", untrusted.Terminal(err.Error()))
-		return exitSetup
+		return fail(stderr, exitSetup, err)
 	}
 	var id fmt.Stringer
 	if unencrypted {
 		aid, err := connector.GenerateKeyFileUnencryptedDev(c.KeyFile)
 		if err != nil {
-			fmt.Fprintln(stderr, "connector: keygen:", err)
-			return exitError
+			return fail(stderr, exitError, fmt.Errorf("keygen: %w", err))
 		}
 		id = aid
 	} else {
 		aid, err := connector.GenerateKeyFile(c.KeyFile, connector.PassphraseEnv(c.PassphraseEnv), nil)
-		if err != nil {
-			fmt.Fprintf(stderr, "connector: keygen: %v (set %s to the key file passphrase)\n", err, c.PassphraseEnv)
-			return exitError
+		switch {
+		case errors.Is(err, connector.ErrShortPassphrase):
+			return fail(stderr, exitSetup, fmt.Errorf("keygen: the passphrase in $%s is too short: a key file passphrase needs at least %d characters", c.PassphraseEnv, connector.MinPassphraseLength))
+		case err != nil:
+			return fail(stderr, exitSetup, fmt.Errorf("keygen: %w (set %s to the key file passphrase, at least %d characters)", err, c.PassphraseEnv, connector.MinPassphraseLength))
 		}
 		id = aid
 	}
 	if fresh {
 		starter := &Config{KeyUnencryptedDev: unencrypted, Hosts: []connector.HostConfig{}}
 		if err := starter.save(path); err != nil {
-			fmt.Fprintln(stderr, "connector: writing config:", err)
-			return exitError
+			return fail(stderr, exitError, fmt.Errorf("writing config: %w", err))
 		}
-		fmt.Fprintf(stderr, "connector: wrote %s; add the hosts you allow to its \"hosts\" list\n", path)
+		fmt.Fprintf(stderr, "%s: wrote %s; add the hosts you allow to its \"hosts\" list\n", prog, path)
 	}
-	fmt.Fprintf(stderr, "connector: key written to %s\n", c.KeyFile)
+	what := "key"
+	if unencrypted {
+		what = "UNENCRYPTED development key"
+	}
+	fmt.Fprintf(stderr, "%s: %s written to %s\n", prog, what, c.KeyFile)
 	fmt.Fprintln(stdout, id.String())
 	return exitOK
 }
@@ -143,13 +198,12 @@ func keygen(path string, unencrypted bool, stdout, stderr io.Writer) int {
 func whoami(path string, stdout, stderr io.Writer) int {
 	c, err := loadConfig(path, false)
 	if err != nil {
-		fmt.Fprintln(stderr, "connector:", untrusted.Terminal(err.Error()))
-		return exitSetup
+		return fail(stderr, exitSetup, err)
 	}
+	c.sayNote(stderr)
 	k, err := c.loadKey()
 	if err != nil {
-		fmt.Fprintln(stderr, "connector:", untrusted.Terminal(err.Error()))
-		return exitSetup
+		return fail(stderr, exitSetup, err)
 	}
 	fmt.Fprintln(stdout, k.AgentID().String())
 	fmt.Fprintf(stdout, "config: %s\nkey: %s\nstate: %s\n", path, c.KeyFile, c.StateDir)
@@ -195,21 +249,19 @@ func openEngine(ctx context.Context, c *Config, notify func(string), httpClient 
 func serve(ctx context.Context, path, httpAddr string, acp bool, stdin io.Reader, stdout, stderr io.Writer) int {
 	if httpAddr != "" {
 		if err := mcphttp.CheckLoopbackAddr(httpAddr); err != nil {
-			fmt.Fprintln(stderr, "connector:", untrusted.Terminal(err.Error()))
-			return exitSetup
+			return fail(stderr, exitSetup, err)
 		}
 	}
 	c, err := loadConfig(path, false)
 	if err != nil {
-		fmt.Fprintln(stderr, "connector:", untrusted.Terminal(err.Error()))
-		return exitSetup
+		return fail(stderr, exitSetup, err)
 	}
+	c.sayNote(stderr)
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	n := mcptools.NewNotifier()
 	eng, err := openEngine(ctx, c, n.Notify, nil)
 	if err != nil {
-		fmt.Fprintln(stderr, "connector:", untrusted.Terminal(err.Error()))
-		return exitSetup
+		return fail(stderr, exitSetup, err)
 	}
 	defer eng.Close()
 	srv := mcptools.NewServer(eng, &mcptools.Options{Logger: log})
@@ -225,21 +277,18 @@ func serve(ctx context.Context, path, httpAddr string, acp bool, stdin io.Reader
 		// frame is answered and skipped (jsonl.Transport).
 		t := &jsonl.Transport{R: stdin, W: stdout}
 		if err := srv.MCP().Run(ctx, t); err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
-			fmt.Fprintln(stderr, "connector:", untrusted.Terminal(err.Error()))
-			return exitError
+			return fail(stderr, exitError, err)
 		}
 		return exitOK
 	}
 
 	token, err := mcphttp.LoadOrCreateToken(c.TokenFile)
 	if err != nil {
-		fmt.Fprintln(stderr, "connector:", untrusted.Terminal(err.Error()))
-		return exitSetup
+		return fail(stderr, exitSetup, err)
 	}
 	ln, err := net.Listen("tcp", httpAddr)
 	if err != nil {
-		fmt.Fprintln(stderr, "connector:", untrusted.Terminal(err.Error()))
-		return exitSetup
+		return fail(stderr, exitSetup, err)
 	}
 	hs := &http.Server{
 		Handler:           mcphttp.Handler(srv, token, &mcphttp.Options{Logger: log}),
@@ -252,10 +301,9 @@ func serve(ctx context.Context, path, httpAddr string, acp bool, stdin io.Reader
 		defer c()
 		hs.Shutdown(sctx)
 	}()
-	fmt.Fprintf(stderr, "connector: serving MCP on http://%s/ (Authorization: Bearer <token in %s>)\n", ln.Addr(), c.TokenFile)
+	fmt.Fprintf(stderr, "%s: serving MCP on http://%s/ (Authorization: Bearer <token in %s>)\n", prog, ln.Addr(), c.TokenFile)
 	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		fmt.Fprintln(stderr, "connector:", untrusted.Terminal(err.Error()))
-		return exitError
+		return fail(stderr, exitError, err)
 	}
 	return exitOK
 }
@@ -267,4 +315,11 @@ func marshalIndent(c *Config) ([]byte, error) {
 		return nil, err
 	}
 	return []byte(strings.TrimSpace(string(b))), nil
+}
+
+// sayNote tells the operator what loading the config noticed.
+func (c *Config) sayNote(stderr io.Writer) {
+	if c.note != "" {
+		fmt.Fprintf(stderr, "%s: note: %s\n", prog, c.note)
+	}
 }

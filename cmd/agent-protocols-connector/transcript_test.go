@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -16,10 +15,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentprotocols/go-sdk/cmd/agent-protocols-connector/internal/jsonl"
+	"github.com/agentprotocols/go-sdk/cmd/internal/clitest"
 	"github.com/agentprotocols/go-sdk/connector"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/transcripts.txtar")
 
 // transcriptSteps are the conformance exchanges: what a stdio MCP client
 // sends, one JSON-RPC message per line.
@@ -84,7 +82,7 @@ func TestTranscripts(t *testing.T) {
 	inW.Close()
 
 	const path = "testdata/transcripts.txtar"
-	if *update {
+	if clitest.Updating() { // go test -update rewrites testdata/transcripts.txtar
 		if err := os.WriteFile(path, formatTxtar(got), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -34,7 +34,12 @@ import (
 	"github.com/agentprotocols/go-sdk/adphost/adphosttest"
 )
 
-var update = flag.Bool("update", false, "rewrite the expected output in the scripts of testdata")
+var update = flag.Bool("update", false, "rewrite the expected output in the scripts of testdata and the program's other golden files")
+
+// Updating reports whether go test ran with -update, the flag this
+// package defines for a program's tests: a program's other golden files
+// follow it too (a second flag of that name would not be allowed).
+func Updating() bool { return *update }
 
 // Main is a program's TestMain: the test binary, run under one of the
 // names of programs, is that program (its main function), so scripts run

@@ -28,6 +28,10 @@ import (
 //     respond).
 //   - A request id the go-sdk cannot echo exactly is refused, and no
 //     answer carries the code 0 (check.go).
+//   - At the end of the input, Read reports it only once every request
+//     read has been answered: the go-sdk ends the session when Read
+//     does, and a program then exits, so a request followed by the end of
+//     its input (echo REQUEST | program) would otherwise go unanswered.
 //
 // Memory per line is bounded by MaxLine; the in-flight and cancelled sets
 // by the number of requests in flight.
@@ -62,6 +66,7 @@ type conn struct {
 	mu        sync.Mutex
 	inflight  map[jsonrpc.ID]bool
 	cancelled map[jsonrpc.ID]bool
+	idle      chan struct{} // closed when inflight empties, for drain
 
 	closeOnce sync.Once
 	done      chan struct{}
@@ -81,12 +86,13 @@ func (c *conn) Close() error {
 	return nil
 }
 
-// Read returns the next good message; at the end of the input, the error
-// that ended it (io.EOF).
+// Read returns the next good message; at the end of the input, once
+// every request read has been answered, the error that ended it (io.EOF).
 func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	select {
 	case msg, ok := <-c.in:
 		if !ok {
+			c.drain(ctx)
 			return nil, c.readErr
 		}
 		return msg, nil
@@ -97,16 +103,40 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 }
 
+// drain waits until no request read is still unanswered, the connection
+// is closed or ctx ends.
+func (c *conn) drain(ctx context.Context) {
+	for {
+		c.mu.Lock()
+		if len(c.inflight) == 0 {
+			c.mu.Unlock()
+			return
+		}
+		if c.idle == nil {
+			c.idle = make(chan struct{})
+		}
+		idle := c.idle
+		c.mu.Unlock()
+		select {
+		case <-idle:
+		case <-c.done:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
 // Write writes one message as a line, unless it answers a cancelled
 // request.
 func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	if resp, ok := msg.(*jsonrpc.Response); ok {
+	resp, isResp := msg.(*jsonrpc.Response)
+	if isResp {
 		c.mu.Lock()
 		drop := c.cancelled[resp.ID]
-		delete(c.cancelled, resp.ID)
-		delete(c.inflight, resp.ID)
 		c.mu.Unlock()
 		if drop {
+			c.answered(resp.ID)
 			return nil
 		}
 		if resp.Error != nil {
@@ -117,10 +147,26 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		}
 	}
 	b, err := jsonrpc.EncodeMessage(msg)
-	if err != nil {
-		return err
+	if err == nil {
+		err = c.writeLine(b)
 	}
-	return c.writeLine(b)
+	if isResp {
+		c.answered(resp.ID) // once written: drain may end the session next
+	}
+	return err
+}
+
+// answered forgets an answered (or cancelled) request, waking drain when
+// none is left.
+func (c *conn) answered(id jsonrpc.ID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.inflight, id)
+	delete(c.cancelled, id)
+	if len(c.inflight) == 0 && c.idle != nil {
+		close(c.idle)
+		c.idle = nil
+	}
 }
 
 func (c *conn) writeLine(b []byte) error {
