@@ -102,17 +102,8 @@ func benchAppend(b *testing.B, read bool, batch int) {
 //	go test ./adphost/pgstore -run '^$' -bench Records
 func BenchmarkRecords(b *testing.B) {
 	ctx := context.Background()
-	s, err := pgstore.Open(ctx, pgtest.Database(b), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
 	const n = 2000
-	for _, rec := range benchChain(b, "read", n) {
-		if err := s.Append(ctx, storetest.Commit(rec)); err != nil {
-			b.Fatal(err)
-		}
-	}
+	s := benchRoom(b, "read", n)
 	for _, limit := range []int{1, 100, 1000} {
 		b.Run(fmt.Sprintf("limit=%d", limit), func(b *testing.B) {
 			d0, _ := pgtest.Current().CPUTime()
@@ -127,6 +118,23 @@ func BenchmarkRecords(b *testing.B) {
 			b.ReportMetric(float64((d1-d0).Microseconds())/float64(b.N), "d-µs/read")
 		})
 	}
+}
+
+// benchRoom returns a Store on a fresh database holding the first n
+// records of room (benchChain); the benchmark's cleanup closes it.
+func benchRoom(b *testing.B, room string, n int) *pgstore.Store {
+	ctx := context.Background()
+	s, err := pgstore.Open(ctx, pgtest.Database(b), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(s.Close)
+	for _, rec := range benchChain(b, room, n) {
+		if err := s.Append(ctx, storetest.Commit(rec)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return s
 }
 
 // benchChain returns the first n records of a room: its room.create and
@@ -159,18 +167,8 @@ func benchChain(b *testing.B, room string, n int) []*adp.Record {
 //
 //	go test ./adphost/pgstore -run '^$' -bench HostHistory
 func BenchmarkHostHistory(b *testing.B) {
-	ctx := context.Background()
-	s, err := pgstore.Open(ctx, pgtest.Database(b), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
 	const n = 2000
-	for _, rec := range benchChain(b, "history", n) {
-		if err := s.Append(ctx, storetest.Commit(rec)); err != nil {
-			b.Fatal(err)
-		}
-	}
+	s := benchRoom(b, "history", n)
 	_, srv := adphosttest.NewServer(b, &adphost.Options{Store: s, Now: func() time.Time { return storetest.T0 }, Heartbeat: -1})
 	get := func(after int64, limit int) {
 		resp, err := srv.Client().Get(fmt.Sprintf("%s/v1/rooms/history/events?after_seq=%d&limit=%d", srv.URL, after, limit))
