@@ -33,7 +33,7 @@ func BenchmarkWrite(b *testing.B) {
 		}
 	})
 	b.Run("engine", func(b *testing.B) {
-		e := openTest(b, b.TempDir(), testKey(b, "dave"), srv.URL, func(o *Options) { o.Logf = nil; o.NoSubscribe = true })
+		e := openTest(b, b.TempDir(), testKey(b, "dave"), srv.URL, func(o *Options) { o.Logger = nil; o.NoSubscribe = true })
 		defer e.Close()
 		room := createRoom(b, e, srv.URL)
 		b.ResetTimer()

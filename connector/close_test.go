@@ -1,34 +1,41 @@
 package connector
 
 import (
-	"fmt"
-	"strings"
-	"sync"
 	"testing"
+
+	"github.com/agentprotocols/go-sdk/internal/logtest"
 )
 
 // TestCloseLogsNoSubscriptionEnd: a subscription that ends because the
 // engine closes is not logged as if it had failed.
 func TestCloseLogsNoSubscriptionEnd(t *testing.T) {
 	_, srv := testHost(t)
-	var mu sync.Mutex
-	var logged []string
-	logf := func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		logged = append(logged, fmt.Sprintf(format, args...))
-	}
-	alice, bob, room := speakerPair(t, srv.URL, func(o *Options) { o.Logf = logf })
+	log, logged := logtest.New()
+	alice, bob, room := speakerPair(t, srv.URL, func(o *Options) { o.Logger = log })
 	must[*WriteResult](t)(alice.SendMessage(ctxT(t), "s", SendMessageInput{RoomID: room, Content: "hello"}))
 	waitSynced(t, bob, room, 3) // the live subscription delivered alice's message
 	if err := bob.Close(); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	for _, l := range logged {
-		if strings.Contains(l, "subscription ended") {
-			t.Errorf("a clean Close logged %q", l)
-		}
+	if l, ok := logged.Find("subscription ended"); ok {
+		t.Errorf("a clean Close logged %v", l)
+	}
+}
+
+// TestBackgroundErrorsAreLogged: the start-up discovery of a host that
+// does not answer is reported through Options.Logger.
+func TestBackgroundErrorsAreLogged(t *testing.T) {
+	_, srv := testHost(t)
+	origin := srv.URL
+	srv.Close()
+	log, logged := logtest.New()
+	e := openTest(t, t.TempDir(), testKey(t, "alice"), origin, func(o *Options) { o.Logger = log })
+	defer e.Close()
+	rec, ok := logged.Await(ctxT(t), "host discovery failed")
+	if !ok {
+		t.Fatalf("no record; logged %v", logged.Records())
+	}
+	if rec.Level() != "WARN" || rec.String("err") == "" {
+		t.Fatalf("record %v", rec)
 	}
 }

@@ -2,6 +2,7 @@ package connector
 
 import (
 	"errors"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -174,9 +175,10 @@ type Options struct {
 	// coalesced), never under an engine lock: it may call the engine.
 	// nil means no notifications.
 	Notify func(uri string)
-	// Logf receives background errors (subscriptions); nil discards them.
-	// Never log to the MCP stdio channel.
-	Logf func(format string, args ...any)
+	// Logger receives background errors (subscriptions, discovery, the
+	// outbox replay); nil discards them. Never log to the MCP stdio
+	// channel.
+	Logger *slog.Logger
 	// SnapshotEvery is how many records may follow the stored replica
 	// snapshot before a new one is written; 0 means 256. The records after
 	// it are re-verified locally on Open.

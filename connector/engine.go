@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net/http"
 	"slices"
@@ -157,6 +158,9 @@ func Open(ctx context.Context, opts *Options) (*Engine, error) {
 	if e.now == nil {
 		e.now = time.Now
 	}
+	if e.opts.Logger == nil {
+		e.opts.Logger = slog.New(slog.DiscardHandler)
+	}
 	if e.opts.MaxResign <= 0 {
 		e.opts.MaxResign = 3
 	}
@@ -237,7 +241,7 @@ func Open(ctx context.Context, opts *Options) (*Engine, error) {
 			continue // no longer allowlisted: left alone, never contacted
 		}
 		if err := checkRoomID(r.RoomID); err != nil {
-			e.logf("connector: stored room skipped: %v", err)
+			e.opts.Logger.Warn("connector: stored room skipped", "err", err)
 			continue // stored by an older version: never contacted
 		}
 		e.mu.Lock()
@@ -266,7 +270,7 @@ func Open(ctx context.Context, opts *Options) (*Engine, error) {
 		ctx, cancel := context.WithTimeout(e.ctx, 30*time.Second)
 		defer cancel()
 		if err := e.CheckHosts(ctx); err != nil {
-			e.logf("connector: host discovery: %v", err)
+			e.opts.Logger.Warn("connector: host discovery failed", "err", err)
 		}
 	}()
 	for _, r := range rooms {
@@ -319,7 +323,7 @@ func (e *Engine) retryOutbox() {
 		})
 		if n > 0 {
 			if err := e.ReplayOutbox(e.ctx); err != nil {
-				e.logf("connector: outbox: %v", err)
+				e.opts.Logger.Warn("connector: outbox replay failed", "err", err)
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package connector
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http/httptest"
 	"slices"
 	"testing"
@@ -30,7 +31,7 @@ func testHost(t testing.TB) (*adphost.Host, *httptest.Server) {
 func openTest(t testing.TB, dir string, key *Key, host string, mut ...func(*Options)) *Engine {
 	t.Helper()
 	o := &Options{Dir: dir, Key: key, Hosts: []HostConfig{{Host: host, Label: "test"}}, AllowLoopbackHTTP: true,
-		WritesPerMinute: -1, LockTimeout: 200 * time.Millisecond, Logf: t.Logf}
+		WritesPerMinute: -1, LockTimeout: 200 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))}
 	for _, m := range mut {
 		m(o)
 	}

@@ -254,7 +254,7 @@ func (e *Engine) joinRequested(k roomKey, h *hostState, jr *adp.JoinRequestNotic
 	// id, and a room holds at most maxJoinNotices pending ones (the
 	// authoritative list is join_requests_list).
 	if checkRoomID(jr.RequestID) != nil || len(jr.RequestID) > maxRequestIDLen {
-		e.logf("connector: room %s: join-request notice with a malformed request id dropped", k.room)
+		e.opts.Logger.Warn("connector: join-request notice with a malformed request id dropped", "room", k.room)
 		return
 	}
 	it := InboxItem{Kind: KindJoinRequested, Priority: "normal", Host: k.host, RoomID: k.room, EventID: jr.RequestID,

@@ -159,7 +159,7 @@ func (e *Engine) subscribe(k roomKey) {
 			if ctx.Err() != nil {
 				return // Close or an unsubscribe ended it: nothing to report
 			}
-			e.logf("connector: room %s on %s: subscription ended: %v", k.room, k.host, err)
+			e.opts.Logger.Warn("connector: subscription ended", "room", k.room, "host", k.host, "err", err)
 			if !isPermanent(err) {
 				retried = false
 			} else {
@@ -244,7 +244,7 @@ func (e *Engine) follow(ctx context.Context, k roomKey, h *hostState) error {
 		case sse.KindAgentStatus:
 			e.notify(RoomURI(k.room, "agent-status"))
 		case sse.KindError:
-			e.logf("connector: room %s: %v", k.room, it.Err)
+			e.opts.Logger.Warn("connector: live stream error", "room", k.room, "err", it.Err)
 			if it.Err != nil && isPermanent(it.Err) {
 				return it.Err
 			}
@@ -478,12 +478,6 @@ func (e *Engine) RoomOpen(ctx context.Context, session string, in RoomOpenInput)
 	}
 	e.present(session, k, s)
 	return &RoomOpenResult{Room: *view, Sync: s, ActiveTurn: view.ActiveTurn}, nil
-}
-
-func (e *Engine) logf(format string, args ...any) {
-	if e.opts.Logf != nil {
-		e.opts.Logf(format, args...)
-	}
 }
 
 // membershipLost handles a subscription the host ended for good: the

@@ -805,7 +805,7 @@ func (e *Engine) ReplayOutbox(ctx context.Context) error {
 			if held {
 				if kind, kerr := kindOf(it.ent.Req.Type, h.client.Verified(k.room)); kerr != nil || kind == string(adp.CategorySignal) {
 					held = false
-					e.logf("connector: outbox: %s in room %s refused on replay, dropped: %v", it.ent.Req.Type, k.room, err)
+					e.opts.Logger.Warn("connector: outbox write refused on replay, dropped", "type", it.ent.Req.Type, "room", k.room, "err", err)
 				}
 			}
 			err2 := e.store.Update(func(tx stateTx) error {

@@ -218,7 +218,7 @@ func whoami(path string, stdout, stderr io.Writer) int {
 }
 
 // openEngine loads the key and opens the state directory named by c.
-func openEngine(ctx context.Context, c *Config, notify func(string), httpClient *http.Client) (*connector.Engine, error) {
+func openEngine(ctx context.Context, c *Config, notify func(string), httpClient *http.Client, log *slog.Logger) (*connector.Engine, error) {
 	k, err := c.loadKey()
 	if err != nil {
 		return nil, err
@@ -236,6 +236,7 @@ func openEngine(ctx context.Context, c *Config, notify func(string), httpClient 
 		WritesPerMinute:   c.WritesPerMinute,
 		HTTPClient:        httpClient,
 		Notify:            notify,
+		Logger:            log,
 	})
 	if errors.Is(err, connector.ErrLocked) {
 		return nil, fmt.Errorf("state directory %s is in use by another connector process (one connector per state directory)", c.StateDir)
@@ -259,7 +260,7 @@ func serve(ctx context.Context, path, httpAddr string, acp bool, stdin io.Reader
 	c.sayNote(stderr)
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	n := mcptools.NewNotifier()
-	eng, err := openEngine(ctx, c, n.Notify, nil)
+	eng, err := openEngine(ctx, c, n.Notify, nil, log)
 	if err != nil {
 		return fail(stderr, exitSetup, err)
 	}
@@ -270,7 +271,7 @@ func serve(ctx context.Context, path, httpAddr string, acp bool, stdin io.Reader
 	go n.Run(ctx, srv.MCP())
 
 	if acp {
-		return serveACP(ctx, srv, stdin, stdout, stderr)
+		return serveACP(ctx, srv, stdin, stdout, stderr, log)
 	}
 	if httpAddr == "" {
 		// One frame is bounded like an HTTP request body (4 MiB); a bad

@@ -95,7 +95,7 @@ func TestSetupErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := openEngine(context.Background(), c, nil, nil)
+	eng, err := openEngine(context.Background(), c, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

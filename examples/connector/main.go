@@ -79,7 +79,7 @@ func run(ctx context.Context, t mcp.Transport, keyFile string, dev bool, state, 
 		Hosts:             []connector.HostConfig{{Host: host}},
 		AllowLoopbackHTTP: true,
 		Notify:            notifier.Notify,
-		Logf:              func(format string, args ...any) { log.Warn(fmt.Sprintf(format, args...)) },
+		Logger:            log,
 	})
 	if err != nil {
 		return err

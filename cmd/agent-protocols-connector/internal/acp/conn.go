@@ -300,7 +300,7 @@ func (c *mcpConn) writeStateless(m *jsonrpc.Request) {
 	}
 	cl := c.owner(m.Params)
 	if cl == nil {
-		c.p.note("dropped a %q notification of %s that belongs to no open request", clip(m.Method), c.id)
+		c.p.log.Warn("connector acp: dropped a notification that belongs to no open request", "method", clip(m.Method), "session", c.id)
 		return
 	}
 	c.p.notifySuccessor(methodMCPMessage, encode(statelessMessage{ServerID: c.id, RequestID: cl.requestID, Method: m.Method, Params: c.agentSubscriptionID(m.Params)}))

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -27,9 +28,10 @@ type Options struct {
 	Server *mcp.Server
 	// ServerName is the declared server's name (default "agent-protocols").
 	ServerName string
-	// Log receives one-line notes for the operator (standard error);
-	// nil discards them. Never the protocol channel.
-	Log io.Writer
+	// Logger receives notes for the operator (what the proxy dropped or
+	// forwarded unchanged, and why); nil discards them. Never the protocol
+	// channel.
+	Logger *slog.Logger
 	// MaxMessageBytes bounds one outer line (default 4 MiB, like one
 	// stdio MCP frame); a longer line is skipped with a parse error.
 	MaxMessageBytes int
@@ -112,7 +114,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts *Options) error {
 		}
 		switch {
 		case errors.Is(l.err, jsonl.ErrTooLong):
-			p.note("dropped an outer message longer than %d bytes", p.maxLine)
+			p.log.Warn("connector acp: dropped an outer message longer than the limit", "max_bytes", p.maxLine)
 			p.respondError(jsonrpc.ID{}, &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: fmt.Sprintf("message longer than %d bytes", p.maxLine)})
 		case errors.Is(l.err, io.EOF):
 			return p.writeErr()
@@ -136,7 +138,7 @@ type proxy struct {
 	ctx  context.Context
 	srv  *mcp.Server
 	name string
-	log  io.Writer
+	log  *slog.Logger
 
 	maxLine, maxConns, maxPending, maxQueued, maxActive int
 
@@ -167,7 +169,7 @@ const maxUpstream = 4096
 
 func newProxy(ctx context.Context, w io.Writer, o *Options) *proxy {
 	p := &proxy{
-		ctx: ctx, srv: o.Server, name: o.ServerName, log: o.Log, w: w,
+		ctx: ctx, srv: o.Server, name: o.ServerName, log: o.Logger, w: w,
 		maxLine: o.MaxMessageBytes, maxConns: o.MaxConnections, maxPending: o.MaxPending, maxQueued: o.MaxQueued, maxActive: o.MaxActive,
 		pending: map[int64]pendingFunc{}, inbound: map[string]cancelTarget{},
 		servers: map[string]bool{}, conns: map[string]*mcpConn{},
@@ -177,7 +179,7 @@ func newProxy(ctx context.Context, w io.Writer, o *Options) *proxy {
 		p.name = "agent-protocols"
 	}
 	if p.log == nil {
-		p.log = io.Discard
+		p.log = slog.New(slog.DiscardHandler)
 	}
 	if p.maxLine <= 0 {
 		p.maxLine = mcp.DefaultMaxRequestBodyBytes
@@ -202,10 +204,6 @@ func newProxy(ctx context.Context, w io.Writer, o *Options) *proxy {
 
 // revision is the connection's revision (0 before the proxy initialize).
 func (p *proxy) revision() Revision { return Revision(p.rev.Load()) }
-
-func (p *proxy) note(format string, a ...any) {
-	fmt.Fprintf(p.log, "connector acp: "+format+"\n", a...)
-}
 
 // shutdown closes every MCP session.
 func (p *proxy) shutdown() {
@@ -246,7 +244,7 @@ func (p *proxy) writeLine(b []byte) {
 func (p *proxy) write(m jsonrpc.Message) {
 	b, err := jsonrpc.EncodeMessage(m)
 	if err != nil {
-		p.note("encoding: %v", err)
+		p.log.Error("connector acp: a message could not be encoded", "err", err)
 		return
 	}
 	p.writeLine(b)
@@ -363,7 +361,7 @@ func (p *proxy) refuse(m *jsonrpc.Request, err *jsonrpc.Error) {
 		p.respondError(m.ID, err)
 		return
 	}
-	p.note("ignored notification %q: %s", clip(m.Method), err.Message)
+	p.log.Warn("connector acp: ignored a notification", "method", clip(m.Method), "reason", err.Message)
 }
 
 // answer routes a response to the request the proxy sent.
@@ -374,7 +372,7 @@ func (p *proxy) answer(r *jsonrpc.Response) {
 	delete(p.pending, n)
 	p.mu.Unlock()
 	if !ok || f == nil {
-		p.note("ignored a response to unknown request id %v", r.ID.Raw())
+		p.log.Warn("connector acp: ignored a response to an unknown request id", "id", r.ID.Raw())
 		return
 	}
 	if r.Error == nil && len(r.Result) == 0 {
@@ -536,7 +534,7 @@ func (p *proxy) learnCapabilities(result []byte) {
 	p.agentACP = acp
 	p.mu.Unlock()
 	if !acp {
-		p.note("the agent does not advertise agentCapabilities.mcpCapabilities.acp; sessions are forwarded without the %s MCP server (run `connector serve` as a stdio MCP server instead, or put an MCP-over-ACP bridge before the agent)", p.name)
+		p.log.Warn("connector acp: the agent does not advertise agentCapabilities.mcpCapabilities.acp; sessions are forwarded without this MCP server (run `connector serve` as a stdio MCP server instead, or put an MCP-over-ACP bridge before the agent)", "server", p.name)
 	}
 }
 
@@ -548,7 +546,7 @@ func (p *proxy) learnCapabilities(result []byte) {
 func (p *proxy) declare(method string, params []byte) ([]byte, string) {
 	var setup sessionSetup
 	if err := decode(params, &setup); err != nil {
-		p.note("%s: params unreadable (%s); forwarded unchanged", method, clip(err.Error()))
+		p.log.Warn("connector acp: params unreadable; forwarded unchanged", "method", method, "err", clip(err.Error()))
 		return params, ""
 	}
 	p.mu.Lock()
@@ -567,7 +565,7 @@ func (p *proxy) declare(method string, params []byte) ([]byte, string) {
 	}
 	p.mu.Unlock()
 	if !acp {
-		p.note("%s: the agent does not consume ACP-transport MCP servers; forwarded unchanged, without %s", method, p.name)
+		p.log.Warn("connector acp: the agent does not consume ACP-transport MCP servers; forwarded unchanged, without this server", "method", method, "server", p.name)
 		return params, ""
 	}
 	setup.MCPServers = append(setup.MCPServers, encode(acpServer{Type: "acp", Name: p.name, ServerID: sid}))
@@ -620,7 +618,7 @@ func (p *proxy) fromSuccessor(m *jsonrpc.Request) {
 			// Its requestId belongs to the successor's own hop, which the
 			// conductor cancels hop by hop itself; tunnelled, it would
 			// name the wrong request.
-			p.note("dropped a %s from the successor (cancellation is per hop)", b.Method)
+			p.log.Warn("connector acp: dropped a cancellation from the successor (cancellation is per hop)", "method", b.Method)
 			return
 		}
 		p.notify(b.Method, b.Params)

@@ -13,6 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentprotocols/go-sdk/internal/logtest"
 )
 
 // peer plays the conductor around an in-process proxy (both its client
@@ -315,11 +317,16 @@ func TestRevisionChosenByInitialize(t *testing.T) {
 // TestHostileInput: an over-long line is skipped with a parse error and
 // the stream stays usable; connections and in-flight requests are
 // bounded; non-objects and wrong shapes are refused with JSON-RPC errors.
+// What the proxy drops is noted through Options.Logger.
 func TestHostileInput(t *testing.T) {
-	p := startProxy(t, &Options{MaxMessageBytes: 1024, MaxConnections: 2, MaxPending: 4})
+	log, logged := logtest.New()
+	p := startProxy(t, &Options{MaxMessageBytes: 1024, MaxConnections: 2, MaxPending: 4, Logger: log})
 	p.sendRaw(`{"jsonrpc":"2.0","id":1,"method":"x","params":"` + strings.Repeat("a", 100_000) + `"}`)
 	if m := p.next(); errCode(m) != jsonrpc.CodeParseError || m["id"] != nil {
 		t.Fatalf("over-long line: %v", m)
+	}
+	if r, ok := logged.Find("longer than the limit"); !ok || r.String("max_bytes") != "1024" {
+		t.Fatalf("over-long line not logged: %v", logged.Records())
 	}
 	p.initialize(true)
 	// A message that is not I-JSON is refused as a whole, before any of

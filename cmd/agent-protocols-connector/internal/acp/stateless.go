@@ -29,7 +29,7 @@ func (p *proxy) statelessMessage(m *jsonrpc.Request, params []byte) bool {
 	if !m.IsCall() {
 		// The binding's notifications go from the provider to the caller
 		// only; the caller cancels by cancelling its outer request.
-		p.note("dropped an %s notification from the agent (inner %q): stateless MCP-over-ACP has none toward the server", methodMCPMessage, clip(msg.Method))
+		p.log.Warn("connector acp: dropped a notification from the agent: stateless MCP-over-ACP has none toward the server", "method", methodMCPMessage, "inner", clip(msg.Method))
 		return true
 	}
 	switch {
@@ -119,7 +119,7 @@ func (p *proxy) statelessSession(sid string) (*mcpConn, *jsonrpc.Error) {
 	p.conns[sid] = c
 	p.mu.Unlock()
 	if victim != nil {
-		p.note("closed the idle MCP session of %s to serve %s", victim.id, sid)
+		p.log.Warn("connector acp: closed an idle MCP session to make room", "closed", victim.id, "for", sid)
 		victim.Close()
 	}
 	if err := p.startSession(c); err != nil {
