@@ -61,8 +61,9 @@ func BenchmarkEd25519Floor(b *testing.B) {
 // can be signed before the clock starts (a non-signal write needs the
 // head the previous write makes).
 type benchRoom struct {
-	id   string
-	envs [][]byte
+	id     string
+	create envelope.Hash // the room.create record's hash
+	envs   [][]byte
 }
 
 const benchType = `{"type":"bench.ping","kind":"signal","title":"Ping","schema":{"type":"object","required":["n"],"properties":{"n":{"type":"integer"}}}}`
@@ -116,7 +117,7 @@ func prepare(b testing.TB, h *adphost.Host, c *clock, name string, n int) benchR
 		b.Fatal(err)
 	}
 	base := adp.Base{RoomID: cr.ID, Seq: 1, Hash: cr.Hash}
-	br := benchRoom{id: cr.ID, envs: make([][]byte, n)}
+	br := benchRoom{id: cr.ID, create: cr.Hash, envs: make([][]byte, n)}
 	for i := range n {
 		env, err := adp.NewCustom(ctx, author, base, reg, "bench.ping", map[string]int{"n": i})
 		if err != nil {
@@ -135,6 +136,43 @@ func prepare(b testing.TB, h *adphost.Host, c *clock, name string, n int) benchR
 func BenchmarkHostWrite(b *testing.B) {
 	h, c := newBenchHost(b)
 	br := prepare(b, h, c, "writer", b.N)
+	measureWrites(b, h, br.id, br.envs)
+}
+
+// BenchmarkHostJoin measures membership writes as BenchmarkHostWrite
+// measures signals: b.N agents join one public room as observers, each
+// with a room.join signed before the clock starts. A membership write
+// changes the room's index entry, which goes into the Store with its
+// record; the room grows by one member per write, so compare runs of the
+// same -benchtime Nx.
+func BenchmarkHostJoin(b *testing.B) {
+	c := newClock()
+	h, err := adphost.New(context.Background(), &adphost.Options{
+		Origin: identity.MustParseOrigin("https://bench.example"), Now: c.Now, RateLimits: adphost.Unlimited(), Heartbeat: -1,
+		MaxObservers: -1,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	br := prepare(b, h, c, "creator", 0)
+	ctx := context.Background()
+	base := adp.Base{RoomID: br.id, Seq: 1, Hash: br.create}
+	envs := make([][]byte, b.N)
+	for i := range b.N {
+		author := &envelope.Author{Signer: key(fmt.Sprintf("joiner %d", i)), Nonces: identity.NewNonceSource(&identity.NonceOptions{Now: c.Now}), Now: c.Now}
+		env, err := adp.NewJoin(ctx, author, base, adp.Join{Role: adp.RoleObserver})
+		if err != nil {
+			b.Fatal(err)
+		}
+		envs[i] = env.AppendJSON(nil)
+	}
+	measureWrites(b, h, br.id, envs)
+}
+
+// measureWrites posts envs to room through the handler and reports
+// ns/write and x-floor: the write rate as a fraction of the Ed25519
+// verification rate, measured alternately in the same window.
+func measureWrites(b *testing.B, h http.Handler, room string, envs [][]byte) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	// Writes and floor verifications alternate in chunks, so that both
@@ -147,10 +185,10 @@ func BenchmarkHostWrite(b *testing.B) {
 	// hands its handler a parsed request, while httptest.NewRequest parses
 	// the text of one (about 6 µs, a tenth of a write, in a profile).
 	reqs := make([]*http.Request, 50)
-	for i := 0; i < b.N; i += 50 {
-		n := min(50, b.N-i)
+	for i := 0; i < len(envs); i += 50 {
+		n := min(50, len(envs)-i)
 		for j := range n {
-			reqs[j] = httptest.NewRequest(http.MethodPost, "/v1/rooms/"+br.id, bytes.NewReader(br.envs[i+j]))
+			reqs[j] = httptest.NewRequest(http.MethodPost, "/v1/rooms/"+room, bytes.NewReader(envs[i+j]))
 		}
 		c0, ok0 := threadCPU()
 		start := time.Now()
@@ -165,7 +203,7 @@ func BenchmarkHostWrite(b *testing.B) {
 		cpuOK = cpuOK && ok0 && ok1 && ok2
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(writes.Nanoseconds())/float64(b.N), "ns/write")
+	b.ReportMetric(float64(writes.Nanoseconds())/float64(len(envs)), "ns/write")
 	b.ReportMetric(float64(floor)/float64(writes), "x-floor")
 	if cpuOK && writesCPU > 0 {
 		// The same ratio in the thread's CPU time: steady on a loaded
