@@ -213,7 +213,7 @@ func (r *Room) Draft() Draft { return r.draft }
 func (r *Room) Check(ctx context.Context, env *envelope.Envelope, at time.Time) error {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	_, err := r.check(ctx, env, nil, r.clock(at))
+	_, err := r.check(ctx, env, nil, r.clock(at), false)
 	return err
 }
 
@@ -242,7 +242,7 @@ func (r *Room) Accept(ctx context.Context, env *envelope.Envelope, at time.Time)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ms := r.clock(at)
-	c, err := r.check(ctx, env, nil, ms)
+	c, err := r.check(ctx, env, nil, ms, false)
 	if err != nil {
 		return nil, err
 	}
@@ -312,7 +312,7 @@ func (r *Room) prepare(ctx context.Context, env *envelope.Envelope, ev *Event, a
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	ms := r.clock(at)
-	c, err := r.check(ctx, env, ev, ms)
+	c, err := r.check(ctx, env, ev, ms, false)
 	if err != nil {
 		return nil, err
 	}
@@ -401,6 +401,11 @@ func (p *Pending) Undo() error {
 // its seq, acceptable in the room's state at its acceptance time, and its
 // event ID new to the room. Its signature, payload and permissions cannot
 // be checked; the caller reports it.
+//
+// With [RoomOptions.JoinRequests], a review or a join naming a request is
+// checked against the stored request's content, not its status: the
+// record was accepted while the request was pending (or approved), and
+// the store now holds its outcome.
 func (r *Room) Apply(ctx context.Context, rec *Record) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -415,7 +420,7 @@ func (r *Room) Apply(ctx context.Context, rec *Record) error {
 		r.commit(c, rec)
 		return nil
 	}
-	c, err := r.check(ctx, rec.Envelope, nil, rec.ReceivedAt)
+	c, err := r.check(ctx, rec.Envelope, nil, rec.ReceivedAt, true)
 	if err != nil {
 		return err
 	}
@@ -458,12 +463,18 @@ type change struct {
 	advances bool            // the record becomes the room head
 	registry *packs.Registry // replaces the registry when set
 	apply    func(s *state, seq int64)
+	// replay marks a record of the log being applied: it was accepted
+	// when its join request had the status it needed, and the stored
+	// request now shows the outcome (approved after a review, consumed
+	// after a join). The request's content is checked; its status is not.
+	replay bool
 }
 
 // check runs the full rule table for env at time at (Unix ms), with env's
 // event already parsed when ev is not nil (see Room.PrepareEvent). It
-// never mutates r.
-func (r *Room) check(ctx context.Context, env *envelope.Envelope, ev *Event, at int64) (*change, error) {
+// never mutates r. replay is set for a record of the log (Apply): see
+// change.replay.
+func (r *Room) check(ctx context.Context, env *envelope.Envelope, ev *Event, at int64, replay bool) (*change, error) {
 	if err := env.Verify(); err != nil {
 		return nil, err
 	}
@@ -516,7 +527,7 @@ func (r *Room) check(ctx context.Context, env *envelope.Envelope, ev *Event, at 
 		return nil, err
 	}
 
-	c := &change{ev: ev, advances: fresh.Advances}
+	c := &change{ev: ev, advances: fresh.Advances, replay: replay}
 	if def != nil {
 		return c, r.checkCustom(ev, def)
 	}

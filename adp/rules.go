@@ -305,7 +305,7 @@ func (r *Room) checkJoin(ctx context.Context, c *change, p *Join, at int64) erro
 		}
 	default:
 		var err error
-		if rv, err = r.approvedRequest(ctx, ev, p, at); err != nil {
+		if rv, err = r.approvedRequest(ctx, c, p, at); err != nil {
 			return err
 		}
 		perspective = rv.Perspective
@@ -331,10 +331,11 @@ func (r *Room) checkJoin(ctx context.Context, c *change, p *Join, at int64) erro
 // approvedRequest finds the approved, unexpired, unconsumed join request a
 // room.join names (§10.2): reviewed in the log, or automatically approved
 // in a public room (autoApproved).
-func (r *Room) approvedRequest(ctx context.Context, ev *Event, p *Join, at int64) (*review, error) {
+func (r *Room) approvedRequest(ctx context.Context, c *change, p *Join, at int64) (*review, error) {
+	ev := c.ev
 	rv := r.st.Reviews[p.RequestID]
 	if rv == nil {
-		return r.autoApproved(ctx, ev, p, at)
+		return r.autoApproved(ctx, c, p, at)
 	}
 	if rv.Applicant != ev.Actor {
 		return nil, requestNotFound(p.RequestID)
@@ -371,7 +372,8 @@ func requestNotFound(id string) error {
 // A host passes its JoinRequestStore and is held to more: the stored
 // request must be approved, for this room and actor, unexpired at the
 // join, and for the joining role; the member keeps its perspective.
-func (r *Room) autoApproved(ctx context.Context, ev *Event, p *Join, at int64) (*review, error) {
+func (r *Room) autoApproved(ctx context.Context, c *change, p *Join, at int64) (*review, error) {
+	ev := c.ev
 	s := &r.st
 	auto := &review{Applicant: ev.Actor, Decision: DecisionApprove, Role: p.Role, Auto: true}
 	if store := r.opts.JoinRequests; store != nil {
@@ -382,13 +384,13 @@ func (r *Room) autoApproved(ctx context.Context, ev *Event, p *Join, at int64) (
 		if err != nil || req.RoomID != r.id || req.Applicant != ev.Actor {
 			return nil, requestNotFound(p.RequestID)
 		}
-		switch status {
-		case JoinApproved:
-		case JoinPending:
+		switch {
+		case c.replay, status == JoinApproved: // a replayed join consumed it
+		case status == JoinPending:
 			return nil, identity.NewError(CodeJoinRequestNotApproved, "the join request is still pending")
-		case JoinRejected:
+		case status == JoinRejected:
 			return nil, identity.NewError(CodeJoinRequestNotApproved, "the join request was rejected")
-		case JoinExpired:
+		case status == JoinExpired:
 			return nil, identity.NewError(CodeJoinRequestExpired, "the join request has expired")
 		default:
 			return nil, requestNotFound(p.RequestID)
@@ -439,9 +441,9 @@ func (r *Room) checkReview(ctx context.Context, c *change, p *JoinReview, at int
 		if err != nil {
 			return err
 		}
-		switch status {
-		case JoinPending:
-		case JoinExpired:
+		switch {
+		case c.replay, status == JoinPending: // a replayed review decided it
+		case status == JoinExpired:
 			return identity.Errorf(CodeJoinRequestExpired, "join request %q has expired", clip(req.ID))
 		default:
 			return identity.Errorf(CodeJoinRequestNotFound, "join request %q is %s, not pending", clip(req.ID), status)
@@ -646,7 +648,7 @@ func (r *Room) checkSignedReview(ctx context.Context, c *change, p *SignedJoinRe
 		if err != nil {
 			return err
 		}
-		if status != JoinPending {
+		if status != JoinPending && !c.replay { // a replayed review decided it
 			return identity.Errorf(CodeJoinRequestNotPending, "join request %s is %s, not pending", id, status)
 		}
 	}

@@ -600,6 +600,44 @@ func TestRulesReviewHostStore(t *testing.T) {
 	}
 }
 
+// TestApplyReadsStoredRequestContentNotStatus: a host that loads a room
+// from its log replays each review and join against its join-request
+// store, whose requests now show the outcome (approved after the review):
+// Apply checks what a stored request says, not its status, and the
+// replayed room equals the host's. A stored request that differs from the
+// one the log reviewed is still refused.
+func TestApplyReadsStoredRequestContentNotStatus(t *testing.T) {
+	store := joinStore{}
+	w := adptest.NewWorld(t, "d8ftedhpqhsusbg001tg", &adp.RoomOptions{JoinRequests: store})
+	w.Track = true
+	w.PublicRoom(visibility(adp.VisibilityRestricted))
+	req := request(w, "jr_1", "alice", adp.RoleSpeaker)
+	type entry = struct {
+		req    adp.JoinRequest
+		status adp.JoinRequestStatus
+	}
+	store["jr_1"] = entry{req, adp.JoinPending}
+	w.OK(review(w, "creator", req, adp.DecisionApprove, adp.RoleSpeaker))
+	store["jr_1"] = entry{req, adp.JoinApproved} // the host records the review
+	w.OK(joinWith(w, "alice", "jr_1", adp.RoleSpeaker))
+
+	w.Replay(&adp.RoomOptions{JoinRequests: store})
+
+	forged := req
+	forged.Role = adp.RoleModerator
+	store["jr_1"] = entry{forged, adp.JoinApproved}
+	r := adp.NewRoom(w.Room.ID(), &adp.RoomOptions{JoinRequests: store})
+	var err error
+	for _, rec := range w.Records {
+		if err = r.Apply(w.Ctx, rec); err != nil {
+			break
+		}
+	}
+	if !errors.Is(err, adp.ErrInvalidEvent) {
+		t.Fatalf("replay against a stored request that differs from the reviewed one: %v", err)
+	}
+}
+
 func TestRulesMembers(t *testing.T) {
 	withAlice := func(w *adptest.World) {
 		w.PublicRoom()

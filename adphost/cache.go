@@ -20,11 +20,6 @@ type Notifier interface {
 	Listen(ctx context.Context, notify func(roomID string, seq int64), lost func()) error
 }
 
-// replayKey marks the context of a replica catching up on records that
-// were already accepted (joinRequests.Lookup): its value is the record's
-// event type.
-type replayKey struct{}
-
 // roomCache is the LRU of room replicas; h.mu guards it.
 type roomCache struct {
 	max   int
@@ -374,7 +369,7 @@ func (h *Host) applyStored(ctx context.Context, hr *hostRoom, recs []*adp.Record
 	for _, rec := range recs {
 		ev, err := adp.ParseEvent(rec.Envelope)
 		if err == nil {
-			err = hr.room.Apply(context.WithValue(ctx, replayKey{}, ev.Type), rec)
+			err = hr.room.Apply(ctx, rec) // checks stored join requests by content, not status
 		}
 		if err != nil {
 			if !hr.dropped.Load() {

@@ -400,45 +400,42 @@ func (hr *hostRoom) current() *adp.Room {
 // history answers the Verifier's exact-resubmission lookups.
 type history struct{ s Store }
 
-// Accepted implements envelope.History. For a write whose context
-// carries a prefetch (a WriteStateReader store), the lookup also reads
-// the actor's nonce entry and the room's head, for commit.
+// Accepted implements envelope.History.
 func (h history) Accepted(ctx context.Context, hash envelope.Hash) (bool, error) {
-	if pf, _ := ctx.Value(prefetchKey{}).(*prefetch); pf != nil && pf.hash == hash {
-		st, err := pf.r.WriteState(ctx, pf.room, pf.actor, hash)
-		if err != nil {
-			return false, err
-		}
-		pf.st, pf.ok = st, true
-		return st.Record != nil, nil
-	}
 	rec, err := h.s.RecordByEvent(ctx, hash)
 	return rec != nil, err
 }
 
-// prefetch is one write's WriteState, read by the Verifier's
-// resubmission lookup (history) and used by accept and commit in place
-// of their own reads. ok reports that st was read.
+// prefetch is one write's WriteState: the Verifier's resubmission lookup
+// for that write (its per-call envelope.History) reads it, with the
+// actor's nonce entry and the room's head, and accept and commit use it
+// in place of their own reads. ok reports that st was read.
 type prefetch struct {
 	r     WriteStateReader
 	room  string
 	actor identity.AgentID
-	hash  envelope.Hash
 	st    WriteState
 	ok    bool
 }
 
-type prefetchKey struct{}
+// Accepted implements envelope.History for one write.
+func (pf *prefetch) Accepted(ctx context.Context, hash envelope.Hash) (bool, error) {
+	st, err := pf.r.WriteState(ctx, pf.room, pf.actor, hash)
+	if err != nil {
+		return false, err
+	}
+	pf.st, pf.ok = st, true
+	return st.Record != nil, nil
+}
 
-// withPrefetch returns ctx carrying a prefetch for a write of ev in room,
-// when the Store reads write states; nil otherwise.
-func (h *Host) withPrefetch(ctx context.Context, room string, env *envelope.Envelope, ev *adp.Event) (context.Context, *prefetch) {
+// newPrefetch returns a prefetch for a write of ev in room when the Store
+// reads write states; nil otherwise.
+func (h *Host) newPrefetch(room string, ev *adp.Event) *prefetch {
 	r, ok := h.store.(WriteStateReader)
 	if !ok {
-		return ctx, nil
+		return nil
 	}
-	pf := &prefetch{r: r, room: room, actor: ev.Actor, hash: env.Hash()}
-	return context.WithValue(ctx, prefetchKey{}, pf), pf
+	return &prefetch{r: r, room: room, actor: ev.Actor}
 }
 
 // joinRequests is the adp.JoinRequestStore view of the Store.
@@ -452,15 +449,6 @@ func (j joinRequests) Lookup(ctx context.Context, roomID, id string) (adp.JoinRe
 	}
 	if jr == nil {
 		return adp.JoinRequest{}, "", identity.Errorf(adp.CodeJoinRequestNotFound, "join request %q does not exist", clip(id))
-	}
-	if typ, ok := ctx.Value(replayKey{}).(string); ok {
-		// Catching up on a record another process accepted: the review
-		// or join already happened, and the stored request shows its
-		// outcome. The status it had then is the one the record needed.
-		if typ == adp.TypeRoomJoinReview {
-			return jr.Request, adp.JoinPending, nil
-		}
-		return jr.Request, adp.JoinApproved, nil
 	}
 	return jr.Request, j.h.effective(jr).Status, nil
 }

@@ -139,8 +139,12 @@ func readEnvelope(r *http.Request) (*envelope.Envelope, *adp.Event, error) {
 // fresh is false for an exact resubmission, which returns the original
 // record and changes nothing.
 func (h *Host) accept(ctx context.Context, hr *hostRoom, env *envelope.Envelope, ev *adp.Event) (rec *adp.Record, fresh bool, err error) {
-	ctx, pf := h.withPrefetch(ctx, hr.id, env, ev)
-	out, err := h.verifier.AcceptEnvelope(ctx, env, func(ctx context.Context, env *envelope.Envelope) error {
+	pf := h.newPrefetch(hr.id, ev)
+	var lookup envelope.History // nil: the Verifier's, history
+	if pf != nil {
+		lookup = pf
+	}
+	out, err := h.verifier.AcceptEnvelopeWith(ctx, env, lookup, func(ctx context.Context, env *envelope.Envelope) error {
 		var err error
 		rec, err = h.commit(ctx, hr, env, ev, pf)
 		return err

@@ -225,6 +225,39 @@ func TestVerifierAcceptCallback(t *testing.T) {
 	}
 }
 
+// historyFunc is a History from a function.
+type historyFunc func(context.Context, envelope.Hash) (bool, error)
+
+func (f historyFunc) Accepted(ctx context.Context, h envelope.Hash) (bool, error) { return f(ctx, h) }
+
+// TestVerifierPerCallHistory: AcceptEnvelopeWith's history answers the
+// exact-resubmission lookup (Identity §6.3) in place of the Verifier's,
+// and nil falls back to the Verifier's.
+func TestVerifierPerCallHistory(t *testing.T) {
+	ctx := context.Background()
+	now := time.UnixMilli(t0)
+	var optionLookups int
+	v := envelope.NewVerifier(&envelope.VerifierOptions{Now: func() time.Time { return now },
+		History: historyFunc(func(context.Context, envelope.Hash) (bool, error) { optionLookups++; return false, nil })})
+	env := mustSign(t, testEvent(30, `{}`))
+	var asked envelope.Hash
+	seen := historyFunc(func(_ context.Context, h envelope.Hash) (bool, error) { asked = h; return true, nil })
+	out, err := v.AcceptEnvelopeWith(ctx, env, seen, func(context.Context, *envelope.Envelope) error {
+		t.Fatal("the callback ran for a resubmission")
+		return nil
+	})
+	if err != nil || out != envelope.Resubmission || asked != env.Hash() || optionLookups != 0 {
+		t.Fatalf("per-call history: %v %v, asked %v, option lookups %d", out, err, asked, optionLookups)
+	}
+	failed := errors.New("store down")
+	if _, err := v.AcceptEnvelopeWith(ctx, env, historyFunc(func(context.Context, envelope.Hash) (bool, error) { return false, failed }), nil); err != failed {
+		t.Fatalf("a failing lookup: %v", err)
+	}
+	if out, err := v.AcceptEnvelopeWith(ctx, env, nil, nil); err != nil || out != envelope.Fresh || optionLookups != 1 {
+		t.Fatalf("nil history: %v %v, option lookups %d", out, err, optionLookups)
+	}
+}
+
 // TestVerifierConcurrentSameNonce: of many different envelopes that share a
 // nonce, submitted at once, exactly one is accepted.
 func TestVerifierConcurrentSameNonce(t *testing.T) {

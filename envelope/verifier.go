@@ -118,6 +118,19 @@ func (v *Verifier) Accept(ctx context.Context, b []byte, accept func(context.Con
 // re-checks the hash and signature (steps 3–5), which cost one Ed25519
 // verification, so callers cannot skip them by accident.
 func (v *Verifier) AcceptEnvelope(ctx context.Context, env *Envelope, accept func(context.Context, *Envelope) error) (Outcome, error) {
+	return v.AcceptEnvelopeWith(ctx, env, nil, accept)
+}
+
+// AcceptEnvelopeWith is AcceptEnvelope with this call's exact-resubmission
+// lookup: history, when not nil, answers it in place of
+// [VerifierOptions.History]. A service whose lookup reads more than the
+// history in the same round trip (state its accept callback then uses)
+// passes that lookup per call; it runs under the actor's lock, before the
+// window and nonce checks.
+func (v *Verifier) AcceptEnvelopeWith(ctx context.Context, env *Envelope, history History, accept func(context.Context, *Envelope) error) (Outcome, error) {
+	if history == nil {
+		history = v.history
+	}
 	if err := env.Verify(); err != nil {
 		return 0, err
 	}
@@ -130,8 +143,8 @@ func (v *Verifier) AcceptEnvelope(ctx context.Context, env *Envelope, accept fun
 	defer v.release(ev.Actor, st)
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if v.history != nil {
-		seen, err := v.history.Accepted(ctx, env.Hash())
+	if history != nil {
+		seen, err := history.Accepted(ctx, env.Hash())
 		if err != nil {
 			return 0, err
 		}
