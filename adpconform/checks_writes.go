@@ -329,14 +329,16 @@ func checkLifecycle(ctx context.Context, t *T) {
 			_, err = a.CloseRoom(ctx, room, adp.Notice{})
 			t.refusedAny(err, "a room.close of a scheduled room (only active rooms close)")
 		})
-		if t.k.opts.Now().Before(start) || lead >= 8*time.Second {
+		if t.k.opts.Now().Before(start) {
 			if verdict != Pass {
 				t.Fatalf("%s", evidence)
 			}
-			if !t.k.opts.Now().Before(start) {
-				t.Fatalf("the scheduled phase (a dozen requests) took longer than %s", lead)
-			}
 			break
+		}
+		// The room may have started before the close: a refusal to
+		// close it then says nothing about the scheduled phase.
+		if lead >= 32*time.Second {
+			t.Fatalf("the scheduled phase (a dozen requests) took longer than %s", lead)
 		}
 		t.Infof("the scheduled phase outlasted a %s lead; again with a longer one", lead)
 	}

@@ -513,7 +513,7 @@ func TestFatListPages(t *testing.T) {
 	})
 	checks := []string{"join.restricted", "join.private"}
 	rep, err := adpconform.Run(context.Background(), srv.URL, &adpconform.Options{AllowLoopbackHTTP: true, HTTPClient: srv.Client(),
-		Only: checks, Timeout: 20 * time.Second})
+		Only: checks, Timeout: 2 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
