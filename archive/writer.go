@@ -180,12 +180,6 @@ func (w *Writer) notePacks(rec *adp.Record) {
 	}
 }
 
-// RegisteredPacks returns the registered pack ids the records added so
-// far imported, sorted.
-func (w *Writer) RegisteredPacks() []string {
-	return slices.Sorted(maps.Keys(w.registered))
-}
-
 // Close finishes the log and the transcript and returns the manifest. An
 // archive holds at least the room.create record.
 func (w *Writer) Close() (*Manifest, error) {
