@@ -52,7 +52,7 @@ func (h *Host) caller(r *http.Request) (who identity.AgentID, ok bool, err error
 	if len(r.Header.Values("Authorization")) == 0 {
 		return identity.AgentID{}, false, nil
 	}
-	c, err := identity.VerifyRequest(r, h.origin, &identity.VerifyOptions{Now: h.now})
+	c, err := identity.VerifyRequest(r, h.origin, &identity.TokenVerifyOptions{Now: h.now})
 	if err != nil {
 		return identity.AgentID{}, false, err
 	}

@@ -64,7 +64,7 @@ func ExampleMintRequestToken() {
 	}
 
 	// The service, 100 s later.
-	claims, err := identity.VerifyRequestToken(token, service, &identity.VerifyOptions{
+	claims, err := identity.VerifyRequestToken(token, service, &identity.TokenVerifyOptions{
 		Now: func() time.Time { return minted.Add(100 * time.Second) },
 	})
 	if err != nil {
@@ -74,13 +74,13 @@ func ExampleMintRequestToken() {
 	fmt.Println(claims.Audience, claims.ExpiresAt.Sub(claims.IssuedAt))
 
 	// Another service rejects it: one audience per origin.
-	_, err = identity.VerifyRequestToken(token, identity.MustParseOrigin("https://other.example.com"), &identity.VerifyOptions{
+	_, err = identity.VerifyRequestToken(token, identity.MustParseOrigin("https://other.example.com"), &identity.TokenVerifyOptions{
 		Now: func() time.Time { return minted.Add(100 * time.Second) },
 	})
 	fmt.Println(errors.Is(err, identity.ErrInvalidToken), errors.Is(err, identity.ErrTokenAudience))
 
 	// And it expires at exp.
-	_, err = identity.VerifyRequestToken(token, service, &identity.VerifyOptions{
+	_, err = identity.VerifyRequestToken(token, service, &identity.TokenVerifyOptions{
 		Now: func() time.Time { return minted.Add(identity.DefaultTokenTTL) },
 	})
 	fmt.Println(errors.Is(err, identity.ErrTokenExpired))

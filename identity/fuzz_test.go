@@ -102,7 +102,7 @@ func FuzzVerifyRequestToken(f *testing.F) {
 	}
 	aud := identity.MustParseOrigin(v.RequestJWTs.Audience)
 	f.Fuzz(func(t *testing.T, token string, now int64) {
-		opts := &identity.VerifyOptions{Now: fixedClock(now)}
+		opts := &identity.TokenVerifyOptions{Now: fixedClock(now)}
 		claims, err := identity.VerifyRequestToken(token, aud, opts)
 		if err != nil {
 			if !errors.Is(err, identity.ErrInvalidToken) {

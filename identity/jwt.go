@@ -119,9 +119,10 @@ func MintRequestToken(ctx context.Context, signer Signer, audience Origin, opts 
 	return string(b64url.AppendEncode(input, sig)), nil
 }
 
-// VerifyOptions configures VerifyRequestToken. A nil *VerifyOptions means
+// TokenVerifyOptions configures the verification of request tokens
+// (VerifyRequestToken, VerifyRequest). A nil *TokenVerifyOptions means
 // defaults.
-type VerifyOptions struct {
+type TokenVerifyOptions struct {
 	// MaxLifetime caps exp − iat; 0 means DefaultTokenTTL (300 s).
 	MaxLifetime time.Duration
 	// Skew is how far iat may lie in the future; 0 means DefaultTokenSkew
@@ -179,7 +180,7 @@ type tokenClaims struct {
 //
 // Every failure is an *Error with code invalid_token wrapping one of the
 // ErrToken… reasons, so callers can tell why with errors.Is.
-func VerifyRequestToken(token string, audience Origin, opts *VerifyOptions) (*TokenClaims, error) {
+func VerifyRequestToken(token string, audience Origin, opts *TokenVerifyOptions) (*TokenClaims, error) {
 	maxLife, skew, now := DefaultTokenTTL, DefaultTokenSkew, time.Now
 	if opts != nil {
 		if opts.MaxLifetime > 0 {
@@ -342,7 +343,7 @@ func BearerToken(r *http.Request) (string, error) {
 
 // VerifyRequest verifies the bearer token of an incoming request for the
 // service at audience: BearerToken, then VerifyRequestToken.
-func VerifyRequest(r *http.Request, audience Origin, opts *VerifyOptions) (*TokenClaims, error) {
+func VerifyRequest(r *http.Request, audience Origin, opts *TokenVerifyOptions) (*TokenClaims, error) {
 	tok, err := BearerToken(r)
 	if err != nil {
 		return nil, err

@@ -56,7 +56,7 @@ func stdClaims(k *identity.PrivateKey, iat, exp int64) string {
 }
 
 func verifyAt(token string, now int64) (*identity.TokenClaims, error) {
-	return identity.VerifyRequestToken(token, identity.MustParseOrigin(testAud), &identity.VerifyOptions{Now: fixedClock(now)})
+	return identity.VerifyRequestToken(token, identity.MustParseOrigin(testAud), &identity.TokenVerifyOptions{Now: fixedClock(now)})
 }
 
 func TestMintVerifyRoundTrip(t *testing.T) {
@@ -312,17 +312,17 @@ func TestVerifyRequestTokenBoundaries(t *testing.T) {
 
 	aud := identity.MustParseOrigin(testAud)
 	long := forge(k, stdHeader(k), stdClaims(k, testNow-100, testNow+500))
-	if _, err := identity.VerifyRequestToken(long, aud, &identity.VerifyOptions{MaxLifetime: 600 * time.Second, Now: fixedClock(testNow)}); err != nil {
+	if _, err := identity.VerifyRequestToken(long, aud, &identity.TokenVerifyOptions{MaxLifetime: 600 * time.Second, Now: fixedClock(testNow)}); err != nil {
 		t.Errorf("MaxLifetime 600 s: %v", err)
 	}
 	ahead := forge(k, stdHeader(k), stdClaims(k, testNow+1, testNow+100))
-	if _, err := identity.VerifyRequestToken(ahead, aud, &identity.VerifyOptions{Skew: -1, Now: fixedClock(testNow)}); !errors.Is(err, identity.ErrTokenIssuedAt) {
+	if _, err := identity.VerifyRequestToken(ahead, aud, &identity.TokenVerifyOptions{Skew: -1, Now: fixedClock(testNow)}); !errors.Is(err, identity.ErrTokenIssuedAt) {
 		t.Errorf("no skew: %v", err)
 	}
-	if _, err := identity.VerifyRequestToken(ahead, aud, &identity.VerifyOptions{Skew: 0, Now: fixedClock(testNow)}); err != nil {
+	if _, err := identity.VerifyRequestToken(ahead, aud, &identity.TokenVerifyOptions{Skew: 0, Now: fixedClock(testNow)}); err != nil {
 		t.Errorf("default skew: %v", err)
 	}
-	if _, err := identity.VerifyRequestToken(ahead, identity.Origin{}, &identity.VerifyOptions{Now: fixedClock(testNow)}); !errors.Is(err, identity.ErrTokenAudience) {
+	if _, err := identity.VerifyRequestToken(ahead, identity.Origin{}, &identity.TokenVerifyOptions{Now: fixedClock(testNow)}); !errors.Is(err, identity.ErrTokenAudience) {
 		t.Errorf("zero audience: %v", err)
 	}
 	// Real clock: a freshly minted token verifies with nil options.
@@ -446,7 +446,7 @@ func TestVerifyRequestTokenFractionalDates(t *testing.T) {
 		return forge(k, stdHeader(k), fmt.Sprintf(`{"iss":"%s","sub":"%s","aud":"%s","iat":%s,"exp":%s}`, id, id, testAud, iat, exp))
 	}
 	at := func(tok string, sec, nsec int64) error {
-		_, err := identity.VerifyRequestToken(tok, aud, &identity.VerifyOptions{Now: func() time.Time { return time.Unix(sec, nsec) }})
+		_, err := identity.VerifyRequestToken(tok, aud, &identity.TokenVerifyOptions{Now: func() time.Time { return time.Unix(sec, nsec) }})
 		return err
 	}
 	iat := fmt.Sprint(testNow - 100)
@@ -462,7 +462,7 @@ func TestVerifyRequestTokenFractionalDates(t *testing.T) {
 			t.Errorf("exp now+0.5 s at now+%d ns: %v", c.nsec, err)
 		}
 	}
-	claims, err := identity.VerifyRequestToken(half, aud, &identity.VerifyOptions{Now: fixedClock(testNow)})
+	claims, err := identity.VerifyRequestToken(half, aud, &identity.TokenVerifyOptions{Now: fixedClock(testNow)})
 	if err != nil || !claims.ExpiresAt.Equal(time.Unix(testNow, 500_000_000)) {
 		t.Errorf("claims %+v, %v", claims, err)
 	}

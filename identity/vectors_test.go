@@ -123,8 +123,8 @@ func vectorClock(v *vectorFile) func() time.Time {
 	return func() time.Time { return time.Unix(v.RequestJWTs.NowSecs, 0) }
 }
 
-func vectorVerifyOptions(v *vectorFile) *identity.VerifyOptions {
-	return &identity.VerifyOptions{
+func vectorVerifyOptions(v *vectorFile) *identity.TokenVerifyOptions {
+	return &identity.TokenVerifyOptions{
 		MaxLifetime: time.Duration(v.RequestJWTs.MaxTTLSecs) * time.Second,
 		Now:         vectorClock(v),
 	}

@@ -307,7 +307,7 @@ func TestFreshTokenPerAttempt(t *testing.T) {
 		if err != nil {
 			t.Fatalf("attempt %d: %v", i, err)
 		}
-		cl, err := identity.VerifyRequestToken(tok, origin, &identity.VerifyOptions{Now: func() time.Time { return time.Unix(1779753610, 0) }})
+		cl, err := identity.VerifyRequestToken(tok, origin, &identity.TokenVerifyOptions{Now: func() time.Time { return time.Unix(1779753610, 0) }})
 		if err != nil || cl.Issuer != key.AgentID() {
 			t.Fatalf("attempt %d: %v", i, err)
 		}
@@ -328,7 +328,7 @@ func TestFreshTokenPerAttempt(t *testing.T) {
 		t.Fatal(err)
 	}
 	tok, _ := identity.BearerToken(s2.reqs[0])
-	if _, err := identity.VerifyRequestToken(tok, api, &identity.VerifyOptions{Now: func() time.Time { return time.Unix(1779753610, 0) }}); err != nil {
+	if _, err := identity.VerifyRequestToken(tok, api, &identity.TokenVerifyOptions{Now: func() time.Time { return time.Unix(1779753610, 0) }}); err != nil {
 		t.Fatalf("audience: %v", err)
 	}
 
@@ -341,7 +341,7 @@ func TestFreshTokenPerAttempt(t *testing.T) {
 		t.Fatal(err)
 	}
 	tok, _ = identity.BearerToken(req)
-	if _, err := identity.VerifyRequestToken(tok, origin, &identity.VerifyOptions{Now: func() time.Time { return time.Unix(1779753610, 0) }}); err != nil {
+	if _, err := identity.VerifyRequestToken(tok, origin, &identity.TokenVerifyOptions{Now: func() time.Time { return time.Unix(1779753610, 0) }}); err != nil {
 		t.Fatalf("Authorize: %v", err)
 	}
 
