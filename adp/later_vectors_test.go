@@ -116,7 +116,7 @@ func TestLaterVectorRecords(t *testing.T) {
 				// AppendJSON writes the record's canonical form, which reads
 				// back to the same record.
 				again, err := adp.ParseRecordIn(later, rec.AppendJSON(nil))
-				if err != nil || again.Hash != rec.Hash || again.ParsedCanonical() == nil || again.CheckHash() != nil {
+				if err != nil || again.Hash != rec.Hash || again.CanonicalInput() == nil || again.CheckHash() != nil {
 					t.Fatalf("record %d does not survive AppendJSON: %v", rec.Seq, err)
 				}
 				prev = rec
@@ -307,8 +307,8 @@ func FuzzParseRecordLater(f *testing.F) {
 		if again.Hash != rec.Hash || again.ComputeHash() != rec.ComputeHash() || !bytes.Equal(again.AppendJSON(nil), out) {
 			t.Fatal("re-marshalling changed the record")
 		}
-		if c := rec.ParsedCanonical(); c != nil && !bytes.Equal(c, out) {
-			t.Fatalf("ParsedCanonical %q, AppendJSON writes %q", c, out)
+		if c := rec.CanonicalInput(); c != nil && !bytes.Equal(c, out) {
+			t.Fatalf("CanonicalInput %q, AppendJSON writes %q", c, out)
 		}
 		if rec.ComputeHash() != adp.ComputeHashEncoded(rec) || plain.ComputeHash() != adp.ComputeHashEncoded(plain) {
 			t.Fatal("ComputeHash from the parsed text differs from the fields' hash")

@@ -307,7 +307,7 @@ func (r *Record) AppendJSON(b []byte) []byte {
 	return append(b[:start], canon...)
 }
 
-// ParsedCanonical returns the bytes [ParseRecord] read when they were byte
+// CanonicalInput returns the bytes [ParseRecord] read when they were byte
 // for byte what [Record.AppendJSON] writes, and nil otherwise (a record
 // with white space, members in another order, escapes in its names or
 // hashes, extra members, an envelope not [envelope.Envelope.ParsedCanonical],
@@ -316,7 +316,7 @@ func (r *Record) AppendJSON(b []byte) []byte {
 // instead of re-encoding the record. They
 // alias ParseRecord's input, as the payload does, and must not be
 // modified.
-func (r *Record) ParsedCanonical() []byte { return r.canonicalWire() }
+func (r *Record) CanonicalInput() []byte { return r.canonicalWire() }
 
 // MarshalJSON implements json.Marshaler with AppendJSON.
 func (r *Record) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil), nil }

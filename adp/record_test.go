@@ -107,30 +107,30 @@ func FuzzParseRecord(f *testing.F) {
 		if again.Hash != rec.Hash || again.Seq != rec.Seq || again.ComputeHash() != rec.ComputeHash() || !bytes.Equal(again.AppendJSON(nil), out) {
 			t.Fatal("re-marshalling changed the record")
 		}
-		// ParsedCanonical claims only what is true (the input is
+		// CanonicalInput claims only what is true (the input is
 		// AppendJSON's output), agrees between the two parses, and
 		// recognizes AppendJSON's output of a record whose event the
 		// canonical check recognizes.
-		if c := rec.ParsedCanonical(); c != nil && !bytes.Equal(c, out) {
-			t.Fatalf("ParsedCanonical %q, AppendJSON writes %q", c, out)
+		if c := rec.CanonicalInput(); c != nil && !bytes.Equal(c, out) {
+			t.Fatalf("CanonicalInput %q, AppendJSON writes %q", c, out)
 		}
 		// A hash taken from the parsed text is the hash of the fields.
 		if rec.ComputeHash() != adp.ComputeHashEncoded(rec) || plain.ComputeHash() != adp.ComputeHashEncoded(plain) {
 			t.Fatal("ComputeHash from the parsed text differs from the fields' hash")
 		}
-		if !bytes.Equal(rec.ParsedCanonical(), plain.ParsedCanonical()) {
-			t.Fatalf("ParsedCanonical: one pass %q, plain %q", rec.ParsedCanonical(), plain.ParsedCanonical())
+		if !bytes.Equal(rec.CanonicalInput(), plain.CanonicalInput()) {
+			t.Fatalf("CanonicalInput: one pass %q, plain %q", rec.CanonicalInput(), plain.CanonicalInput())
 		}
-		if len(rec.Extra) == 0 && strictjson.IsCanonical(rec.Envelope.Canonical()) && !bytes.Equal(again.ParsedCanonical(), out) {
-			t.Fatalf("AppendJSON's own output %q is not ParsedCanonical", out)
+		if len(rec.Extra) == 0 && strictjson.IsCanonical(rec.Envelope.Canonical()) && !bytes.Equal(again.CanonicalInput(), out) {
+			t.Fatalf("AppendJSON's own output %q is not its CanonicalInput", out)
 		}
 	})
 }
 
-// TestParsedCanonical: a record as the SDK writes it is recognized as
+// TestCanonicalInput: a record as the SDK writes it is recognized as
 // canonical, and every departure from that form is not, while it still
 // parses to the same record.
-func TestParsedCanonical(t *testing.T) {
+func TestCanonicalInput(t *testing.T) {
 	w := adptest.NewWorld(t, "d8ftedhpqhsusbg001tg", nil)
 	w.PublicRoom()
 	w.Say("creator", "hello")
@@ -140,10 +140,10 @@ func TestParsedCanonical(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(rec.ParsedCanonical(), out) || !rec.Envelope.ParsedCanonical() {
-			t.Fatalf("seq %d: the SDK's own record is not ParsedCanonical", r.Seq)
+		if !bytes.Equal(rec.CanonicalInput(), out) || !rec.Envelope.ParsedCanonical() {
+			t.Fatalf("seq %d: the SDK's own record is not its CanonicalInput", r.Seq)
 		}
-		if r.ParsedCanonical() != nil && r.Seq > 1 {
+		if r.CanonicalInput() != nil && r.Seq > 1 {
 			t.Fatal("a built record claims parsed bytes")
 		}
 		// A copy with a field changed no longer stands for the text.
@@ -160,7 +160,7 @@ func TestParsedCanonical(t *testing.T) {
 			if c.Envelope == rec.Envelope && name == "envelope" {
 				continue // seq 1 is that envelope
 			}
-			if c.ParsedCanonical() != nil {
+			if c.CanonicalInput() != nil {
 				t.Errorf("seq %d: a copy with %s changed still claims the parsed text", r.Seq, name)
 			}
 			if c.ComputeHash() != adp.ComputeHashEncoded(&c) {
@@ -181,7 +181,7 @@ func TestParsedCanonical(t *testing.T) {
 			if err != nil {
 				t.Fatalf("seq %d %s: %v", r.Seq, name, err)
 			}
-			if got.ParsedCanonical() != nil {
+			if got.CanonicalInput() != nil {
 				t.Errorf("seq %d %s: claimed canonical", r.Seq, name)
 			}
 			if got.Hash != r.Hash || got.Envelope.Hash() != r.Envelope.Hash() {

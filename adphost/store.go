@@ -446,7 +446,7 @@ func (m *MemoryStore) Records(_ context.Context, roomID string, afterSeq int64, 
 
 // recordSize is the length of rec's JSON: the size Store.Records budgets.
 func recordSize(rec *adp.Record) int {
-	if w := rec.ParsedCanonical(); w != nil {
+	if w := rec.CanonicalInput(); w != nil {
 		return len(w)
 	}
 	return len(rec.AppendJSON(nil))

@@ -39,7 +39,7 @@ func TestGeneratedLaterArchiveVerifies(t *testing.T) {
 	// Every line is already canonical: the SDK reads it back as written.
 	for _, l := range lines(log.Bytes()) {
 		rec, err := adp.ParseRecordIn(adp.Draft20260924, l)
-		if err != nil || !bytes.Equal(rec.ParsedCanonical(), l) {
+		if err != nil || !bytes.Equal(rec.CanonicalInput(), l) {
 			t.Fatalf("line not canonical: %v\n%s", err, l)
 		}
 	}

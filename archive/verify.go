@@ -575,7 +575,7 @@ func (v *verifier) apply(ctx context.Context, it *item) error {
 	}
 	if v.seed {
 		if it.canon == nil {
-			if it.canon = rec.ParsedCanonical(); it.canon == nil {
+			if it.canon = rec.CanonicalInput(); it.canon == nil {
 				v.cbuf = rec.AppendJSON(v.cbuf[:0])
 				it.canon = v.cbuf
 			}
@@ -861,7 +861,7 @@ func (v *verifier) work(b *batch) {
 		}
 		// The digest covers the canonical form: a line already in it (as
 		// the SDK writes them) is hashed as it stands.
-		if it.canon = rec.ParsedCanonical(); it.canon != nil {
+		if it.canon = rec.CanonicalInput(); it.canon != nil {
 			continue
 		}
 		if b.canon == nil {
