@@ -216,32 +216,7 @@ type Options struct {
 
 // Checks returns every check of the suite, in the order Run reports them:
 // by §24 item, then the recommendations.
-func Checks() []Check { return slices.Clone(suite()) }
-
-// suite is the checks in report order.
-var suite = sync.OnceValue(func() []Check {
-	order := func(c Check) int {
-		if c.Item == 0 {
-			return 100
-		}
-		return c.Item
-	}
-	// Within an item, the privacy checks follow the feature checks.
-	privacy := func(c Check) int {
-		if strings.HasPrefix(c.ID, "privacy.") {
-			return 1
-		}
-		return 0
-	}
-	s := slices.Clone(checks)
-	slices.SortStableFunc(s, func(a, b Check) int {
-		if d := order(a) - order(b); d != 0 {
-			return d
-		}
-		return privacy(a) - privacy(b)
-	})
-	return s
-})
+func Checks() []Check { return slices.Clone(checks) }
 
 // Run runs the suite against the ADP host whose API origin is target
 // (https://host.example, or a loopback http origin with
@@ -274,10 +249,10 @@ func Run(ctx context.Context, target string, opts *Options) (*Report, error) {
 		return nil, err
 	}
 	start := o.Now()
-	rep := &Report{Draft: Draft, Target: k.origin.String(), Started: start.UnixMilli(), Results: make([]Result, len(suite()))}
+	rep := &Report{Draft: Draft, Target: k.origin.String(), Started: start.UnixMilli(), Results: make([]Result, len(checks))}
 	sem := make(chan struct{}, o.Parallel)
 	var wg sync.WaitGroup
-	for i, c := range suite() {
+	for i, c := range checks {
 		rep.Results[i].Check = c
 		if !selected(c.ID, o.Only) {
 			rep.Results[i].Verdict, rep.Results[i].Evidence = Skip, "not selected"

@@ -1,5 +1,114 @@
 package adpconform
 
-// checks is the suite, in report order; each file of the package appends
-// its checks in an init function, in file-name order.
-var checks []Check
+// checks is the suite in report order: by §24 item (1 to 11), the privacy
+// checks of an item after its feature checks, then the checks of no item
+// (the recommendations and the MUSTs §24 does not list). Run reports them
+// in this order; TestChecksInReportOrder keeps the list sorted.
+var checks = []Check{
+	// §24 item 1.
+	{ID: "envelope.hash", Item: 1, Section: "§6, Identity §6.1", Level: MUST,
+		Title: "an envelope whose hash is not SHA3-256(JCS(event)) is refused with invalid_event_hash", run: checkForgedHash},
+	{ID: "envelope.signature", Item: 1, Section: "§6, Identity §6.1", Level: MUST,
+		Title: "an envelope whose signature does not verify is refused with invalid_signature", run: checkForgedSignature},
+	{ID: "envelope.jcs", Item: 1, Section: "§6, Identity §4", Level: MUST,
+		Title: "the hash is taken over JCS: a non-canonical spelling of a valid event is accepted, a hash over the non-canonical bytes is refused", run: checkJCS},
+	{ID: "envelope.duplicate-member", Item: 1, Section: "§6, Identity §4", Level: MUST,
+		Title: "an event with a duplicate member name is refused with invalid_event", run: checkDuplicate},
+	{ID: "envelope.unsafe-integer", Item: 1, Section: "§6, Identity §4", Level: MUST,
+		Title: "an event with an integer beyond ±(2^53−1) is refused with invalid_event", run: checkUnsafeInteger},
+	{ID: "envelope.closed", Item: 1, Section: "§6", Level: MUST,
+		Title: "an event carrying a member §6 does not define is refused with invalid_event", run: checkClosed},
+	{ID: "envelope.actor", Item: 1, Section: "§6, §20", Level: MUST,
+		Title: "an event whose actor is not an Agent ID is refused with invalid_actor", run: checkActor},
+	{ID: "envelope.room-id", Item: 1, Section: "§16, §22", Level: MUST,
+		Title: "an envelope posted to a room other than its event.room_id is refused", run: checkRoomIDPath},
+	{ID: "envelope.window", Item: 1, Section: "§22, Identity §6.1", Level: MUST,
+		Title: "a live write created an hour before or after now is refused with timestamp_out_of_window", run: checkWindow},
+	{ID: "envelope.nonce", Item: 1, Section: "§20, §22, Identity §6.2", Level: MUST,
+		Title: "a nonce not greater than the actor's accepted maximum is refused with nonce_not_greater and a Max-Seen-Nonce header", run: checkNonce},
+	{ID: "envelope.resubmission", Item: 1, Section: "Identity §6.3", Level: MUST,
+		Title: "the exact envelope sent again returns the original record and changes nothing", run: checkResubmission},
+	// §24 item 2.
+	{ID: "room.create", Item: 2, Section: "§9, §9.1", Level: MUST,
+		Title: "room.create answers the room ID, makes the creator an active moderator and materializes the initial type registry", run: checkRoomCreate},
+	{ID: "room.create.invalid", Item: 2, Section: "§9.3", Level: MUST,
+		Title: "room.create is refused with room_id, a blank topic, start ≥ end, max_speakers < 1, a malformed moderator ID or an invalid type", run: checkRoomCreateInvalid},
+	{ID: "room.update", Item: 2, Section: "§9.4, §13.2", Level: MUST,
+		Title: "a moderator's room.update revises the contract and moves the head; a speaker's and invalid updates are refused", run: checkRoomUpdate},
+	// §24 item 3.
+	{ID: "join.public", Item: 3, Section: "§10.2, §9.3", Level: MUST,
+		Title: "a public room accepts a direct room.join and refuses a second join, an unlisted moderator, a disallowed observer and a speaker past max_speakers", run: checkJoinPublic},
+	{ID: "join.restricted", Item: 3, Section: "§10.2, §11", Level: MUST,
+		Title: "a restricted room needs a join request: pending until a signed room.join.review, visible only to its applicant and reviewers, then a room.join naming its request_id", run: checkJoinRestricted},
+	{ID: "join.private", Item: 3, Section: "§10.2, §11", Level: MUST,
+		Title: "a private room needs an approved join request; a rejected one cannot be used; an approved applicant can read the room resource", run: checkJoinPrivate},
+	{ID: "members.remove", Item: 3, Section: "§10.5", Level: MUST,
+		Title: "room.member.remove ends a membership and a ban is enforced on direct joins and join-request auto-approval; the creator and oneself cannot be removed", run: checkRemove},
+	{ID: "privacy.writes", Item: 3, Section: "§16, §10.2, §22", Level: MUST,
+		Title: "an outsider's writes to a private room on a base it cannot know reveal no head; a room.join without request_id is refused with approval_required", run: checkPrivateWrites},
+	// §24 item 4.
+	{ID: "message.create", Item: 4, Section: "§12, §6, §21", Level: MUST,
+		Title: "a speaker's message.create with mentions is accepted; a non-member's, an empty content_type, 33 mentions, a malformed mention and a foreign reference are refused", run: checkMessage},
+	// §24 item 5.
+	{ID: "types.define", Item: 5, Section: "§13.3, §13.4, §13.6", Level: MUST,
+		Title: "type.define materializes a type; custom payloads are validated (payload_schema_violation), undefined and disabled types refused (type_not_defined, type_disabled), a kind change refused", run: checkTypes},
+	// §24 item 6.
+	{ID: "anchoring.head", Item: 6, Section: "§6.1", Level: MUST,
+		Title: "a non-signal write on a stale head is refused with room_head_mismatch and never enters the chain", run: checkHead},
+	{ID: "anchoring.signal", Item: 6, Section: "§6.1", Level: MUST,
+		Title: "a signal anchors to any accepted record and does not move the head; a base_hash that is not the record at base_seq is refused with base_record_mismatch", run: checkSignalAnchor},
+	{ID: "anchoring.race", Item: 6, Section: "§6.1", Level: MUST,
+		Title: "two writers on one head: exactly one is accepted, the other gets room_head_mismatch", run: checkRace},
+	// §24 item 7.
+	{ID: "permissions", Item: 7, Section: "§14, §13.1, §10.4", Level: MUST,
+		Title: "kind and role permissions: observers send only signals, speakers no control or moderator writes, a type's roles replace its kind's, a demoted speaker is muted", run: checkPermissions},
+	// §24 item 8.
+	{ID: "state.lifecycle", Item: 8, Section: "§8, §14, §13.2", Level: MUST,
+		Title: "scheduled → active at start_time → ended by room.close; scheduled rooms take only the §14 writes, ended rooms none (room_ended)", run: checkLifecycle},
+	{ID: "state.end-time", Item: 8, Section: "§8, §9.4", Level: MUST,
+		Title: "a room ends at its end_time (moved by room.update) and then takes no writes", run: checkEndTime},
+	{ID: "state.cancel", Item: 8, Section: "§8, §13.2", Level: MUST,
+		Title: "room.cancel ends a scheduled room (cancelled, read-only) and is refused on an active one", run: checkCancel},
+	// §24 item 9.
+	{ID: "chain", Item: 9, Section: "§15, §16", Level: MUST,
+		Title: "every page of history re-verifies with adp.Room: seq from 1 without gaps, pre_hash null then linked, record hashes over the acceptance data, every rule", run: checkChain},
+	// §24 item 10.
+	{ID: "archive", Item: 10, Section: "§19", Level: MUST,
+		Title: "an ended room's JSON manifest and JSONL records verify with package archive and end at the room's last record", run: checkArchive},
+	// §24 item 11.
+	{ID: "live.auth", Item: 11, Section: "§17.1, §22", Level: MUST,
+		Title: "the live stream requires a valid request JWT (invalid_token without one, expired or for another audience) and an active member", run: checkLiveAuth},
+	{ID: "live.no-replay", Item: 11, Section: "§17.1–§17.3", Level: MUST,
+		Title: "a member's live stream is text/event-stream, delivers a record accepted after subscribing as room.event and replays nothing older", run: checkLiveNoReplay},
+	{ID: "live.follow", Item: 11, Section: "§17.2, §17.3", Level: SHOULD,
+		Title: "the SDK's follower (sse.Follow: stream first, history backfill, dedupe by seq) delivers every record exactly once, in order, each judged by adp.Room", run: checkFollow},
+	// No §24 item.
+	{ID: "discovery", Item: 0, Section: "§16.1", Level: SHOULD,
+		Title: "GET /.well-known/agent-discourse returns the discovery document", run: checkDiscovery},
+	{ID: "discovery.registered-packs", Item: 0, Section: "§16.1, §13.5", Level: MUST,
+		Title: "a host declaring registered-packs resolves every listed pack from its built-in copy", run: checkRegisteredPacks},
+	{ID: "archive.markdown", Item: 0, Section: "§24 rec., §19, §22", Level: SHOULD,
+		Title: "the Markdown archive, where advertised, is served and renders payload markup inert (no raw <script>, no javascript: links)", run: checkMarkdown},
+	{ID: "live.notices", Item: 0, Section: "§17.4, §17.5", Level: MUST,
+		Title: "room.join_request and room.agent_status items, where sent, carry no seq, pre_hash, hash or envelope", run: checkLiveNotices},
+	{ID: "status.ttl", Item: 0, Section: "§17.4", Level: MUST,
+		Title: "agent status (where offered): the host assigns and clamps expires_at, drops expired statuses, keeps one per agent and consumes no seq", run: checkStatusTTL},
+	{ID: "status.writers", Item: 0, Section: "§17.4, §22", Level: MUST,
+		Title: "agent status (where offered): only active moderators and speakers write, with a request JWT", run: checkStatusWriters},
+	{ID: "status.cleared", Item: 0, Section: "§17.4, §10.5", Level: SHOULD,
+		Title: "a member's status is cleared when it leaves, is removed or becomes an observer", run: checkStatusCleared},
+	{ID: "limits.payload", Item: 0, Section: "§21, §20", Level: SHOULD,
+		Title: "a message payload past the 64 KiB default is refused with payload_too_large", run: checkPayloadLimit},
+	{ID: "me.rooms.auth", Item: 0, Section: "§16", Level: MUST,
+		Title: "GET /v1/me/rooms requires a request JWT", run: checkMeRoomsAuth},
+	{ID: "me.rooms", Item: 0, Section: "§16", Level: SHOULD,
+		Title: "GET /v1/me/rooms lists the rooms an agent created, joined or has a pending join request for, with its role", run: checkMeRooms},
+	{ID: "discovery.public", Item: 0, Section: "§24 rec., §18, §9.2", Level: SHOULD,
+		Title: "GET /v1/rooms/public lists public rooms, active before scheduled, and filters by status", run: checkPublicRooms},
+	{ID: "quota", Item: 0, Section: "§21, §13.6", Level: SHOULD,
+		Title: "an agent past the host's message quota is refused with rate_limited", run: checkQuota},
+	{ID: "privacy.private", Item: 0, Section: "§16, §22, §9.2", Level: MUST,
+		Title: "a private room shows outsiders nothing: resource, events, statuses, join requests, live stream and archive refused, absent from public discovery, no head or topic in any answer", run: checkPrivate},
+	{ID: "privacy.restricted", Item: 0, Section: "§16, §22", Level: MUST,
+		Title: "a restricted room's events, statuses, live stream and archive are refused to outsiders", run: checkRestricted},
+}

@@ -53,37 +53,6 @@ func signDigest(ctx context.Context, t *T, a *agent, event []byte) (string, stri
 	return h.String(), b64url.Encode(sig)
 }
 
-func init() {
-	checks = append(checks,
-		Check{ID: "discovery", Item: 0, Section: "§16.1", Level: SHOULD,
-			Title: "GET /.well-known/agent-discourse returns the discovery document", run: checkDiscovery},
-		Check{ID: "discovery.registered-packs", Item: 0, Section: "§16.1, §13.5", Level: MUST,
-			Title: "a host declaring registered-packs resolves every listed pack from its built-in copy", run: checkRegisteredPacks},
-		Check{ID: "envelope.hash", Item: 1, Section: "§6, Identity §6.1", Level: MUST,
-			Title: "an envelope whose hash is not SHA3-256(JCS(event)) is refused with invalid_event_hash", run: checkForgedHash},
-		Check{ID: "envelope.signature", Item: 1, Section: "§6, Identity §6.1", Level: MUST,
-			Title: "an envelope whose signature does not verify is refused with invalid_signature", run: checkForgedSignature},
-		Check{ID: "envelope.jcs", Item: 1, Section: "§6, Identity §4", Level: MUST,
-			Title: "the hash is taken over JCS: a non-canonical spelling of a valid event is accepted, a hash over the non-canonical bytes is refused", run: checkJCS},
-		Check{ID: "envelope.duplicate-member", Item: 1, Section: "§6, Identity §4", Level: MUST,
-			Title: "an event with a duplicate member name is refused with invalid_event", run: checkDuplicate},
-		Check{ID: "envelope.unsafe-integer", Item: 1, Section: "§6, Identity §4", Level: MUST,
-			Title: "an event with an integer beyond ±(2^53−1) is refused with invalid_event", run: checkUnsafeInteger},
-		Check{ID: "envelope.closed", Item: 1, Section: "§6", Level: MUST,
-			Title: "an event carrying a member §6 does not define is refused with invalid_event", run: checkClosed},
-		Check{ID: "envelope.actor", Item: 1, Section: "§6, §20", Level: MUST,
-			Title: "an event whose actor is not an Agent ID is refused with invalid_actor", run: checkActor},
-		Check{ID: "envelope.room-id", Item: 1, Section: "§16, §22", Level: MUST,
-			Title: "an envelope posted to a room other than its event.room_id is refused", run: checkRoomIDPath},
-		Check{ID: "envelope.window", Item: 1, Section: "§22, Identity §6.1", Level: MUST,
-			Title: "a live write created an hour before or after now is refused with timestamp_out_of_window", run: checkWindow},
-		Check{ID: "envelope.nonce", Item: 1, Section: "§20, §22, Identity §6.2", Level: MUST,
-			Title: "a nonce not greater than the actor's accepted maximum is refused with nonce_not_greater and a Max-Seen-Nonce header", run: checkNonce},
-		Check{ID: "envelope.resubmission", Item: 1, Section: "Identity §6.3", Level: MUST,
-			Title: "the exact envelope sent again returns the original record and changes nothing", run: checkResubmission},
-	)
-}
-
 func checkDiscovery(ctx context.Context, t *T) {
 	a := t.k.newAgent(t)
 	d, err := a.Discover(ctx)

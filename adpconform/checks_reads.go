@@ -21,47 +21,6 @@ import (
 	"github.com/agentprotocols/go-sdk/sse"
 )
 
-func init() {
-	checks = append(checks,
-		Check{ID: "chain", Item: 9, Section: "§15, §16", Level: MUST,
-			Title: "every page of history re-verifies with adp.Room: seq from 1 without gaps, pre_hash null then linked, record hashes over the acceptance data, every rule", run: checkChain},
-		Check{ID: "archive", Item: 10, Section: "§19", Level: MUST,
-			Title: "an ended room's JSON manifest and JSONL records verify with package archive and end at the room's last record", run: checkArchive},
-		Check{ID: "archive.markdown", Item: 0, Section: "§24 rec., §19, §22", Level: SHOULD,
-			Title: "the Markdown archive, where advertised, is served and renders payload markup inert (no raw <script>, no javascript: links)", run: checkMarkdown},
-		Check{ID: "live.auth", Item: 11, Section: "§17.1, §22", Level: MUST,
-			Title: "the live stream requires a valid request JWT (invalid_token without one, expired or for another audience) and an active member", run: checkLiveAuth},
-		Check{ID: "live.no-replay", Item: 11, Section: "§17.1–§17.3", Level: MUST,
-			Title: "a member's live stream is text/event-stream, delivers a record accepted after subscribing as room.event and replays nothing older", run: checkLiveNoReplay},
-		Check{ID: "live.follow", Item: 11, Section: "§17.2, §17.3", Level: SHOULD,
-			Title: "the SDK's follower (sse.Follow: stream first, history backfill, dedupe by seq) delivers every record exactly once, in order, each judged by adp.Room", run: checkFollow},
-		Check{ID: "live.notices", Item: 0, Section: "§17.4, §17.5", Level: MUST,
-			Title: "room.join_request and room.agent_status items, where sent, carry no seq, pre_hash, hash or envelope", run: checkLiveNotices},
-		Check{ID: "status.ttl", Item: 0, Section: "§17.4", Level: MUST,
-			Title: "agent status (where offered): the host assigns and clamps expires_at, drops expired statuses, keeps one per agent and consumes no seq", run: checkStatusTTL},
-		Check{ID: "status.writers", Item: 0, Section: "§17.4, §22", Level: MUST,
-			Title: "agent status (where offered): only active moderators and speakers write, with a request JWT", run: checkStatusWriters},
-		Check{ID: "status.cleared", Item: 0, Section: "§17.4, §10.5", Level: SHOULD,
-			Title: "a member's status is cleared when it leaves, is removed or becomes an observer", run: checkStatusCleared},
-		Check{ID: "limits.payload", Item: 0, Section: "§21, §20", Level: SHOULD,
-			Title: "a message payload past the 64 KiB default is refused with payload_too_large", run: checkPayloadLimit},
-		Check{ID: "me.rooms.auth", Item: 0, Section: "§16", Level: MUST,
-			Title: "GET /v1/me/rooms requires a request JWT", run: checkMeRoomsAuth},
-		Check{ID: "me.rooms", Item: 0, Section: "§16", Level: SHOULD,
-			Title: "GET /v1/me/rooms lists the rooms an agent created, joined or has a pending join request for, with its role", run: checkMeRooms},
-		Check{ID: "discovery.public", Item: 0, Section: "§24 rec., §18, §9.2", Level: SHOULD,
-			Title: "GET /v1/rooms/public lists public rooms, active before scheduled, and filters by status", run: checkPublicRooms},
-		Check{ID: "privacy.private", Item: 0, Section: "§16, §22, §9.2", Level: MUST,
-			Title: "a private room shows outsiders nothing: resource, events, statuses, join requests, live stream and archive refused, absent from public discovery, no head or topic in any answer", run: checkPrivate},
-		Check{ID: "privacy.writes", Item: 3, Section: "§16, §10.2, §22", Level: MUST,
-			Title: "an outsider's writes to a private room on a base it cannot know reveal no head; a room.join without request_id is refused with approval_required", run: checkPrivateWrites},
-		Check{ID: "privacy.restricted", Item: 0, Section: "§16, §22", Level: MUST,
-			Title: "a restricted room's events, statuses, live stream and archive are refused to outsiders", run: checkRestricted},
-		Check{ID: "quota", Item: 0, Section: "§21, §13.6", Level: SHOULD,
-			Title: "an agent past the host's message quota is refused with rate_limited", run: checkQuota},
-	)
-}
-
 // feature reports whether the discovery document declares name; a host
 // without one is assumed to offer everything.
 func (k *kit) feature(ctx context.Context, t *T, name string) bool {

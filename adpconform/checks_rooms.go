@@ -13,25 +13,6 @@ import (
 	"github.com/agentprotocols/go-sdk/packs"
 )
 
-func init() {
-	checks = append(checks,
-		Check{ID: "room.create", Item: 2, Section: "§9, §9.1", Level: MUST,
-			Title: "room.create answers the room ID, makes the creator an active moderator and materializes the initial type registry", run: checkRoomCreate},
-		Check{ID: "room.create.invalid", Item: 2, Section: "§9.3", Level: MUST,
-			Title: "room.create is refused with room_id, a blank topic, start ≥ end, max_speakers < 1, a malformed moderator ID or an invalid type", run: checkRoomCreateInvalid},
-		Check{ID: "room.update", Item: 2, Section: "§9.4, §13.2", Level: MUST,
-			Title: "a moderator's room.update revises the contract and moves the head; a speaker's and invalid updates are refused", run: checkRoomUpdate},
-		Check{ID: "join.public", Item: 3, Section: "§10.2, §9.3", Level: MUST,
-			Title: "a public room accepts a direct room.join and refuses a second join, an unlisted moderator, a disallowed observer and a speaker past max_speakers", run: checkJoinPublic},
-		Check{ID: "join.restricted", Item: 3, Section: "§10.2, §11", Level: MUST,
-			Title: "a restricted room needs a join request: pending until a signed room.join.review, visible only to its applicant and reviewers, then a room.join naming its request_id", run: checkJoinRestricted},
-		Check{ID: "join.private", Item: 3, Section: "§10.2, §11", Level: MUST,
-			Title: "a private room needs an approved join request; a rejected one cannot be used; an approved applicant can read the room resource", run: checkJoinPrivate},
-		Check{ID: "members.remove", Item: 3, Section: "§10.5", Level: MUST,
-			Title: "room.member.remove ends a membership and a ban is enforced on direct joins and join-request auto-approval; the creator and oneself cannot be removed", run: checkRemove},
-	)
-}
-
 // future is a room's end time an hour ahead.
 func (k *kit) future() int64 { return k.now() + time.Hour.Milliseconds() }
 

@@ -14,29 +14,6 @@ import (
 	"github.com/agentprotocols/go-sdk/packs"
 )
 
-func init() {
-	checks = append(checks,
-		Check{ID: "message.create", Item: 4, Section: "§12, §6, §21", Level: MUST,
-			Title: "a speaker's message.create with mentions is accepted; a non-member's, an empty content_type, 33 mentions, a malformed mention and a foreign reference are refused", run: checkMessage},
-		Check{ID: "types.define", Item: 5, Section: "§13.3, §13.4, §13.6", Level: MUST,
-			Title: "type.define materializes a type; custom payloads are validated (payload_schema_violation), undefined and disabled types refused (type_not_defined, type_disabled), a kind change refused", run: checkTypes},
-		Check{ID: "anchoring.head", Item: 6, Section: "§6.1", Level: MUST,
-			Title: "a non-signal write on a stale head is refused with room_head_mismatch and never enters the chain", run: checkHead},
-		Check{ID: "anchoring.signal", Item: 6, Section: "§6.1", Level: MUST,
-			Title: "a signal anchors to any accepted record and does not move the head; a base_hash that is not the record at base_seq is refused with base_record_mismatch", run: checkSignalAnchor},
-		Check{ID: "anchoring.race", Item: 6, Section: "§6.1", Level: MUST,
-			Title: "two writers on one head: exactly one is accepted, the other gets room_head_mismatch", run: checkRace},
-		Check{ID: "permissions", Item: 7, Section: "§14, §13.1, §10.4", Level: MUST,
-			Title: "kind and role permissions: observers send only signals, speakers no control or moderator writes, a type's roles replace its kind's, a demoted speaker is muted", run: checkPermissions},
-		Check{ID: "state.lifecycle", Item: 8, Section: "§8, §14, §13.2", Level: MUST,
-			Title: "scheduled → active at start_time → ended by room.close; scheduled rooms take only the §14 writes, ended rooms none (room_ended)", run: checkLifecycle},
-		Check{ID: "state.end-time", Item: 8, Section: "§8, §9.4", Level: MUST,
-			Title: "a room ends at its end_time (moved by room.update) and then takes no writes", run: checkEndTime},
-		Check{ID: "state.cancel", Item: 8, Section: "§8, §13.2", Level: MUST,
-			Title: "room.cancel ends a scheduled room (cancelled, read-only) and is refused on an active one", run: checkCancel},
-	)
-}
-
 // signalType is a room-defined signal type the checks use.
 var signalType = &packs.Definition{Type: "conform.ack", Kind: packs.KindSignal, Title: "Ack", Schema: jsontext.Value(`{"type":"object"}`)}
 
