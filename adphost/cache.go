@@ -285,7 +285,7 @@ func (h *Host) loadRoom(ctx context.Context, hr *hostRoom) error {
 }
 
 // reconcile brings the room's stored join requests in line with its log
-// whenever the room is loaded (F14): the review record and the request's
+// whenever the room is loaded (§11: the log is the truth): the review record and the request's
 // new status are two Store writes, and a crash (or a Store error) between
 // them must not leave a reviewed request pending forever. The log wins,
 // as it does for the room's own rules. hr.mu is held.

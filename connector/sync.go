@@ -40,7 +40,7 @@ func (e *Engine) openRoom(ctx context.Context, h *hostState, roomID string, subs
 	e.mu.Unlock()
 	if err := e.refresh(ctx, k, h); err != nil {
 		if room := h.client.Verified(k.room); fresh && (room == nil || room.Latest().Seq == 0) {
-			// A failed first open is not retained (F17): nothing of it
+			// A failed first open is not retained: nothing of it
 			// was verified or stored.
 			e.mu.Lock()
 			if r := e.rooms[k]; r != nil && !r.subscribed {
@@ -285,8 +285,8 @@ func (e *Engine) ingestDrop(ctx context.Context, k roomKey, h *hostState, recs [
 }
 
 // ingestBatch is how many records one ingest transaction persists: a long
-// history is stored page by page as it is verified, never held whole
-// (F5).
+// history is stored page by page as it is verified, never held whole,
+// so a big room costs a page of memory, not the room.
 const ingestBatch = 64
 
 // ingestLocked is ingestDrop under the room's ingest lock; it returns the

@@ -323,7 +323,8 @@ func forgeFrame(t testing.TB, rec *adp.Record) []byte {
 }
 
 // TestAdptestFaults runs the subscriber against the reference host with
-// each fault of issue 12; in every case the consumer ends with exactly the
+// each fault a stream can have (a dropped connection, a gap, duplicates,
+// records out of order, a stall; §17.3); in every case the consumer ends with exactly the
 // host's records, in order, verified.
 func TestAdptestFaults(t *testing.T) {
 	cases := []struct {
@@ -441,7 +442,7 @@ func TestAdptestRemovedMember(t *testing.T) {
 	checkNoLeak(t, base)
 }
 
-// TestAdptestAcceptance is issue 12's acceptance test against the reference
+// TestAdptestAcceptance: the follower's guarantee (§17.3) against the reference
 // host: the follower joins after 500 records and survives 5 forced
 // disconnects while bob writes 500 more; it ends with every record
 // (500, its join, 500), verified, in order, none twice.

@@ -6,8 +6,8 @@ import (
 	"github.com/agentprotocols/go-sdk/adp"
 )
 
-// TestAheadSkipsDuplicates is the regression test of the adversarial
-// review's F18: copies of a record ahead of the gap are recognised by seq
+// TestAheadSkipsDuplicates: a hostile stream cannot make the follower
+// verify one record many times. Copies of a record ahead of the gap are recognised by seq
 // before their signatures are checked again; only the first copy of each
 // seq is pre-checked, and what was delivered is forgotten.
 func TestAheadSkipsDuplicates(t *testing.T) {

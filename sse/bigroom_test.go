@@ -12,7 +12,8 @@ import (
 	"github.com/agentprotocols/go-sdk/sse"
 )
 
-// TestFollowBackfillsBigRoom is the adversarial review's F1 through
+// TestFollowBackfillsBigRoom: a page the client cannot take is read in
+// smaller pages, through
 // sse.Follow: the backfill of a room of 505 messages of 64 KiB with 32
 // mentions each, on a host that budgets its pages by count only, delivers
 // every record (the adp.Client history shrinks its pages).

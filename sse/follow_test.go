@@ -689,8 +689,8 @@ func TestFollowBrokenChain(t *testing.T) {
 	}
 }
 
-// TestFollowNeverRedelivers is the regression test of the adversarial
-// review's F10: a stream that repeats records the subscriber already holds,
+// TestFollowNeverRedelivers: a record is delivered once (§17.3, dedupe by
+// seq). A stream that repeats records the subscriber already holds,
 // out of order (seqs 5, 3, 3, 3, 4 after 1…5), delivers none of them
 // again. The SDK's only live client is Follow (adp.Client.Live, which
 // yielded [5 3 3 3 4], is gone).

@@ -29,7 +29,7 @@ func stallOptions(t *testing.T, url string) *sse.Options {
 	}
 }
 
-// TestFollowStallBeforeHeaders is the adversarial review's F8: a host that
+// TestFollowStallBeforeHeaders: every wait on a host is bounded. A host that
 // accepts the connection and never sends headers, or sends a 5xx error's
 // headers and then stalls inside its body, is timed out by the idle limit
 // and retried; it no longer holds the subscription silently.
