@@ -86,8 +86,8 @@ func msg(s string) adp.Message {
 	return adp.Message{ContentType: "text/plain", Content: adp.TextContent(s)}
 }
 
-// TestClientReadsBigRoom is the regression test of the adversarial
-// review's F1 on the client side: 505 messages of 64 KiB with 32 mentions
+// TestClientReadsBigRoom: a room of legal records is readable whatever
+// the host's page size. 505 messages of 64 KiB with 32 mentions
 // each (about 34 MB, over the 32 MiB response bound at the default 500
 // records per page) on a host that budgets its pages by count only. The
 // client halves its page after the oversized answer and reads the whole
@@ -166,7 +166,8 @@ func TestClientReadsBigRoom(t *testing.T) {
 	}
 }
 
-// TestClientUnknownMembers is Spec B D3: a host that adds a member to every
+// TestClientUnknownMembers: unknown members of a host's unsigned answers
+// are ignored (§16, I-JSON with open objects). A host that adds a member to every
 // unsigned answer (room resource, create response, list wrappers and
 // items, status list, history page, discovery) breaks nothing, and the
 // member is reachable; a history page whose next_cursor is null is the
@@ -274,7 +275,8 @@ func rawClient(t *testing.T, url string, o *adp.ClientOptions) *adp.Client {
 	return c
 }
 
-// TestClientCursorLoopsEnd is F4: a host whose cursor repeats, whose
+// TestClientCursorLoopsEnd: a listing is bounded (§16 pagination). A host
+// whose cursor repeats, whose
 // pages never end or do not advance ends every listing with a clear
 // error, within the page and item bounds.
 func TestClientCursorLoopsEnd(t *testing.T) {
@@ -413,7 +415,8 @@ func TestClientMaxRecords(t *testing.T) {
 	}
 }
 
-// TestClientAttemptTimeout is F11: a host that sends its headers and then
+// TestClientAttemptTimeout: every attempt is bounded in time. A host that
+// sends its headers and then
 // drips the body is cut off by the per-attempt timeout, not the caller's
 // deadline.
 func TestClientAttemptTimeout(t *testing.T) {

@@ -2,7 +2,8 @@ package adp
 
 import "testing"
 
-// TestParseRecordListOpen is Spec B D3 for the history page: the wrapper's
+// TestParseRecordListOpen: the history page (§16) is an unsigned answer
+// whose
 // unknown members are ignored and next_cursor null means the last page,
 // but the page stays strict JSON.
 func TestParseRecordListOpen(t *testing.T) {

@@ -28,7 +28,7 @@ const verdictsPath = "testdata/verdicts.txt"
 
 // TestDifferentialVerdicts pins the verdict and error code of every input
 // of a differential corpus to the ones recorded from main before the
-// payload path was reworked (issue 23), so that an optimization of the
+// payload path was reworked to one pass, so that an optimization of the
 // parse, schema or rule path cannot change what is accepted or how a
 // refusal is coded:
 //

@@ -232,7 +232,8 @@ func TestLatestPreHashNull(t *testing.T) {
 	}
 }
 
-// TestRegistryIsACopy pins issue 10 item 5: Room.Registry must not hand
+// TestRegistryIsACopy: the log is the only way to change a room's types
+// (§13). Room.Registry must not hand
 // out the live registry. On main a Declare on the returned registry
 // defined a type in the room outside its log.
 func TestRegistryIsACopy(t *testing.T) {

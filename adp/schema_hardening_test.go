@@ -11,7 +11,7 @@ import (
 	"github.com/agentprotocols/go-sdk/internal/raceflag"
 )
 
-// TestAcceptEmbeddedResourceRef is issue 9 item 1 on the host path: a
+// TestAcceptEmbeddedResourceRef, on the host path: a
 // "#/…" reference inside an embedded $id resource resolves inside that
 // resource, so {"v": 5} violates the type's schema. Before, a second
 // evaluator resolved it from the root and Room.Accept recorded the event.
@@ -28,8 +28,9 @@ func TestAcceptEmbeddedResourceRef(t *testing.T) {
 	w.OK(w.Submit(custom(w, "alice", "x.ref", `{"v":"five"}`)))
 }
 
-// TestHostilePatternInRoom is issue 9 item 2 on the host path: a
-// type.define carrying the issue's pattern (before: 1.6 s per 258-byte
+// TestHostilePatternInRoom: a schema's cost is bounded when it is
+// declared (§13.4), on the host path: a type.define carrying a pattern
+// whose RE2 program is huge (before: 1.6 s per 258-byte
 // write, minutes at 64 KiB) is refused at declaration, and the costliest
 // pattern a room admits keeps a 56 KiB write well under a second. The time
 // bound is a generous guard, not a measurement.

@@ -317,7 +317,7 @@ func TestRateHint(t *testing.T) {
 	mustv(bob.SendCustom(ctx, room, "team.nudge", raw(`{}`)))
 }
 
-// TestHintedTypesShareOneCeiling is F12: §21 lets a rate_hint adjust a
+// TestHintedTypesShareOneCeiling: §21 lets a rate_hint adjust a
 // default only within the host's limits, so one agent's hinted types, in
 // all rooms, share the MaxHinted ceiling instead of each having its own.
 func TestHintedTypesShareOneCeiling(t *testing.T) {

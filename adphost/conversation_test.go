@@ -13,7 +13,7 @@ import (
 	"github.com/agentprotocols/go-sdk/envelope"
 )
 
-// TestConversation is issue 11's "done when": three agents hold a
+// TestConversation: three agents hold a
 // restricted-room discussion through the client against the reference
 // host — create, join with review, messages with mentions, reactions, a
 // poll with votes, a custom type, agent status, close — ending in an

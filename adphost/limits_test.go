@@ -11,7 +11,7 @@ import (
 	"github.com/agentprotocols/go-sdk/adphost"
 )
 
-// TestRoomLimits is D16: by default the host applies §21's recommended
+// TestRoomLimits: by default the host applies §21's recommended
 // room duration (10 minutes to 7 days) and caps of 100 speaking members
 // and 1,000 observers per room; all four are Options, and a negative
 // value lifts one.
@@ -49,7 +49,7 @@ func TestRoomLimits(t *testing.T) {
 	mustv(alice.CreateRoom(ctx, lasting(30*24*time.Hour)))
 }
 
-// TestQuotasPublished is D15: the discovery document publishes the quota
+// TestQuotasPublished: the discovery document publishes the quota
 // policy the host enforces (§21 SHOULD) in its "quotas" member, which
 // adp.Client's strict-but-open discovery parser keeps aside; a limit the
 // host lifted is absent.

@@ -16,7 +16,7 @@ import (
 	"github.com/agentprotocols/go-sdk/internal/strictjson"
 )
 
-// TestLoad is the bounded load test of issue 11: 50 agents write 20
+// TestLoad is a bounded load test of head anchoring (§6.1): 50 agents write 20
 // messages each into 5 rooms at once, racing for the heads (a loser
 // re-reads and re-signs). Nothing is lost or duplicated, and every room's
 // archive verifies. Run it under -race.

@@ -113,7 +113,7 @@ func TestJoinRequestPaging(t *testing.T) {
 	}
 }
 
-// TestPageByteBudget is F1 on the host side: a page of large legal
+// TestPageByteBudget: a host page fits a client's response bound. A page of large legal
 // records stops at Options.MaxPageBytes (8 MiB by default) with
 // next_cursor, however many records the client asks for, so no page
 // reaches a client's response bound; the join-request and room lists are
@@ -191,8 +191,8 @@ func (s *reviewCrashStore) PutJoinRequest(ctx context.Context, jr *adp.JoinReque
 	return s.MemoryStore.PutJoinRequest(ctx, jr)
 }
 
-// TestReviewReconciledOnLoad is F14: the log is the truth for join
-// requests. A crash between storing a room.join.review and updating the
+// TestReviewReconciledOnLoad: the log is the truth for join
+// requests (§11). A crash between storing a room.join.review and updating the
 // request leaves it pending in the Store; the next host to load the room
 // brings it in line with the log when it loads the room.
 func TestReviewReconciledOnLoad(t *testing.T) {

@@ -38,7 +38,7 @@ func (w *world) openStream(ctx context.Context, name, room string) *http.Respons
 	return resp
 }
 
-// TestSlowBodyCutOff is F13: a client that sends the headers of a write
+// TestSlowBodyCutOff: every wait on a client is bounded. A client that sends the headers of a write
 // and then drips (here: stops) its body is answered and cut off at
 // Options.BodyTimeout instead of holding the handler.
 func TestSlowBodyCutOff(t *testing.T) {
@@ -53,7 +53,8 @@ func TestSlowBodyCutOff(t *testing.T) {
 	}
 }
 
-// TestStalledReaderDropped is F13: a live-stream reader that stops
+// TestStalledReaderDropped: every wait on a client is bounded. A
+// live-stream reader that stops
 // reading is dropped at Options.StreamWriteTimeout, which frees its slot
 // (here the host's only one: MaxLiveStreams 1) for the next subscriber.
 func TestStalledReaderDropped(t *testing.T) {

@@ -238,7 +238,7 @@ const tamperVerdicts = "testdata/tamper-verdicts.txt"
 
 // Every single-byte change anywhere in the record log is detected, with
 // the failure (code and seq) recorded from main before the payload path
-// was reworked (issue 23): testdata/tamper-verdicts.txt, one line per
+// was reworked to one pass: testdata/tamper-verdicts.txt, one line per
 // byte. Regenerate with -update-tamper only from code whose verdicts are
 // the reference.
 func TestTamperEveryByte(t *testing.T) {

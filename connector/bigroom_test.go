@@ -15,7 +15,8 @@ import (
 	"github.com/agentprotocols/go-sdk/internal/raceflag"
 )
 
-// TestRoomOpenBigRoom is the adversarial review's F1 through room_open: a
+// TestRoomOpenBigRoom: a room of legal records opens whatever the host's
+// page size. Through room_open, a
 // room of 505 messages of 64 KiB with 32 mentions each, on a host that
 // budgets its pages by count only, opens completely with the default
 // options; and Options.PageSize and MaxResponseSize reach the host client
@@ -65,7 +66,8 @@ func TestRoomOpenBigRoom(t *testing.T) {
 	}
 }
 
-// TestHostExtraMembers is Spec B D3 through the engine: a host that adds a
+// TestHostExtraMembers: unknown members of a host's unsigned answers are
+// ignored (§16), through the engine. A host that adds a
 // member to its create response and room resource no longer makes
 // room_create report a failure for a room it created, nor room_join fail.
 func TestHostExtraMembers(t *testing.T) {

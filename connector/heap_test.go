@@ -10,7 +10,7 @@ import (
 )
 
 // TestOpenHeap measures room_open's heap on rooms of 201 and 801
-// records of 60 KiB (F5): the peak above the baseline (host included),
+// records of 60 KiB (history is stored page by page, never held whole): the peak above the baseline (host included),
 // what stays after a GC, and the bytes allocated. A measurement, not a
 // check: it runs only with CONNECTOR_HEAP=1 (see BENCHMARKS.md).
 func TestOpenHeap(t *testing.T) {

@@ -250,7 +250,7 @@ func (e *Engine) joinRequested(k roomKey, h *hostState, jr *adp.JoinRequestNotic
 	if room == nil || jr == nil || !e.reviews(room) {
 		return
 	}
-	// The notice is an unsigned host hint (F6): its id must look like an
+	// The notice is an unsigned host hint (§17.5): its id must look like an
 	// id, and a room holds at most maxJoinNotices pending ones (the
 	// authoritative list is join_requests_list).
 	if checkRoomID(jr.RequestID) != nil || len(jr.RequestID) > maxRequestIDLen {
@@ -289,7 +289,7 @@ func (e *Engine) joinRequested(k roomKey, h *hostState, jr *adp.JoinRequestNotic
 
 // actionable reports whether an item is pending and visible to a session
 // now: unclaimed, claimed by this session, or claimed by a session whose
-// lease has lapsed (R1: a client that went away without ending its
+// lease has lapsed (a claim is a lease: a client that went away without ending its
 // session must not hide what it claimed).
 func (e *Engine) actionable(it *storedInbox, session string, now int64) bool {
 	return it.State == "pending" && it.DeferUntil <= now &&

@@ -204,7 +204,7 @@ func TestJoinAfterRejection(t *testing.T) {
 	}
 }
 
-// TestHistoryIsNotNews (MUST D8, decided): opening a room reads its past
+// TestHistoryIsNotNews: opening a room reads its past
 // without turning it into inbox items, except mentions of this agent
 // received within Options.BackfillWindow; what follows is news.
 func TestHistoryIsNotNews(t *testing.T) {

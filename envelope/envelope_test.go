@@ -378,7 +378,7 @@ func TestValidType(t *testing.T) {
 
 // "-0" is not a non-negative integer literal, even where its canonical form
 // (0) carries a valid hash and signature: a receiver that reads IEEE -0
-// would see another value than the one signed (issue 9 item 9).
+// would see another value than the one signed (Identity §4, RFC 8785 §3.2.2.3).
 func TestNegativeZeroCreatedAt(t *testing.T) {
 	ev := testEvent(5, `{}`)
 	ev.CreatedAt = 0

@@ -30,7 +30,7 @@ func adpJoin(extra ...envelope.Field) envelope.Event {
 }
 
 // A valid ADP room.join verifies whether or not package adp is linked
-// (issue 10 item 2): closure is a static table, not an init registration.
+// (§6): closure is a static table, not an init registration.
 func TestVerifyADPWithoutRegistration(t *testing.T) {
 	env, err := envelope.Sign(context.Background(), testKey, adpJoin())
 	if err != nil {
@@ -130,7 +130,7 @@ func nested(depth int) jsontext.Value {
 }
 
 // Sign refuses what the reference TypeScript parser cannot read: events
-// deeper than 256 levels (issue 9 item 20). Parsing keeps a higher bound.
+// deeper than 256 levels. Parsing keeps a higher bound.
 func TestSignDepthLimit(t *testing.T) {
 	ctx := context.Background()
 	ok := testEvent(5, string(nested(envelope.MaxSignDepth)))

@@ -437,7 +437,7 @@ func TestTokenTransport(t *testing.T) {
 }
 
 // NumericDates (RFC 7519) may have a fraction, and the verifier compares
-// them exactly: no float rounding moves a boundary (issue 9 item 19).
+// them exactly: no float rounding moves a boundary (RFC 7519 §2, Identity §7).
 func TestVerifyRequestTokenFractionalDates(t *testing.T) {
 	k := seedKey(t, 7)
 	id := k.AgentID().String()

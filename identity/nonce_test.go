@@ -235,7 +235,7 @@ func TestNonceSourceExhausted(t *testing.T) {
 // A hostile service answering every write with a Max-Seen-Nonce just inside
 // the one-header bound cannot walk the sequence away from the clock: the
 // cumulative advance stops at now + 2^32 ms, and the refusal is an error the
-// caller sees (issue 9 item 3).
+// caller sees (Identity §6.2).
 func TestNonceSourceCumulativeMaxSeenBound(t *testing.T) {
 	ctx := context.Background()
 	clock := &fakeClock{}

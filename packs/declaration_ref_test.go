@@ -15,7 +15,7 @@ import (
 	"github.com/agentprotocols/go-sdk/internal/typedjson"
 )
 
-// The two-pass declaration parse that issue 23 replaced (the tree for the
+// The two-pass declaration parse that the one-pass parse replaced (the tree for the
 // kernel schema, then json.Unmarshal into the typed struct), kept as the
 // reference FuzzParseDeclarationOnePass compares ParseDeclaration with.
 

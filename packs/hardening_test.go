@@ -26,7 +26,8 @@ const embeddedRefSchema = `{"type":"object","required":["v"],
                "$defs":{"y":{"$ref":"#/$defs/z"},"z":{"type":"string"}}},
           "z":{"type":"integer"}}}`
 
-// TestEmbeddedResourceRef is the regression test of issue 9 item 1: the
+// TestEmbeddedResourceRef: a "#/…" reference inside an embedded $id
+// resource resolves inside that resource (JSON Schema 2020-12 §8.2.1). The
 // removed fast path resolved the inner reference from the document root
 // and accepted {"v": 5}.
 func TestEmbeddedResourceRef(t *testing.T) {
@@ -42,7 +43,7 @@ func TestEmbeddedResourceRef(t *testing.T) {
 	}
 }
 
-// hostilePattern is the pattern of issue 9 item 2: 265 bytes whose RE2
+// hostilePattern is a pattern of 265 bytes whose RE2
 // program, with x{1000} expanded, has about 140,000 instructions.
 var hostilePattern = strings.Repeat(`(?:a*|b*|c*|d*|e*|f*|g*|h*){1000}`, 8) + "q"
 
@@ -60,7 +61,7 @@ func defDecl(typ, schema string) Declaration {
 	return Declaration{Definition: &Definition{Type: typ, Kind: KindSignal, Title: "t", Schema: []byte(schema)}}
 }
 
-// TestPatternProgramBound is issue 9 item 2: a pattern whose program is
+// TestPatternProgramBound: a pattern whose program is
 // huge is refused at declaration, before it is compiled, and the patterns
 // that can apply to one location are bounded together.
 func TestPatternProgramBound(t *testing.T) {
@@ -136,7 +137,7 @@ func TestPatternCompiledOnce(t *testing.T) {
 	}
 }
 
-// TestSchemaUnsupported is issue 9 item 12: a pattern RE2 cannot compile
+// TestSchemaUnsupported: a pattern RE2 cannot compile
 // is "this verifier cannot evaluate" (schema_unsupported), distinct from a
 // schema that breaks the rules (invalid_event).
 func TestSchemaUnsupported(t *testing.T) {
@@ -163,7 +164,7 @@ func TestSchemaUnsupported(t *testing.T) {
 }
 
 // TestQuotaOptions: every schema quota is an option of the registry
-// (issue 9 item 12), defaulting to the package constants.
+// (§13.4), defaulting to the package constants.
 func TestQuotaOptions(t *testing.T) {
 	ctx := context.Background()
 	deep := `{"items":` + strings.Repeat(`{"items":`, MaxSchemaDepth) + `{}` + strings.Repeat(`}`, MaxSchemaDepth+1)
@@ -282,7 +283,8 @@ func heapInUse() uint64 {
 	return m.HeapAlloc
 }
 
-// TestSchemaCacheBoundedByBytes is issue 9 item 2's memory half: 100
+// TestSchemaCacheBoundedByBytes: the memory a schema costs is bounded
+// too. 100
 // declarations of distinct costly schemas keep the heap within the cache
 // budget plus the definition in force. On main the cache bounded entries
 // (1,024), not bytes, so all 100 stayed.

@@ -351,8 +351,8 @@ func TestVectorsOverHTTP(t *testing.T) {
 	}
 }
 
-// TestAllEventsBounded is the adversarial review's F4 for profile
-// history: one AllEvents ends with invalid_response once it passes
+// TestAllEventsBounded: a listing is bounded, here the profile history:
+// one AllEvents ends with invalid_response once it passes
 // MaxHistoryPages pages or MaxHistoryEvents updates.
 func TestAllEventsBounded(t *testing.T) {
 	ctx := context.Background()

@@ -26,7 +26,7 @@ func tsStyle(b []byte) []byte {
 	return bytes.ReplaceAll(b, []byte(`{"id":`), []byte(`{`+tsEmptyMembers+`"id":`))
 }
 
-// Issue 9 item 18: the signed update is the truth. A served document that
+// The signed update is the truth (Profile §5). A served document that
 // differs from its materialization is reported, not an error, unless the
 // client is strict; an update that does not verify still fails.
 func TestClientReportsDiscrepancies(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"github.com/agentprotocols/go-sdk/profile"
 )
 
-// Issue 9 item 8: the profile client follows no redirect to another origin,
+// The profile client follows no redirect to another origin,
 // even through the caller's own *http.Client (internal/httpc tests the
 // policy in full).
 func TestClientRedirects(t *testing.T) {

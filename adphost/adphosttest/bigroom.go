@@ -27,7 +27,8 @@ const BigMessageSize = 65536 - 64
 // adp.MaxMentions mentions each through c, which must be a speaker of the
 // room: the largest records a room accepts without a payload hint, about
 // 68 KB each, so 500 of them exceed a default client's 32 MiB response
-// bound (the adversarial review's F1). The host must not rate-limit c.
+// bound, so a client must read the room in smaller pages. The host must
+// not rate-limit c.
 func FillBigRoom(ctx context.Context, c *adp.Client, room string, n int) error {
 	mentions := make([]identity.AgentID, adp.MaxMentions)
 	for i := range mentions {

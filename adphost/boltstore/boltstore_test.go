@@ -87,7 +87,8 @@ func TestReopen(t *testing.T) {
 	}
 }
 
-// TestJoinRequestIndex is F15: one join request is one key lookup (it
+// TestJoinRequestIndex: a join request flood (§11) costs a lookup
+// nothing. One join request is one key lookup (it
 // never decodes the room's other requests, here a corrupt one), the list
 // comes in creation order from the index, and a file from before the
 // index gets one when it is opened.
@@ -195,7 +196,7 @@ func TestJoinRequestIndex(t *testing.T) {
 }
 
 // BenchmarkJoinRequestLookup: one request among 20,000 of a room (the
-// review's F15 setting), against the full list, which is what a lookup
+// flood a room's request quota allows), against the full list, which is what a lookup
 // cost before the index (a scan, decode and sort of every request).
 func BenchmarkJoinRequestLookup(b *testing.B) {
 	ctx := context.Background()

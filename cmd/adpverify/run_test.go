@@ -184,7 +184,7 @@ func TestArchiveCannotEvaluate(t *testing.T) {
 	}
 }
 
-// TestTerminalEscapes is the adversarial review's F16 for verify: text from
+// TestTerminalEscapes: untrusted text reaches a terminal inert. Text from
 // the archive (here the host's own name in its manifest) and from errors
 // reaches the terminal with its control sequences escaped.
 func TestTerminalEscapes(t *testing.T) {

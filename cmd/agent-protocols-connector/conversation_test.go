@@ -11,7 +11,7 @@ import (
 	"github.com/agentprotocols/go-sdk/connector"
 )
 
-// TestConversation is the acceptance test of issue 14: two MCP clients,
+// TestConversation: two MCP clients,
 // each driving its own connector, hold a conversation in an adphost room
 // through tools only — create, join, message, mention → inbox, reply,
 // held draft, close.

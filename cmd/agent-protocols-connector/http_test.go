@@ -48,7 +48,7 @@ func TestHTTPGuard(t *testing.T) {
 			r.Host = "localhost" + port
 			r.Header.Set("Origin", "http://localhost"+port)
 		}, http.StatusOK},
-		{"upper-case localhost Host (R11)", func(r *http.Request) {
+		{"upper-case localhost Host (host names are case-insensitive)", func(r *http.Request) {
 			r.Host = "LOCALHOST" + port
 			r.Header.Set("Origin", "http://LocalHost"+port)
 		}, http.StatusOK},

@@ -121,10 +121,10 @@ func sseEvents(body io.Reader, out chan<- [2]string) {
 	}
 }
 
-// TestHTTPJSONRPCErrors (R7): over HTTP an unknown method gets a JSON-RPC
+// TestHTTPJSONRPCErrors: over HTTP an unknown method gets a JSON-RPC
 // -32601 body, as over stdio; a session-era POST without Mcp-Session-Id
 // is HTTP 400; unadvertised capabilities (prompts, logging) are -32601
-// too (R10).
+// too (MCP 2025-11-25, lifecycle: only negotiated capabilities are used).
 func TestHTTPJSONRPCErrors(t *testing.T) {
 	h := newTestHost(t, nil)
 	c := newConnector(t, "http-rpc", h)
@@ -147,7 +147,8 @@ func TestHTTPJSONRPCErrors(t *testing.T) {
 	}
 }
 
-// TestHTTPCancelledGetsNoResponse (R8): after notifications/cancelled the
+// TestHTTPCancelledGetsNoResponse (MCP 2025-11-25, cancellation: the
+// receiver of a cancelled request sends no response): after notifications/cancelled the
 // long-poll's response stream ends without a response for it.
 func TestHTTPCancelledGetsNoResponse(t *testing.T) {
 	h := newTestHost(t, nil)
@@ -184,7 +185,8 @@ func TestHTTPCancelledGetsNoResponse(t *testing.T) {
 	}
 }
 
-// TestHTTPClaimReleasedWhenStreamsClose (R1, MCP part): a client that
+// TestHTTPClaimReleasedWhenStreamsClose (a claim is a lease; over MCP
+// HTTP): a client that
 // claimed an inbox item and went away without DELETE (its GET stream
 // closed, nothing in flight) has its claim released after the grace, so
 // another session is handed the item; within the grace it is not.

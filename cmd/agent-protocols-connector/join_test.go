@@ -7,7 +7,7 @@ import (
 	"github.com/agentprotocols/go-sdk/connector"
 )
 
-// TestPrivateRoomJoin (MUST D1) through tools only: room_join on a private
+// TestPrivateRoomJoin (§10.2, §11) through tools only: room_join on a private
 // room files a join request and answers approval_required with it (not
 // room_not_found); the moderator sees and approves it; the applicant's
 // inbox wakes with room.join.approved, and room_join with the request id

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// TestConfigPermissions (F19): a config (the host allowlist) that group or
+// TestConfigPermissions: a config (the host allowlist) that group or
 // others may write is refused.
 func TestConfigPermissions(t *testing.T) {
 	if runtime.GOOS == "windows" {

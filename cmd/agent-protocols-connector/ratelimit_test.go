@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// TestConversationUnderHostQuota is issue 20's acceptance test: the
+// TestConversationUnderHostQuota (§21 quotas): the
 // two-agent conversation of examples/discussion runs through tools only
 // under the reference host's default quotas (5 messages per agent per
 // minute). Alice's six messages inside one minute: five are accepted, the

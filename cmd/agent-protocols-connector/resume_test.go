@@ -11,7 +11,8 @@ import (
 	"github.com/agentprotocols/go-sdk/connector"
 )
 
-// TestHTTPResumableStream (R9): the standalone SSE stream carries event
+// TestHTTPResumableStream (MCP 2025-11-25, Streamable HTTP, resumability):
+// the standalone SSE stream carries event
 // ids; a notification sent while the client is away is replayed when it
 // reconnects with Last-Event-ID.
 func TestHTTPResumableStream(t *testing.T) {
@@ -72,7 +73,8 @@ func TestHTTPResumableStream(t *testing.T) {
 	}
 }
 
-// TestHTTPResumeGone (R9): a reconnect whose Last-Event-ID names events
+// TestHTTPResumeGone (MCP 2025-11-25, Streamable HTTP, resumability): a
+// reconnect whose Last-Event-ID names events
 // the bounded replay buffer no longer holds, or that no stream ever had,
 // or that is no event id at all, gets a fresh stream (HTTP 200, replaying
 // nothing) that carries what comes next — not HTTP 400, after which

@@ -161,7 +161,7 @@ func TestReadmeConfig(t *testing.T) {
 	}
 }
 
-// TestReadmeInspector (R12): the README's MCP Inspector command lines end
+// TestReadmeInspector: the README's MCP Inspector command lines end
 // the Inspector's options with "--" before the connector's command (the
 // Inspector takes a bare --config as its own and refuses to start), and
 // the command after it is one the connector accepts.

@@ -99,7 +99,8 @@ func (r *rawStdio) recvMsg() (id any, code int, line string) {
 	return m.ID, code, line
 }
 
-// TestStdioBadLines (R6): each line that is not one JSON-RPC message gets
+// TestStdioBadLines (JSON-RPC 2.0 §5.1, parse and invalid-request
+// errors): each line that is not one JSON-RPC message gets
 // a JSON-RPC error, and the connector keeps serving: the ping after them
 // is answered.
 func TestStdioBadLines(t *testing.T) {
@@ -131,7 +132,7 @@ func TestStdioBadLines(t *testing.T) {
 	}
 }
 
-// TestStdioCancelledGetsNoResponse (R8): after notifications/cancelled
+// TestStdioCancelledGetsNoResponse (MCP 2025-11-25, cancellation): after notifications/cancelled
 // for a long-poll, the poll ends and no response for it is sent; the
 // next item still reaches the next poll.
 func TestStdioCancelledGetsNoResponse(t *testing.T) {

@@ -85,7 +85,8 @@ func checkNegotiated(t *testing.T, cs *mcp.ClientSession, version string) {
 	}
 }
 
-// TestErrorSplitOverTransports (R4, R5, R10): over stdio and HTTP, in
+// TestErrorSplitOverTransports (MCP 2025-11-25, tools: error handling):
+// over stdio and HTTP, in
 // both protocol eras, with the official client: argument errors are
 // isError results naming the field; an unknown tool is a JSON-RPC error;
 // reading a resource that is not the connector's or a room that is not
@@ -138,7 +139,7 @@ func dataOf(je *jsonrpc.Error) string {
 	return string(je.Data)
 }
 
-// TestLongPollProgress (R3): a long-poll that carries a progressToken
+// TestLongPollProgress (MCP 2025-11-25, progress): a long-poll that carries a progressToken
 // gets notifications/progress while it waits, over stdio and HTTP, so a
 // client that resets its timeout on progress keeps waiting.
 func TestLongPollProgress(t *testing.T) {
@@ -166,7 +167,7 @@ func TestLongPollProgress(t *testing.T) {
 	}
 }
 
-// TestResourcesShowNewest (D6): the timeline resource shows the newest
+// TestResourcesShowNewest: the timeline resource shows the newest
 // records, not seq 1–100; the rooms resource lists every known room.
 func TestResourcesShowNewest(t *testing.T) {
 	h := newTestHost(t, &adphost.Options{RateLimits: adphost.Unlimited()})

@@ -16,7 +16,7 @@ import (
 	"github.com/agentprotocols/go-sdk/sse"
 )
 
-// TestTerminalEscapes is the adversarial review's F16: a host's error
+// TestTerminalEscapes: untrusted text reaches a terminal inert. A host's error
 // code and message full of terminal control sequences (ESC, an OSC title,
 // an OSC 52 clipboard write, a C1 CSI) reach stderr escaped.
 func TestTerminalEscapes(t *testing.T) {
@@ -35,7 +35,8 @@ func TestTerminalEscapes(t *testing.T) {
 	}
 }
 
-// TestFollowBigRoom is the adversarial review's F1 through examples/follow:
+// TestFollowBigRoom: a room of legal records is readable whatever the
+// host's page size, through examples/follow:
 // a room of 505 messages of 64 KiB with 32 mentions each, on a host that
 // budgets its pages by count only, is printed completely.
 func TestFollowBigRoom(t *testing.T) {

@@ -357,7 +357,7 @@ func redirectTo(target string, code int) http.HandlerFunc {
 	}
 }
 
-// Issue 9 item 8: redirects that change origin or downgrade https to http
+// Redirects that change origin or downgrade https to http
 // are refused, even with the caller's own *http.Client; same-origin
 // redirects are followed.
 func TestRedirectPolicy(t *testing.T) {
