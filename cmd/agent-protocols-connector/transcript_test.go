@@ -8,51 +8,72 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/tools/txtar"
 
 	"github.com/agentprotocols/go-sdk/cmd/agent-protocols-connector/internal/jsonl"
 	"github.com/agentprotocols/go-sdk/cmd/internal/clitest"
 	"github.com/agentprotocols/go-sdk/connector"
 )
 
-// transcriptSteps are the conformance exchanges: what a stdio MCP client
-// sends, one JSON-RPC message per line.
-var transcriptSteps = []struct{ name, send string }{
-	{"initialize", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"transcript","version":"1"}}}`},
-	{"initialized", `{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}`},
-	{"tools-list", `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`},
-	{"call-identity-current", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"agent_protocols_identity_current","arguments":{}}}`},
-	{"call-malformed", `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"agent_protocols_room_state","arguments":{"room_id":""}}}`},
-	{"call-rejected", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"agent_protocols_room_state","arguments":{"room_id":"d8ftedhpqhsusbg001tg"}}}`},
-	{"resources-list", `{"jsonrpc":"2.0","id":6,"method":"resources/list","params":{}}`},
-	{"resource-templates-list", `{"jsonrpc":"2.0","id":7,"method":"resources/templates/list","params":{}}`},
-	{"logging-set-level", `{"jsonrpc":"2.0","id":9,"method":"logging/setLevel","params":{"level":"debug"}}`},
-	{"subscribe-inbox", `{"jsonrpc":"2.0","id":8,"method":"resources/subscribe","params":{"uri":"agent-protocols://inbox/pending"}}`},
+// TestTranscripts replays the conformance transcripts over the stdio
+// framing (newline-delimited JSON-RPC) and compares every answer with the
+// recorded one. Both sides are data: each testdata/transcripts/*.txtar is
+// one session, its files in order, a NAME.send being what a stdio MCP
+// client sends (one JSON-RPC message) and the NAME.recv after it the
+// connector's answer (a notification has none). tools-list.txtar holds
+// the tool catalogue alone, so a change of one tool is a diff of that
+// file. go test -run TestTranscripts -update rewrites the answers and
+// keeps the requests. The key is fixed and the one host is never
+// contacted, so the answers are deterministic.
+func TestTranscripts(t *testing.T) {
+	files, err := filepath.Glob("testdata/transcripts/*.txtar")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no transcripts: %v", err)
+	}
+	for _, path := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
+			ar, err := txtar.ParseFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := replayTranscript(t, ar)
+			if clitest.Updating() {
+				if err := os.WriteFile(path, txtar.Format(&txtar.Archive{Comment: ar.Comment, Files: got}), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if len(ar.Files) != len(got) {
+				t.Fatalf("%s has %d files, the run produced %d (go test -run TestTranscripts -update after checking)", path, len(ar.Files), len(got))
+			}
+			for i, want := range ar.Files {
+				if want.Name != got[i].Name || strings.TrimSpace(string(want.Data)) != strings.TrimSpace(string(got[i].Data)) {
+					t.Errorf("%s differs (go test -run TestTranscripts -update rewrites it): %s", want.Name, firstDiff(string(want.Data), string(got[i].Data)))
+				}
+			}
+		})
+	}
 }
 
-// TestTranscripts replays the conformance transcript over the stdio
-// framing (newline-delimited JSON-RPC) and compares every answer with
-// testdata/transcripts.txtar; go test -run TestTranscripts -update
-// rewrites it. The key is fixed and the one host is never contacted, so
-// the answers are deterministic.
-func TestTranscripts(t *testing.T) {
-	dir := t.TempDir()
+// replayTranscript sends the .send files of ar, in order, to a fresh
+// connector over the stdio framing and returns them with the answer
+// received after each request, as .recv files.
+func replayTranscript(t *testing.T, ar *txtar.Archive) []txtar.File {
 	c := newConnectorWith(t, "transcript", &connectorOptions{
-		dir:   dir,
+		dir:   t.TempDir(),
 		hosts: []connector.HostConfig{{Host: "https://api.example", Label: "example"}},
 	})
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		done <- c.srv.MCP().Run(ctx, &jsonl.Transport{R: inR, W: outW, MaxLine: mcp.DefaultMaxRequestBodyBytes})
-	}()
+	go c.srv.MCP().Run(ctx, &jsonl.Transport{R: inR, W: outW, MaxLine: mcp.DefaultMaxRequestBodyBytes})
 	lines := make(chan string, 16)
 	go func() {
 		sc := bufio.NewScanner(outR)
@@ -62,45 +83,36 @@ func TestTranscripts(t *testing.T) {
 		}
 		close(lines)
 	}()
+	defer inW.Close()
 
-	var got []txtarFile
-	for _, st := range transcriptSteps {
-		if _, err := io.WriteString(inW, st.send+"\n"); err != nil {
+	var got []txtar.File
+	for _, f := range ar.Files {
+		name, ok := strings.CutSuffix(f.Name, ".send")
+		if !ok {
+			continue // an answer: recorded anew below
+		}
+		send := strings.TrimSpace(string(f.Data))
+		var msg struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if err := json.Unmarshal([]byte(send), &msg); err != nil || strings.ContainsRune(send, '\n') {
+			t.Fatalf("%s is not one JSON-RPC message on one line: %v", f.Name, err)
+		}
+		if _, err := io.WriteString(inW, send+"\n"); err != nil {
 			t.Fatal(err)
 		}
-		got = append(got, txtarFile{st.name + ".send", st.send})
-		if !strings.Contains(st.send, `"id"`) {
+		got = append(got, txtar.File{Name: f.Name, Data: []byte(send + "\n")})
+		if msg.ID == nil {
 			continue // a notification has no answer
 		}
 		select {
 		case l := <-lines:
-			got = append(got, txtarFile{st.name + ".recv", indentJSON(t, l)})
+			got = append(got, txtar.File{Name: name + ".recv", Data: []byte(indentJSON(t, l) + "\n")})
 		case <-time.After(10 * time.Second):
-			t.Fatalf("%s: no answer", st.name)
+			t.Fatalf("%s: no answer", name)
 		}
 	}
-	inW.Close()
-
-	const path = "testdata/transcripts.txtar"
-	if clitest.Updating() { // go test -update rewrites testdata/transcripts.txtar
-		if err := os.WriteFile(path, formatTxtar(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update)", err)
-	}
-	want := parseTxtar(b)
-	if len(want) != len(got) {
-		t.Fatalf("transcript has %d files, run produced %d (run with -update after checking)", len(want), len(got))
-	}
-	for i := range want {
-		if want[i].name != got[i].name || strings.TrimSpace(want[i].data) != strings.TrimSpace(got[i].data) {
-			t.Errorf("%s differs (go test -run TestTranscripts -update rewrites it): %s", want[i].name, firstDiff(want[i].data, got[i].data))
-		}
-	}
+	return got
 }
 
 func indentJSON(t *testing.T, s string) string {
@@ -110,35 +122,6 @@ func indentJSON(t *testing.T, s string) string {
 		t.Fatalf("answer is not JSON: %v: %s", err, s)
 	}
 	return buf.String()
-}
-
-// A minimal txtar (golang.org/x/tools/txtar's format): "-- name --"
-// lines separate files.
-type txtarFile struct{ name, data string }
-
-func formatTxtar(files []txtarFile) []byte {
-	var b strings.Builder
-	b.WriteString("Conformance transcript of the connector over stdio framing (regenerate: go test -run TestTranscripts -update).\n")
-	for _, f := range files {
-		b.WriteString("-- " + f.name + " --\n")
-		b.WriteString(strings.TrimRight(f.data, "\n") + "\n")
-	}
-	return []byte(b.String())
-}
-
-func parseTxtar(b []byte) []txtarFile {
-	var out []txtarFile
-	for _, line := range strings.SplitAfter(string(b), "\n") {
-		trimmed := strings.TrimRight(line, "\n")
-		if strings.HasPrefix(trimmed, "-- ") && strings.HasSuffix(trimmed, " --") {
-			out = append(out, txtarFile{name: strings.TrimSuffix(strings.TrimPrefix(trimmed, "-- "), " --")})
-			continue
-		}
-		if len(out) > 0 {
-			out[len(out)-1].data += line
-		}
-	}
-	return out
 }
 
 // firstDiff names the first line where two texts differ.
