@@ -141,6 +141,8 @@ func groupCommitRun(t *testing.T, steal bool) ([]*adp.Record, []error, *batchSto
 	gotAll := make(chan struct{})
 	want := int64(-1)
 	var wantMu sync.Mutex
+	startHead := mustv(store.Head(ctx, room))
+	caughtUp := make(chan struct{}) // closed when the backfill delivers startHead
 	go func() {
 		for it, err := range sse.Follow(fctx, &sse.Options{Client: alice, RoomID: room, HTTPClient: s.hc}) {
 			if err != nil || it.Kind != sse.KindRecord {
@@ -148,6 +150,9 @@ func groupCommitRun(t *testing.T, steal bool) ([]*adp.Record, []error, *batchSto
 			}
 			if head, _ := store.MemoryStore.Head(ctx, room); head < it.Record.Seq {
 				early.Add(1)
+			}
+			if it.Record.Seq == startHead {
+				close(caughtUp)
 			}
 			wantMu.Lock()
 			got = append(got, it.Record.Seq)
@@ -158,22 +163,23 @@ func groupCommitRun(t *testing.T, steal bool) ([]*adp.Record, []error, *batchSto
 			wantMu.Unlock()
 		}
 	}()
-	time.Sleep(20 * time.Millisecond) // the stream is up before the writes (it replays nothing: §17)
-	startHead := mustv(store.Head(ctx, room))
+	// Follow subscribes before it backfills (§17.3): once the backfill has
+	// delivered the head, the stream is up, and the writes reach it live.
+	select {
+	case <-caughtUp:
+	case <-ctx.Done():
+		t.Fatal("the subscriber never caught up")
+	}
 
 	store.gate, store.entered = make(chan struct{}), make(chan struct{}, 1) // entered: not the setup's appends
 	recs, errs := make([]*adp.Record, len(envs)), make([]error, len(envs))
 	var wg sync.WaitGroup
 	wg.Go(func() { recs[0], errs[0] = clients[0].Submit(ctx, room, envs[0]) })
 	<-store.entered // the first write holds the room, waiting in its append
-	states := store.states.Load()
 	for i := 1; i < len(envs); i++ {
 		wg.Go(func() { recs[i], errs[i] = clients[i].Submit(ctx, room, envs[i]) })
 	}
-	for store.states.Load() < states+int64(len(envs)-1) {
-		time.Sleep(time.Millisecond)
-	}
-	time.Sleep(20 * time.Millisecond) // from their write-state read to the room's queue
+	waitQueued(t, s.hosts[0], room, len(envs)-1)
 	close(store.gate)
 	wg.Wait()
 

@@ -141,11 +141,10 @@ func TestStoreDownDuringBatch(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Go(func() { status[0], retry[0], bodies[0] = postEnv(t, s.hc, url, envs[0]) })
 	<-bs.entered
-	states := bs.states.Load()
 	for i := 1; i < len(envs); i++ {
 		wg.Go(func() { status[i], retry[i], bodies[i] = postEnv(t, s.hc, url, envs[i]) })
 	}
-	waitQueued(bs, states+int64(len(envs)-1))
+	waitQueued(t, s.hosts[0], room, len(envs)-1)
 	store.armed.Store(true)
 	close(bs.gate)
 	wg.Wait()
@@ -203,13 +202,14 @@ func TestStoreDownDuringBatch(t *testing.T) {
 	}
 }
 
-// waitQueued waits until n writes have read their write state: they are
-// on their way to the room's queue (a moment more, and they are in it).
-func waitQueued(bs *batchStore, n int64) {
-	for bs.states.Load() < n {
-		time.Sleep(time.Millisecond)
+// waitQueued waits until n writes of room wait in its group commit on h.
+func waitQueued(t *testing.T, h *adphost.Host, room string, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second) // a "not hours" guard only
+	defer cancel()
+	if err := adphost.WaitQueuedWrites(ctx, h, room, n); err != nil {
+		t.Fatalf("waiting for %d queued writes: %v", n, err)
 	}
-	time.Sleep(20 * time.Millisecond)
 }
 
 // storeRoom appends a public room's room.create, as another host would
@@ -271,12 +271,11 @@ func TestOutsiderChargedOnce(t *testing.T) {
 	first := mustv(adp.NewCustom(ctx, alice.Author(), base, reg, "team.nudge", map[string]int{"first": 1}))
 	wg.Go(func() { _, errs[0] = alice.Submit(ctx, room, first) })
 	<-store.entered
-	states := store.states.Load()
 	for i := 1; i < len(cl); i++ {
 		env := mustv(adp.NewCustom(ctx, cl[i].Author(), base, reg, "team.nudge", map[string]int{}))
 		wg.Go(func() { _, errs[i] = cl[i].Submit(ctx, room, env) })
 	}
-	waitQueued(store, states+int64(len(cl)-1))
+	waitQueued(t, s.hosts[0], room, len(cl)-1)
 	close(store.gate)
 	wg.Wait()
 	store.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,11 +36,74 @@ func openTest(t testing.TB, dir string, key *Key, host string, mut ...func(*Opti
 	for _, m := range mut {
 		m(o)
 	}
+	// Every engine of the tests signals its local state changes, so a
+	// test waits for a change instead of polling on a timer.
+	p := new(pulse)
+	own := o.Notify
+	o.Notify = func(uri string) {
+		p.fire()
+		if own != nil {
+			own(uri)
+		}
+	}
 	e, err := Open(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	changes.Store(e, p)
 	return e
+}
+
+// changes holds the pulse of each engine openTest opened.
+var changes sync.Map // *Engine → *pulse
+
+// pulse is a broadcast of "something changed": C returns a channel that
+// fire closes.
+type pulse struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (p *pulse) C() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ch == nil {
+		p.ch = make(chan struct{})
+	}
+	return p.ch
+}
+
+func (p *pulse) fire() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ch != nil {
+		close(p.ch)
+		p.ch = nil
+	}
+}
+
+// waitChange waits until cond holds, checking it at first and after each
+// change of e's local state (Options.Notify), for at most 20 s.
+func waitChange(t testing.TB, e *Engine, cond func() bool, format string, args ...any) {
+	t.Helper()
+	v, ok := changes.Load(e)
+	if !ok {
+		t.Fatal("waitChange: an engine openTest did not open")
+	}
+	p := v.(*pulse)
+	guard := time.NewTimer(20 * time.Second) // a "not hours" guard only
+	defer guard.Stop()
+	for {
+		c := p.C()
+		if cond() {
+			return
+		}
+		select {
+		case <-c:
+		case <-guard.C:
+			t.Fatalf("timed out waiting for "+format, args...)
+		}
+	}
 }
 
 func ctxT(t testing.TB) context.Context {
@@ -90,15 +154,10 @@ func createRoom(t testing.TB, e *Engine, host string) string {
 // waitSynced waits until e holds seq of the room.
 func waitSynced(t testing.TB, e *Engine, room string, seq int64) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	waitChange(t, e, func() bool {
 		r, err := e.RoomState(ctxT(t), "probe", RoomStateInput{RoomID: room})
-		if err == nil && r.Sync.SyncedSeq >= seq {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("engine never synced seq %d", seq)
+		return err == nil && r.Sync.SyncedSeq >= seq
+	}, "seq %d of room %s", seq, room)
 }
 
 // TestInteractionLoop runs the §4.5 loop for two engines in one room: wake
@@ -121,6 +180,7 @@ func TestInteractionLoop(t *testing.T) {
 
 	// 1. Wake up on demand: alice mentions bob; bob's long poll wakes.
 	done := make(chan *InboxNextResult, 1)
+	waiting := inboxWaiting(t, bob)
 	go func() {
 		r, err := bob.InboxNext(ctx, "b", InboxNextInput{Kinds: []string{KindMention}, WaitMS: 20000, Claim: true})
 		if err != nil {
@@ -128,7 +188,7 @@ func TestInteractionLoop(t *testing.T) {
 		}
 		done <- r
 	}()
-	time.Sleep(50 * time.Millisecond)
+	<-waiting // the poll found nothing and waits
 	waitSynced(t, alice, room, 2)
 	sent := must[*WriteResult](t)(alice.SendMessage(ctx, "a", SendMessageInput{RoomID: room, Content: "Bob, can you review §6?",
 		Mentions: []string{bob.AgentID().String()}}))
@@ -174,14 +234,10 @@ func TestInteractionLoop(t *testing.T) {
 	// 7. Close the loop: ack, and clear the status.
 	mustAck(t, bob, "b", in.Items[0].ID)
 	must[*AgentStatusResult](t)(bob.AgentStatusSet(ctx, "b", AgentStatusSetInput{RoomID: room, State: "idle", ExpiresAt: time.Now().UnixMilli()}))
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		sl := must[*AgentStatusListResult](t)(alice.AgentStatusList(ctx, "a", AgentStatusListInput{RoomID: room}))
-		if len(sl.Statuses) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("status not cleared: %+v", sl.Statuses)
-		}
+	// A status whose expires_at is now is cleared by the host at once
+	// (§17.4); the list is a remote read.
+	if sl := must[*AgentStatusListResult](t)(alice.AgentStatusList(ctx, "a", AgentStatusListInput{RoomID: room})); len(sl.Statuses) != 0 {
+		t.Fatalf("status not cleared: %+v", sl.Statuses)
 	}
 
 	// 6. The room moves while bob reasons: his next write is held.
@@ -275,3 +331,19 @@ func mustAck(t testing.TB, e *Engine, session string, ids ...string) {
 }
 
 var _ = adp.TypeMessageCreate
+
+// inboxWaiting returns a channel closed when an InboxNext long-poll of e
+// has found nothing and waits. It serves one poll at a time.
+func inboxWaiting(t testing.TB, e *Engine) <-chan struct{} {
+	t.Helper()
+	c := make(chan struct{})
+	var once sync.Once
+	hook := func(w *Engine) {
+		if w == e {
+			once.Do(func() { close(c) })
+		}
+	}
+	testHookInboxWait.Store(&hook)
+	t.Cleanup(func() { testHookInboxWait.Store(nil) })
+	return c
+}

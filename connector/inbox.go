@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"crypto/sha3"
@@ -312,6 +313,10 @@ func (e *Engine) pendingCount(tx stateTx, host, room, session string) (int, erro
 	return n, err
 }
 
+// testHookInboxWait, when set by a test, is called each time an InboxNext
+// long-poll has found nothing and is about to wait.
+var testHookInboxWait atomic.Pointer[func(*Engine)]
+
 // InboxNext is agent_protocols_inbox_next (local state): pending items,
 // oldest first, high priority first; claim marks them for this session
 // (a lease, see Options.ClaimLease); wait_ms long-polls (at most
@@ -396,6 +401,9 @@ func (e *Engine) InboxNext(ctx context.Context, session string, in InboxNextInpu
 		}
 		if len(res.Items) > 0 || deadline == nil {
 			return res, nil
+		}
+		if hook := testHookInboxWait.Load(); hook != nil {
+			(*hook)(e)
 		}
 		select {
 		case <-ctx.Done():

@@ -268,11 +268,13 @@ func TestVerifierConcurrentSameNonce(t *testing.T) {
 		envs = append(envs, mustSign(t, testEvent(30, `{"i":`+strconv.Itoa(i)+`}`)).AppendJSON(nil))
 	}
 	var ok atomic.Int32
-	var wg sync.WaitGroup
+	var wg, started sync.WaitGroup
+	started.Add(len(envs))
 	for _, b := range envs {
 		wg.Go(func() {
+			started.Done()
 			if _, _, err := v.Accept(ctx, b, func(context.Context, *envelope.Envelope) error {
-				time.Sleep(time.Millisecond)
+				started.Wait() // every other submission is under way: they race this acceptance
 				return nil
 			}); err == nil {
 				ok.Add(1)

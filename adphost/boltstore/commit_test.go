@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
-	"time"
+	"testing/synctest"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -17,7 +17,9 @@ import (
 // the others go on in that transaction; one that fails after a change
 // rolls the transaction back, and every other update of it is run again
 // on its own, so that it commits.
-func TestGroupCommit(t *testing.T) {
+func TestGroupCommit(t *testing.T) { synctest.Test(t, testGroupCommit) }
+
+func testGroupCommit(t *testing.T) {
 	s, err := Open(filepath.Join(t.TempDir(), "host.db"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -65,8 +67,9 @@ func TestGroupCommit(t *testing.T) {
 				})
 			})
 		}
-		for s.updates.Waiting() < len(fns) {
-			time.Sleep(time.Millisecond)
+		synctest.Wait() // every update is queued behind the held transaction
+		if n := s.updates.Waiting(); n != len(fns) {
+			t.Fatalf("%d updates queued, want %d", n, len(fns))
 		}
 		close(release)
 		wg.Wait()

@@ -314,6 +314,7 @@ func BenchmarkCrossProcessDelivery(b *testing.B) {
 	reg := writer.Verified(room).Registry()
 	var mu sync.Mutex
 	arrived := map[int64]time.Time{}
+	grew := make(chan struct{}, 1) // signalled after each arrival
 	follower := agentClient(b, origin, "bench-creator", hc1)
 	ready := make(chan struct{})
 	var once sync.Once
@@ -324,6 +325,10 @@ func BenchmarkCrossProcessDelivery(b *testing.B) {
 				mu.Lock()
 				arrived[it.Record.Seq] = time.Now()
 				mu.Unlock()
+				select {
+				case grew <- struct{}{}:
+				default:
+				}
 			}
 		}
 	}()
@@ -353,18 +358,23 @@ func BenchmarkCrossProcessDelivery(b *testing.B) {
 			b.Fatal(err)
 		}
 		acked[r.Seq] = time.Now()
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(2 * time.Millisecond) // a write every few ms, not back to back
 	}
 	b.StopTimer()
-	deadline := time.Now().Add(10 * time.Second)
+	guard := time.After(10 * time.Second) // a "not hours" guard only
+wait:
 	for {
 		mu.Lock()
 		n := len(arrived)
 		mu.Unlock()
-		if n >= len(acked)+1 || time.Now().After(deadline) {
+		if n >= len(acked)+1 {
 			break
 		}
-		time.Sleep(10 * time.Millisecond)
+		select {
+		case <-grew:
+		case <-guard:
+			break wait
+		}
 	}
 	var lat []time.Duration
 	mu.Lock()

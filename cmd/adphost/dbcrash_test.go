@@ -292,7 +292,16 @@ func TestDatabaseCrash(t *testing.T) {
 				}
 			}
 		}()
-		time.Sleep(100 * time.Millisecond) // the stream is up (it replays nothing)
+		// Follow subscribes before it backfills (§17.3): once the backfill
+		// has delivered the room's head, the live stream is up, and the
+		// write below reaches this follower through it.
+		for seq := int64(0); seq < head+int64(p); {
+			select {
+			case seq = <-got:
+			case <-fctx.Done():
+				t.Fatalf("the follower on process %d never caught up with record %d", p, head+int64(p))
+			}
+		}
 		env, err := adp.NewCustom(ctx, probers[(p+1)%len(procs)].c.Author(), base, reg, "bench.tick", map[string]int{"n": -2 - p})
 		if err != nil {
 			t.Fatal(err)

@@ -177,13 +177,14 @@ func TestManyProcessesOneHost(t *testing.T) {
 	type seen struct {
 		mu   sync.Mutex
 		seqs []int64
+		grew chan struct{} // signalled after each append
 	}
 	followers := make([][2]*seen, nRooms)
 	fctx, fcancel := context.WithCancel(ctx)
 	var fwg sync.WaitGroup
 	for r := range rooms {
 		for p := range 2 {
-			s := &seen{}
+			s := &seen{grew: make(chan struct{}, 1)}
 			followers[r][p] = s
 			c := agentClient(t, origin, fmt.Sprintf("creator%d", r), hcs[p])
 			fwg.Go(func() {
@@ -196,6 +197,10 @@ func TestManyProcessesOneHost(t *testing.T) {
 						s.mu.Lock()
 						s.seqs = append(s.seqs, it.Record.Seq)
 						s.mu.Unlock()
+						select {
+						case s.grew <- struct{}{}:
+						default:
+						}
 					}
 				}
 			})
@@ -210,11 +215,12 @@ func TestManyProcessesOneHost(t *testing.T) {
 		hash string
 	}
 	var (
-		acksMu sync.Mutex
-		acks   []ack
-		nAcked atomic.Int64
-		down   atomic.Bool
-		kill   sync.Once
+		acksMu    sync.Mutex
+		acks      []ack
+		nAcked    atomic.Int64
+		down      atomic.Bool
+		kill      sync.Once
+		restarted = make(chan struct{}) // closed once process 1 is back
 	)
 	var wg sync.WaitGroup
 	errs := make(chan error, nAgents)
@@ -253,7 +259,8 @@ func TestManyProcessesOneHost(t *testing.T) {
 						procs[1].kill()
 						t.Logf("process 1 SIGKILLed after %d acknowledged writes", nAgents*nWrites/2)
 						go func() {
-							time.Sleep(200 * time.Millisecond)
+							defer close(restarted)
+							time.Sleep(200 * time.Millisecond) // the process stays down a while
 							procs[1].start()
 							down.Store(false)
 							t.Log("process 1 restarted")
@@ -268,8 +275,10 @@ func TestManyProcessesOneHost(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	for down.Load() {
-		time.Sleep(10 * time.Millisecond)
+	select { // every write was acknowledged, so process 1 was killed
+	case <-restarted:
+	case <-ctx.Done():
+		t.Fatal("process 1 was not restarted")
 	}
 
 	// The same signed envelope to both processes at once.
@@ -322,17 +331,22 @@ func TestManyProcessesOneHost(t *testing.T) {
 	}
 
 	// Followers on both processes: every record exactly once, in order.
-	deadline := time.Now().Add(20 * time.Second)
+	guard := time.After(20 * time.Second) // a "not hours" guard only
 	for r, room := range rooms {
 		for p, s := range followers[r] {
+		wait:
 			for {
 				s.mu.Lock()
 				n := len(s.seqs)
 				s.mu.Unlock()
-				if n >= len(logs[room]) || time.Now().After(deadline) {
+				if n >= len(logs[room]) {
 					break
 				}
-				time.Sleep(20 * time.Millisecond)
+				select {
+				case <-s.grew:
+				case <-guard:
+					break wait
+				}
 			}
 			s.mu.Lock()
 			seqs := append([]int64(nil), s.seqs...)

@@ -5,7 +5,10 @@
 // of its own.
 package groupcommit
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // Queue runs groups of items, one group at a time. The zero Queue is
 // ready to use; it is safe for concurrent use.
@@ -13,6 +16,7 @@ type Queue[T any] struct {
 	mu      sync.Mutex
 	running bool
 	waiting []*waiter[T]
+	queued  chan struct{} // closed when an item starts waiting; made by WaitQueued
 }
 
 type waiter[T any] struct {
@@ -35,6 +39,10 @@ func (q *Queue[T]) Do(item T, more func(lead, next T, n int) bool, run func(grou
 	if q.running {
 		w := &waiter[T]{item: item, done: make(chan struct{})}
 		q.waiting = append(q.waiting, w)
+		if q.queued != nil {
+			close(q.queued)
+			q.queued = nil
+		}
 		q.mu.Unlock()
 		<-w.done
 		if !w.lead {
@@ -75,4 +83,27 @@ func (q *Queue[T]) Waiting() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return len(q.waiting)
+}
+
+// WaitQueued returns once at least n items wait for a group, or with
+// ctx's error when ctx ends first. It lets a caller (a test) line items up
+// behind a running group without polling Waiting.
+func (q *Queue[T]) WaitQueued(ctx context.Context, n int) error {
+	for {
+		q.mu.Lock()
+		if len(q.waiting) >= n {
+			q.mu.Unlock()
+			return nil
+		}
+		if q.queued == nil {
+			q.queued = make(chan struct{})
+		}
+		c := q.queued
+		q.mu.Unlock()
+		select {
+		case <-c:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }

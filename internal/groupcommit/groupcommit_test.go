@@ -1,16 +1,20 @@
 package groupcommit
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
 // TestQueue: every item runs exactly once, in a group of at most the
 // size more allows, one group at a time; items that arrive while a group
 // runs share the next one.
-func TestQueue(t *testing.T) {
+func TestQueue(t *testing.T) { synctest.Test(t, testQueue) }
+
+func testQueue(t *testing.T) {
 	var q Queue[*int]
 	var running, groups atomic.Int64
 	runs := make([]atomic.Int64, 200)
@@ -44,8 +48,9 @@ func TestQueue(t *testing.T) {
 	for i := 1; i < len(runs); i++ {
 		wg.Go(func() { q.Do(&i, more, run) })
 	}
-	for q.Waiting() < len(runs)-1 {
-		time.Sleep(time.Millisecond)
+	synctest.Wait() // every item is queued behind the first group
+	if n := q.Waiting(); n != len(runs)-1 {
+		t.Fatalf("%d items waiting, want %d", n, len(runs)-1)
 	}
 	close(release)
 	wg.Wait()
@@ -57,4 +62,38 @@ func TestQueue(t *testing.T) {
 	if g := groups.Load(); g != int64(1+(len(runs)-1+7)/8) {
 		t.Fatalf("%d groups, want the first and then full groups of 8", g)
 	}
+}
+
+// TestWaitQueued: WaitQueued returns when the n-th item waits behind the
+// running group, not before, and with the context's error when it ends
+// first.
+func TestWaitQueued(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var q Queue[int]
+		release := make(chan struct{})
+		started := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() { q.Do(0, nil, func([]int) { close(started); <-release }) })
+		<-started
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		if err := q.WaitQueued(ctx, 1); err != context.DeadlineExceeded {
+			t.Fatalf("nothing queued: %v", err)
+		}
+		cancel()
+		done := make(chan error, 1)
+		go func() { done <- q.WaitQueued(t.Context(), 2) }()
+		wg.Go(func() { q.Do(1, func(_, _ int, n int) bool { return true }, func([]int) {}) })
+		synctest.Wait()
+		select {
+		case err := <-done:
+			t.Fatalf("returned with one item queued: %v", err)
+		default:
+		}
+		wg.Go(func() { q.Do(2, func(_, _ int, n int) bool { return true }, func([]int) {}) })
+		if err := <-done; err != nil || q.Waiting() != 2 {
+			t.Fatalf("%v with %d queued", err, q.Waiting())
+		}
+		close(release)
+		wg.Wait()
+	})
 }
