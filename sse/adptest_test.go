@@ -87,11 +87,13 @@ func (f *faultyHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := &faultyConn{cancel: cancel, stall: make(chan struct{})}
 	f.conns[c] = true
 	f.mu.Unlock()
+	changed.fire()
 	defer func() {
 		cancel()
 		f.mu.Lock()
 		delete(f.conns, c)
 		f.mu.Unlock()
+		changed.fire()
 	}()
 	f.host.ServeHTTP(&frameWriter{f: f, c: c, ctx: ctx, w: w}, r.WithContext(ctx))
 }
@@ -104,6 +106,7 @@ func (f *faultyHost) drop() {
 		c.cancel()
 		delete(f.conns, c)
 	}
+	changed.fire()
 }
 
 // stall freezes every open live stream: no data, no heartbeat, no close.
@@ -114,6 +117,7 @@ func (f *faultyHost) stall() {
 		c.once.Do(func() { close(c.stall) })
 		delete(f.conns, c)
 	}
+	changed.fire()
 }
 
 func (f *faultyHost) streams() int {

@@ -193,7 +193,11 @@ func TestFollowHeartbeatsKeepAlive(t *testing.T) {
 	opts.IdleTimeout = time.Second // 100 heartbeats: a wide margin on a loaded machine
 	c := follow(t, opts, nil)
 	c.waitSeq(t, h.seq())
-	time.Sleep(2500 * time.Millisecond) // 2.5 idle timeouts of silence but for heartbeats
+	// 2.5 idle timeouts of silence but for heartbeats: 250 heartbeats of
+	// a 10 ms ticker take at least 2.5 s (a late tick is dropped, never
+	// doubled).
+	hb0 := h.heartbeats.Load()
+	waitFor(t, func() bool { return h.heartbeats.Load()-hb0 >= 250 }, "250 heartbeats (have %d)", func() any { return h.heartbeats.Load() - hb0 })
 	h.say("bob", "still here")
 	c.waitSeq(t, h.seq())
 	c.stop(t)

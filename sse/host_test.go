@@ -55,8 +55,9 @@ type testHost struct {
 	// heartbeat is the comment interval (0: none).
 	heartbeat time.Duration
 
-	tokens   []string // every stream request's token
-	connects atomic.Int32
+	tokens     []string // every stream request's token
+	connects   atomic.Int32
+	heartbeats atomic.Int32 // heartbeat comments sent
 	// history faults: fail the next n history calls; serve forged records.
 	historyFail   int
 	historyRefuse error
@@ -140,6 +141,7 @@ func (h *testHost) accept(build func(base func(string) adp.Base) (*envelope.Enve
 	}
 	data := rec.AppendJSON(nil)
 	h.records = append(h.records, data)
+	changed.fire()
 	out := [][]byte{data}
 	if h.mutate != nil {
 		out = h.mutate(rec.Seq, data)
@@ -224,6 +226,7 @@ func (h *testHost) killSub(s *testSub) {
 		close(s.kill)
 	}
 	delete(h.subs, s)
+	changed.fire()
 }
 
 // dropAll closes every open stream mid-flight.
@@ -247,6 +250,7 @@ func (h *testHost) stallAll() {
 		}
 		delete(h.subs, s)
 	}
+	changed.fire()
 }
 
 func (h *testHost) subscribers() int {
@@ -299,10 +303,12 @@ func (h *testHost) live(w http.ResponseWriter, r *http.Request) {
 	h.subs[s] = true
 	hb := h.heartbeat
 	h.mu.Unlock()
+	changed.fire()
 	defer func() {
 		h.mu.Lock()
 		delete(h.subs, s)
 		h.mu.Unlock()
+		changed.fire()
 	}()
 
 	sess, err := gosse.Upgrade(w, r)
@@ -343,6 +349,8 @@ func (h *testHost) live(w http.ResponseWriter, r *http.Request) {
 			if sess.Send(m) != nil || sess.Flush() != nil {
 				return
 			}
+			h.heartbeats.Add(1)
+			changed.fire()
 		}
 	}
 }
@@ -453,6 +461,7 @@ func follow(t testing.TB, opts *sse.Options, onRecord func(*adp.Record)) *collec
 				c.notices = append(c.notices, it)
 			}
 			c.mu.Unlock()
+			changed.fire()
 			if err == nil && it.Kind == sse.KindRecord && onRecord != nil {
 				onRecord(it.Record)
 			}
@@ -503,14 +512,52 @@ func (c *collector) wait(t testing.TB) error {
 	return c.final
 }
 
+// waitFor waits until cond holds, checking it at first and after each
+// change the test hosts and collectors signal (changed).
 func waitFor(t testing.TB, cond func() bool, format string, arg func() any) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second) // a "not hours" guard only
-	for !cond() {
-		if time.Now().After(deadline) {
+	guard := time.NewTimer(20 * time.Second) // a "not hours" guard only
+	defer guard.Stop()
+	for {
+		c := changed.C()
+		if cond() {
+			return
+		}
+		select {
+		case <-c:
+		case <-guard.C:
 			t.Fatalf("timed out waiting for "+format, arg())
 		}
-		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// changed is signalled by every change a waitFor condition reads: a
+// record accepted or delivered, a stream opened or closed, a heartbeat
+// sent.
+var changed pulse
+
+// pulse is a broadcast of "something changed": C returns a channel that
+// the next fire closes.
+type pulse struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (p *pulse) C() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ch == nil {
+		p.ch = make(chan struct{})
+	}
+	return p.ch
+}
+
+func (p *pulse) fire() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ch != nil {
+		close(p.ch)
+		p.ch = nil
 	}
 }
 
