@@ -67,7 +67,11 @@ func TestStalledReaderDropped(t *testing.T) {
 	c.(*net.TCPConn).SetReadBuffer(4096)
 	tok := mustv(identity.MintRequestToken(ctx, key("alice"), w.host.Origin(), &identity.MintOptions{Now: w.clock.Now}))
 	fmt.Fprintf(c, "GET /v1/rooms/%s/events/live HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", room, tok)
-	time.Sleep(50 * time.Millisecond) // let the subscription start; never read it
+	// The status line says the subscription holds its slot (the host
+	// subscribes before it answers, §17.3); the stream itself is never read.
+	if line, err := bufio.NewReaderSize(c, 16).ReadString('\n'); err != nil || !strings.HasPrefix(line, "HTTP/1.1 200") {
+		t.Fatalf("the stalled reader's stream: %q %v", line, err)
+	}
 	if resp := w.openStream(ctx, "bob", room); resp.StatusCode != 429 {
 		t.Fatalf("a second stream past MaxLiveStreams: %d", resp.StatusCode)
 	}

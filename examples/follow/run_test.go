@@ -69,14 +69,45 @@ func TestFlags(t *testing.T) {
 
 // syncBuffer is a bytes.Buffer safe to read while the command writes.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu    sync.Mutex
+	b     bytes.Buffer
+	lines int
+	wrote chan struct{} // closed and replaced on each write; see waitLines
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.lines += bytes.Count(p, []byte("\n"))
+	if s.wrote != nil {
+		close(s.wrote)
+		s.wrote = nil
+	}
 	return s.b.Write(p)
+}
+
+// waitLines waits until n lines were written, for at most 20 s.
+func (s *syncBuffer) waitLines(t *testing.T, n int) {
+	t.Helper()
+	guard := time.NewTimer(20 * time.Second) // a "not hours" guard only
+	defer guard.Stop()
+	for {
+		s.mu.Lock()
+		if s.lines >= n {
+			s.mu.Unlock()
+			return
+		}
+		if s.wrote == nil {
+			s.wrote = make(chan struct{})
+		}
+		c := s.wrote
+		s.mu.Unlock()
+		select {
+		case <-c:
+		case <-guard.C:
+			t.Fatalf("%d lines written, want %d", s.lines, n)
+		}
+	}
 }
 
 func (s *syncBuffer) String() string {
@@ -123,7 +154,9 @@ func TestFollowUntilEnded(t *testing.T) {
 	if _, err := alice.Join(ctx, room, adp.Join{Role: adp.RoleSpeaker}); err != nil {
 		t.Fatal(err)
 	}
+	seq := 2 // the room.create and alice's join
 	say := func(n int) {
+		seq += n
 		for i := 0; i < n; i++ {
 			if _, err := creator.SendMessage(ctx, room, adp.Message{ContentType: "text/plain", Content: adp.TextContent("line\x1b[2J")}); err != nil {
 				t.Fatal(err)
@@ -141,8 +174,8 @@ func TestFollowUntilEnded(t *testing.T) {
 	go func() { done <- follow(ctx, o, &stdout, &stderr) }()
 	for i := 0; i < 3; i++ {
 		say(5)
-		time.Sleep(20 * time.Millisecond)
-		host.Close() // ends every live stream: a forced disconnect
+		stdout.waitLines(t, seq-3) // every record after seq 3 is out: the stream is up
+		host.Close()               // ends every live stream: a forced disconnect
 		say(5)
 	}
 	if _, err := creator.CloseRoom(ctx, room, adp.Notice{Reason: "done"}); err != nil {
