@@ -33,10 +33,13 @@
 // [Room] materializes a room from its records — status, contract, members,
 // bans, join reviews, the type registry and the head — and judges each
 // write by every rule of §6–§15. Hosts call [Room.Accept] (check, link the
-// record, commit); verifiers call [Room.Apply] for each record of a history.
-// Both paths run one rule table, so history verified offline is judged by
-// exactly the rules its host had to apply. A rejected write changes
-// nothing, and every rejection carries its §20 code:
+// record, commit), or, to store the record between the judgment and the
+// state change, [Room.Prepare] with the event [ParseEvent] read, then
+// [Pending.Commit], and [Pending.Undo] if the durable append fails (every
+// write can be undone, in memory). Verifiers call [Room.Apply] for each
+// record of a history. All paths run one rule table, so history verified
+// offline is judged by exactly the rules its host had to apply. A rejected
+// write changes nothing, and every rejection carries its §20 code:
 //
 //	if errors.Is(err, adp.ErrRoomHeadMismatch) { /* re-read, re-decide, re-sign */ }
 //
@@ -53,6 +56,9 @@
 // duration limits are host policy (§21) and stay with the host. Join
 // requests are HTTP resources, not events: a host passes its store as
 // [RoomOptions.JoinRequests]; a verifier trusts what the log's reviews say.
+// [Room.Apply] (a host loading a room from its log) checks a stored
+// request's content but not its status, which by then shows the record's
+// outcome.
 // A public room approves valid requests automatically, with no
 // room.join.review (§9.2, §11): replay accepts, once, a room.join naming
 // a request_id that the log never reviewed, still enforcing bans, the
@@ -65,7 +71,9 @@
 //
 // [ParsePayload] decodes a built-in payload into its typed view ([RoomCreate],
 // [Join], [Message], …) exactly as strictly as a host checks it; renderers
-// and clients read payloads through it. Custom payloads are JSON objects
+// and clients read payloads through it. [Event.Builtin] is the same view of
+// a parsed event, decoded once: a host's own policy reads it before
+// [Room.Prepare], and the rule table reuses it. Custom payloads are JSON objects
 // (the kernel's customEvent), validated against the room's definition.
 //
 // The §21 payload limit applies to the canonical payload: the host's

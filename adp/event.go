@@ -27,6 +27,33 @@ type Event struct {
 
 	env   *envelope.Envelope // the envelope parsed, for its canonical form
 	draft Draft              // the draft it was read in
+
+	// The typed payload of a built-in type, decoded by the first call of
+	// Builtin (or the room's rule table), and the error it found.
+	typed    any
+	typedErr error
+	decoded  bool
+}
+
+// Builtin returns the typed payload of a built-in event in the draft the
+// event was read in (*RoomCreate, *Join, *JoinReview, *RoleUpdate,
+// *MemberRemove, …; the types [Room] judges), checked against its kernel
+// schema and the payload rules that need no room state. It is decoded
+// once: later calls, and a [Room] judging the event with
+// [Room.Prepare], reuse the result, so a host's own policy reads the
+// payload the rule table reads. A type the draft does not build in
+// returns nil, nil.
+//
+// The result is shared: do not modify it. An Event is one goroutine's
+// until its first Builtin call returns.
+func (e *Event) Builtin() (any, error) {
+	if !e.decoded {
+		if e.draft.OrDefault().IsBuiltin(e.Type) {
+			e.typed, e.typedErr = checkBuiltinPayload(e.draft, e.Type, e.Payload)
+		}
+		e.decoded = true
+	}
+	return e.typed, e.typedErr
 }
 
 // canonicalPayload is the payload's RFC 8785 form, taken from the

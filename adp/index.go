@@ -81,6 +81,9 @@ func (m *MemoryIndex) undoAdd(seq int64, record, event envelope.Hash) bool {
 		return false
 	}
 	m.records = m.records[:seq-1]
+	if seq == 1 {
+		m.records = nil // as a new index's, which a snapshot leaves out
+	}
 	delete(m.events, event)
 	s := &m.snap
 	s.Lock()

@@ -28,7 +28,7 @@ func TestPrepareCommitIsAccept(t *testing.T) {
 		t.Fatal(err)
 	}
 	before, _ := twin.Snapshot()
-	p, err := twin.Prepare(w.Ctx, env, w.Now)
+	p, err := twin.Prepare(w.Ctx, parsed(t, env), w.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestPrepareCommitIsAccept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stale, err := twin.Prepare(w.Ctx, env2, w.Now)
+	stale, err := twin.Prepare(w.Ctx, parsed(t, env2), w.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,41 +80,57 @@ func TestPrepareCommitIsAccept(t *testing.T) {
 	}
 }
 
-// PrepareEvent judges the event ParseEvent read exactly as Prepare judges
-// its envelope, and takes no Event that ParseEvent did not make.
-func TestPrepareEvent(t *testing.T) {
-	w := adptest.NewWorld(t, "d8ftedhpqhsusbg001tg", nil)
-	w.PublicRoom()
-	w.Join("alice", adp.RoleSpeaker)
-	env, err := adp.NewMessage(w.Ctx, w.Author("alice"), w.Base(adp.TypeMessageCreate), adp.Message{ContentType: "text/plain", Content: adp.TextContent("hi")})
-	if err != nil {
-		t.Fatal(err)
-	}
+// parsed is the event ParseEvent reads from env.
+func parsed(t testing.TB, env *envelope.Envelope) *adp.Event {
+	t.Helper()
 	ev, err := adp.ParseEvent(env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := w.Room.Prepare(w.Ctx, env, w.Now)
+	return ev
+}
+
+// Prepare judges the event ParseEvent read exactly as Accept judges its
+// envelope, and takes no Event that ParseEvent did not make. The typed
+// payload the rule table reads is the one Event.Builtin returns.
+func TestPrepareTakesParsedEvent(t *testing.T) {
+	w := adptest.NewWorld(t, "d8ftedhpqhsusbg001tg", nil)
+	w.PublicRoom()
+	w.Join("alice", adp.RoleSpeaker)
+	twin := w.Replay(nil)
+	env, err := adp.NewMessage(w.Ctx, w.Author("alice"), w.Base(adp.TypeMessageCreate), adp.Message{ContentType: "text/plain", Content: adp.TextContent("hi")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := w.Room.PrepareEvent(w.Ctx, ev, w.Now)
+	ev := parsed(t, env)
+	typed, err := ev.Builtin()
+	if m, ok := typed.(*adp.Message); err != nil || !ok || m.ContentType != "text/plain" {
+		t.Fatalf("Builtin: %#v, %v", typed, err)
+	}
+	got, err := w.Room.Prepare(w.Ctx, ev, w.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Record.Hash != want.Record.Hash || got.Record.Seq != want.Record.Seq {
-		t.Fatalf("PrepareEvent: record %d %s, Prepare's %d %s", got.Record.Seq, got.Record.Hash, want.Record.Seq, want.Record.Hash)
+	want, err := twin.Accept(w.Ctx, env, w.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Record.Hash != want.Hash || got.Record.Seq != want.Seq {
+		t.Fatalf("Prepare: record %d %s, Accept's %d %s", got.Record.Seq, got.Record.Hash, want.Seq, want.Hash)
+	}
+	if again, _ := ev.Builtin(); again != typed {
+		t.Fatal("the typed payload was decoded again")
 	}
 	if err := got.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	// The same event again is refused as Prepare refuses it.
-	_, werr := w.Room.Prepare(w.Ctx, env, w.Now)
-	_, gerr := w.Room.PrepareEvent(w.Ctx, ev, w.Now)
+	// The same event again is refused as Accept refuses it.
+	_, gerr := w.Room.Prepare(w.Ctx, ev, w.Now)
+	_, werr := twin.Accept(w.Ctx, env, w.Now)
 	if werr == nil || gerr == nil || werr.Error() != gerr.Error() {
-		t.Fatalf("resubmitted: PrepareEvent %v, Prepare %v", gerr, werr)
+		t.Fatalf("resubmitted: Prepare %v, Accept %v", gerr, werr)
 	}
-	if _, err := w.Room.PrepareEvent(w.Ctx, &adp.Event{Event: ev.Event, Hash: ev.Hash, RoomID: ev.RoomID}, w.Now); !errors.Is(err, identity.ErrInvalidEvent) {
+	if _, err := w.Room.Prepare(w.Ctx, &adp.Event{Event: ev.Event, Hash: ev.Hash, RoomID: ev.RoomID}, w.Now); !errors.Is(err, identity.ErrInvalidEvent) {
 		t.Fatalf("hand-made Event: %v, want invalid_event", err)
 	}
 }
@@ -123,8 +139,7 @@ func TestPrepareEvent(t *testing.T) {
 // as before them (its snapshot bytes, including the index's kept lists),
 // and the room then accepts other writes in their place as if the undone
 // ones had never been judged. It refuses, changing nothing, a write that
-// changes the room beyond its record, one that is not the latest, and one
-// not committed.
+// is not the latest, and one not committed.
 func TestPendingUndo(t *testing.T) {
 	w := adptest.NewWorld(t, "d8ftedhpqhsusbg001tg", nil)
 	w.PublicRoom()
@@ -148,7 +163,7 @@ func TestPendingUndo(t *testing.T) {
 			t.Fatal(err)
 		}
 		w.Tick(time.Millisecond)
-		p, err := w.Room.Prepare(w.Ctx, env, w.Now)
+		p, err := w.Room.Prepare(w.Ctx, parsed(t, env), w.Now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -220,27 +235,103 @@ func TestPendingUndo(t *testing.T) {
 		t.Fatal("Undo after a snapshot left another state")
 	}
 
-	// A membership write changes the room beyond its record.
+	// A write not committed cannot be undone.
 	w.Tick(time.Millisecond)
 	join, err := adp.NewJoin(w.Ctx, w.Author("carol"), w.Base(adp.TypeRoomJoin), adp.Join{Role: adp.RoleSpeaker})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := w.Room.Prepare(w.Ctx, join, w.Now)
+	p, err := w.Room.Prepare(w.Ctx, parsed(t, join), w.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := p.Undo(); !errors.Is(err, adp.ErrCannotUndo) {
 		t.Fatalf("Undo before Commit: %v", err)
 	}
+}
+
+// Membership and lifecycle writes, which change the room beyond their
+// record, are undone in memory too: after each Commit and Undo the room
+// is exactly as before (its snapshot bytes), and then accepts the same
+// write as a twin that never saw it. This is what lets a host put its
+// replica back when the append of such a write fails, without a
+// serialized copy of the room.
+func TestPendingUndoMembership(t *testing.T) {
+	w := adptest.NewWorld(t, "d8ftedhpqhsusbg001tg", nil)
+	// The room.create itself, on an empty room.
+	create, err := adp.NewRoomCreate(w.Ctx, w.Author("creator"), adp.RoomCreate{Topic: "undo", Visibility: adp.VisibilityPublic,
+		StartTime: w.Now.UnixMilli(), EndTime: w.Now.Add(time.Hour).UnixMilli()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty, _ := w.Room.Snapshot()
+	p, err := w.Room.Prepare(w.Ctx, parsed(t, create), w.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := p.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	joined, _ := w.Room.Snapshot()
-	if err := p.Undo(); !errors.Is(err, adp.ErrCannotUndo) {
-		t.Fatalf("Undo of a join: %v", err)
+	if err := p.Undo(); err != nil {
+		t.Fatalf("Undo of the room.create: %v", err)
 	}
-	if now, _ := w.Room.Snapshot(); !bytes.Equal(joined, now) {
-		t.Fatal("a refused Undo changed the room")
+	if now, _ := w.Room.Snapshot(); !bytes.Equal(empty, now) || w.Room.Created() {
+		t.Fatalf("the undone room.create left the room changed:\n%s\n%s", empty, func() []byte { b, _ := w.Room.Snapshot(); return b }())
+	}
+	w.OK(w.Submit(create, nil))
+	w.Join("alice", adp.RoleSpeaker)
+	w.Join("bob", adp.RoleSpeaker)
+
+	writes := []func() (*envelope.Envelope, error){
+		func() (*envelope.Envelope, error) {
+			return adp.NewJoin(w.Ctx, w.Author("carol"), w.Base(adp.TypeRoomJoin), adp.Join{Role: adp.RoleObserver})
+		},
+		func() (*envelope.Envelope, error) {
+			return adp.NewRoleUpdate(w.Ctx, w.Author("creator"), w.Base(adp.TypeMemberRoleUpdate), adp.RoleUpdate{Member: w.ID("alice"), Role: adp.RoleObserver})
+		},
+		func() (*envelope.Envelope, error) {
+			return adp.NewMemberRemove(w.Ctx, w.Author("creator"), w.Base(adp.TypeMemberRemove), adp.MemberRemove{Member: w.ID("bob"), Ban: true})
+		},
+		func() (*envelope.Envelope, error) {
+			return adp.NewLeave(w.Ctx, w.Author("alice"), w.Base(adp.TypeRoomLeave), adp.Notice{})
+		},
+		func() (*envelope.Envelope, error) {
+			topic := "renamed"
+			return adp.NewRoomUpdate(w.Ctx, w.Author("creator"), w.Base(adp.TypeRoomUpdate), adp.RoomUpdate{Topic: &topic})
+		},
+	}
+	for i, write := range writes {
+		w.Tick(time.Millisecond)
+		env, err := write()
+		if err != nil {
+			t.Fatal(err)
+		}
+		twin := w.Replay(nil)
+		before, _ := w.Room.Snapshot()
+		p, err := w.Room.Prepare(w.Ctx, parsed(t, env), w.Now)
+		if err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+		if err := p.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Undo(); err != nil {
+			t.Fatalf("Undo of write %d (%s): %v", i, parsed(t, env).Type, err)
+		}
+		if now, _ := w.Room.Snapshot(); !bytes.Equal(before, now) {
+			t.Fatalf("after Undo of write %d the room is not as before:\nbefore %s\nafter  %s", i, before, now)
+		}
+		// Both accept it now, alike; the next write builds on it.
+		a, errA := w.Room.Accept(w.Ctx, env, w.Now)
+		b, errB := twin.Accept(w.Ctx, env, w.Now)
+		if errA != nil || errB != nil || a.Hash != b.Hash {
+			t.Fatalf("write %d after Undo: %v / %v", i, errA, errB)
+		}
+		w.Records = append(w.Records, a)
+		sa, _ := w.Room.Snapshot()
+		sb, _ := twin.Snapshot()
+		if !bytes.Equal(sa, sb) {
+			t.Fatalf("write %d: the undone room and its twin differ:\n%s\n%s", i, sa, sb)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -273,9 +274,12 @@ type Pending struct {
 	Record *Record
 	room   *Room
 	change *change
-	// committed is set by Commit, with prev, what Undo puts back.
+	// committed is set by Commit, with prev, what Undo puts back; a
+	// change with effects beyond its record (membership, lifecycle) keeps
+	// the whole state it replaced in prevState instead.
 	committed bool
 	prev      undoState
+	prevState *state
 }
 
 // undoState is the part of a room's state a change without side effects
@@ -285,38 +289,29 @@ type undoState struct {
 	latest       Latest
 	head         RecordRef
 	registry     *packs.Registry
-	member       *Member // the actor's, whose LastEventSeq moved
+	member       bool // the actor is a member, whose LastEventSeq moved
 	lastEventSeq int64
 }
 
-// Prepare is [Room.Accept] without the state change: it judges env at time
-// at exactly as Accept does and returns the record Accept would append.
-// The room does not change until [Pending.Commit].
-func (r *Room) Prepare(ctx context.Context, env *envelope.Envelope, at time.Time) (*Pending, error) {
-	return r.prepare(ctx, env, nil, at)
-}
-
-// PrepareEvent is [Room.Prepare] for an envelope the caller has already
-// read with [ParseEvent] (a host routes a write by its room and type
-// before judging it): ev is not parsed again. ev must come from
-// ParseEvent; any other Event is refused with invalid_event.
-func (r *Room) PrepareEvent(ctx context.Context, ev *Event, at time.Time) (*Pending, error) {
+// Prepare is [Room.Accept] without the state change, for an envelope the
+// caller has read with [ParseEvent] or [ParseEventIn] (a host routes a
+// write by its room and type before judging it; ev is not parsed again,
+// and its typed payload, [Event.Builtin], is decoded once): it judges the
+// write at time at exactly as Accept does and returns the record Accept
+// would append. The room does not change until [Pending.Commit]. An Event
+// not read by ParseEvent is refused with invalid_event.
+func (r *Room) Prepare(ctx context.Context, ev *Event, at time.Time) (*Pending, error) {
 	if ev.env == nil {
 		return nil, identity.NewError(identity.CodeInvalidEvent, "the event was not read by ParseEvent")
 	}
-	return r.prepare(ctx, ev.env, ev, at)
-}
-
-// prepare is Prepare, with env's event already parsed when ev is not nil.
-func (r *Room) prepare(ctx context.Context, env *envelope.Envelope, ev *Event, at time.Time) (*Pending, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	ms := r.clock(at)
-	c, err := r.check(ctx, env, ev, ms, false)
+	c, err := r.check(ctx, ev.env, ev, ms, false)
 	if err != nil {
 		return nil, err
 	}
-	rec := r.nextRecord(env, ms)
+	rec := r.nextRecord(ev.env, ms)
 	return &Pending{Record: rec, room: r, change: c}, nil
 }
 
@@ -339,9 +334,15 @@ func (p *Pending) Commit() error {
 		return err
 	}
 	s := &r.st
-	p.prev = undoState{status: s.Status, latest: s.Latest, head: s.Head, registry: s.Registry}
-	if m := s.Members[p.change.ev.Actor]; m != nil {
-		p.prev.member, p.prev.lastEventSeq = m, m.LastEventSeq
+	if p.change.apply != nil {
+		// Membership and lifecycle changes reach beyond the record: the
+		// state they replace is kept whole, in memory, for Undo.
+		p.prevState = s.clone()
+	} else {
+		p.prev = undoState{status: s.Status, latest: s.Latest, head: s.Head, registry: s.Registry}
+		if m := s.Members[p.change.ev.Actor]; m != nil {
+			p.prev.member, p.prev.lastEventSeq = true, m.LastEventSeq
+		}
 	}
 	r.commit(p.change, p.Record)
 	p.committed = true
@@ -354,17 +355,17 @@ var ErrCannotUndo = errors.New("adp: the committed record cannot be undone")
 
 // Undo takes back a committed Pending whose record is still the room's
 // latest: the room is again exactly as it was before [Pending.Commit].
-// A host that commits several judged writes to its replica before one
-// durable append of them all (group commit) undoes them, newest first,
-// when that append fails, instead of rebuilding the replica from storage
-// it may not be able to reach.
+// A host commits a judged write to its replica before the durable append
+// (several at once with group commit) and undoes them, newest first, when
+// that append fails, instead of rebuilding the replica from storage it
+// may not be able to reach.
 //
-// Only writes whose effect is the record itself can be undone: messages,
-// signals, room-defined types and type.define, in a room with the default
-// [MemoryIndex]. Undo returns an error wrapping ErrCannotUndo, and changes
-// nothing, for any other write (membership and lifecycle changes), a
-// Pending not committed or already undone, a record that is no longer the
-// latest, or a custom Index.
+// Every write can be undone in a room with the default [MemoryIndex]; a
+// membership or lifecycle change costs its Commit a copy of the room's
+// members, bans and reviews. Undo returns an error wrapping
+// ErrCannotUndo, and changes nothing, for a Pending not committed or
+// already undone, a record that is no longer the latest, or a custom
+// Index.
 func (p *Pending) Undo() error {
 	r := p.room
 	r.mu.Lock()
@@ -374,18 +375,20 @@ func (p *Pending) Undo() error {
 	switch {
 	case !p.committed:
 		return fmt.Errorf("%w: record %d is not committed", ErrCannotUndo, p.Record.Seq)
-	case p.change.apply != nil || p.change.ev.Type == TypeRoomCreate:
-		return fmt.Errorf("%w: %s changes the room beyond its record", ErrCannotUndo, p.change.ev.Type)
 	case s.Latest.Seq != p.Record.Seq || s.Latest.Hash != p.Record.Hash:
 		return fmt.Errorf("%w: record %d is not the room's latest", ErrCannotUndo, p.Record.Seq)
 	case !ok || !m.undoAdd(p.Record.Seq, p.Record.Hash, p.change.ev.Hash):
 		return fmt.Errorf("%w: the room's index cannot drop record %d", ErrCannotUndo, p.Record.Seq)
 	}
-	s.Status, s.Latest, s.Head, s.Registry = p.prev.status, p.prev.latest, p.prev.head, p.prev.registry
-	if p.prev.member != nil {
-		p.prev.member.LastEventSeq = p.prev.lastEventSeq
+	if p.prevState != nil {
+		r.st = *p.prevState
+	} else {
+		s.Status, s.Latest, s.Head, s.Registry = p.prev.status, p.prev.latest, p.prev.head, p.prev.registry
+		if m := s.Members[p.change.ev.Actor]; p.prev.member && m != nil {
+			m.LastEventSeq = p.prev.lastEventSeq
+		}
 	}
-	p.committed, p.change, p.prev = false, nil, undoState{}
+	p.committed, p.change, p.prev, p.prevState = false, nil, undoState{}, nil
 	return nil
 }
 
@@ -531,7 +534,7 @@ func (r *Room) check(ctx context.Context, env *envelope.Envelope, ev *Event, at 
 	if def != nil {
 		return c, r.checkCustom(ev, def)
 	}
-	payload, err := checkBuiltinPayload(r.draft, ev.Type, ev.Payload)
+	payload, err := ev.Builtin() // ev.draft is r.draft
 	if err != nil {
 		return nil, err
 	}
@@ -562,6 +565,28 @@ func (r *Room) check(ctx context.Context, env *envelope.Envelope, ev *Event, at 
 		return nil, err
 	}
 	return c, nil
+}
+
+// clone returns a copy of s that the commit of a change cannot reach:
+// the members, bans and reviews, which changes update in place, are
+// copied; the contract's slices and maps and the registry are replaced,
+// never changed, by a commit.
+func (s *state) clone() *state {
+	c := *s
+	c.Members = make(map[identity.AgentID]*Member, len(s.Members))
+	for id, m := range s.Members {
+		mc := *m
+		c.Members[id] = &mc
+	}
+	c.Bans = maps.Clone(s.Bans)
+	if s.Reviews != nil {
+		c.Reviews = make(map[string]*review, len(s.Reviews))
+		for id, rv := range s.Reviews {
+			rc := *rv
+			c.Reviews[id] = &rc
+		}
+	}
+	return &c
 }
 
 // commit applies a checked change and links rec into the history.

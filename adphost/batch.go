@@ -111,7 +111,7 @@ func (h *Host) commitBatch(ctx context.Context, hr *hostRoom, batch []*roomWrite
 		}
 		var p *adp.Pending
 		if err == nil {
-			if p, err = hr.room.PrepareEvent(ctx, w.ev, now); err == nil { // w.ev is w.env's, read once
+			if p, err = hr.room.Prepare(ctx, w.ev, now); err == nil { // w.ev is w.env's, read once
 				err = p.Commit() // the next write is judged after this one
 			}
 			if ruleRefusal(err) && h.storeAhead(ctx, hr, before) {

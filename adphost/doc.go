@@ -19,9 +19,12 @@
 //   - writes pass envelope.Verifier (hash, signature, exact resubmission,
 //     live-write window, nonce) and then, under the room's lock, the
 //     host's durable nonce cache, the §21 rate limits ([RateLimits], with
-//     rate_hint) and adp.Room.Accept; the record is appended to the
-//     [Store] with append-if-head before anyone sees it. An exact
-//     resubmission answers with the original record;
+//     rate_hint) and the room's rule table (adp.Room.Prepare, whose typed
+//     payload, adp.Event.Builtin, the host's own limits read too); the
+//     record is appended to the [Store] with append-if-head, with the
+//     room's index entry for a lifecycle or membership write, before
+//     anyone sees it. An exact resubmission answers with the original
+//     record;
 //   - reads follow §16: public rooms are open, a restricted room's
 //     resource is public but its events, statuses and archive need a
 //     member's request JWT (membership_required), and a private room does
@@ -70,7 +73,10 @@
 //
 // # What it keeps in memory
 //
-// The Store is the truth. The Host keeps a bounded cache of adp.Room
+// The Store is the truth, and owns what it is given: [Store.PutSnapshot]
+// takes the snapshot's bytes, so [MemoryStore] keeps them without a copy,
+// and the Host has no code for any particular Store. The Host keeps a
+// bounded cache of adp.Room
 // replicas ([Options].RoomCache, least recently used out; rooms with live
 // subscribers stay), loads a room on first use from its newest snapshot
 // (stored every [Options].SnapshotEvery records at first, further apart as
@@ -110,8 +116,11 @@
 //
 // # When the Store fails
 //
-// The replica is never ahead of the Store. A failed append is taken back
-// out of the replica in memory (a batch with [adp.Pending.Undo]), never by
+// Every write has one shape: judged (adp.Room.Prepare), committed to the
+// replica (adp.Pending.Commit), appended, answered. The replica is never
+// ahead of the Store once the room's lock is released: a failed append is
+// taken back out of the replica in memory ([adp.Pending.Undo], for one
+// write or a batch, membership and lifecycle writes included), never by
 // reading the Store, which may be what failed. A failure that is not the
 // Store's verdict (a database that is down) is answered 503
 // service_unavailable with Retry-After: 1 and without its text, to reads
@@ -124,7 +133,12 @@
 // that does not restore (truncated, from a newer version) or does not
 // match the log is ignored: the room is rebuilt from its log and the
 // snapshot rewritten, so an outsider of a private room sees a missing
-// room either way. A room's load runs
+// room either way. What the host writes beside a stored record — a
+// snapshot, the join request a review decided, the agent status a leave,
+// removal or demotion clears — does not fail the write when it fails: it
+// is logged ([Options].Logger); a join request is repaired when the room
+// is next loaded, a status expires with its TTL, and a missing snapshot
+// costs a longer load. A room's load runs
 // detached from the request that started it, under its own 30 s bound, so
 // one client's disconnect does not fail the others waiting for it; a room
 // with a write between its lookup and its answer is not evicted.

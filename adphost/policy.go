@@ -5,7 +5,6 @@ import (
 
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/identity"
-	"github.com/agentprotocols/go-sdk/internal/strictjson"
 )
 
 // The §21 recommended room limits, the defaults of Options.
@@ -58,15 +57,15 @@ func newRoomLimits(o *Options) roomLimits {
 // does not parse is left to the rule table.
 func (h *Host) checkRoomLimits(room *adp.Room, ev *adp.Event) error {
 	l := h.roomLimits
-	switch ev.Type {
-	case adp.TypeRoomCreate:
-		var p adp.RoomCreate
-		if strictjson.UnmarshalOpen(ev.Payload, &p) == nil {
-			return l.duration(p.StartTime, p.EndTime)
-		}
-	case adp.TypeRoomUpdate:
-		var p adp.RoomUpdate
-		if strictjson.UnmarshalOpen(ev.Payload, &p) == nil && (p.StartTime != nil || p.EndTime != nil) {
+	payload, err := ev.Builtin() // decoded once: the rule table reuses it
+	if err != nil {
+		return nil
+	}
+	switch p := payload.(type) {
+	case *adp.RoomCreate:
+		return l.duration(p.StartTime, p.EndTime)
+	case *adp.RoomUpdate:
+		if p.StartTime != nil || p.EndTime != nil {
 			c := room.Contract()
 			start, end := c.StartTime, c.EndTime
 			if p.StartTime != nil {
@@ -77,22 +76,17 @@ func (h *Host) checkRoomLimits(room *adp.Room, ev *adp.Event) error {
 			}
 			return l.duration(start, end)
 		}
-	case adp.TypeRoomJoin:
-		var p adp.Join
-		if strictjson.UnmarshalOpen(ev.Payload, &p) == nil && !isActive(room, ev.Actor) {
+	case *adp.Join:
+		if !isActive(room, ev.Actor) {
 			return l.seat(room, p.Role)
 		}
-	case adp.TypeRoomJoinReview:
-		var p adp.JoinReview
-		if strictjson.UnmarshalOpen(ev.Payload, &p) == nil && p.Decision == adp.DecisionApprove && !isActive(room, p.Request.Applicant) {
+	case *adp.JoinReview:
+		if p.Decision == adp.DecisionApprove && !isActive(room, p.Request.Applicant) {
 			return l.seat(room, p.Role)
 		}
-	case adp.TypeMemberRoleUpdate:
-		var p adp.RoleUpdate
-		if strictjson.UnmarshalOpen(ev.Payload, &p) == nil {
-			if m, ok := room.Member(p.Member); ok && m.Status == adp.MemberActive && speaking(m.Role) != speaking(p.Role) {
-				return l.seat(room, p.Role)
-			}
+	case *adp.RoleUpdate:
+		if m, ok := room.Member(p.Member); ok && m.Status == adp.MemberActive && speaking(m.Role) != speaking(p.Role) {
+			return l.seat(room, p.Role)
 		}
 	}
 	return nil

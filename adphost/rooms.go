@@ -63,20 +63,6 @@ func (h *Host) listed(ix RoomIndex) adp.RoomSummary {
 	return s
 }
 
-// restore puts hr's replica back to a snapshot taken before a write whose
-// append failed (hr.mu held).
-func (h *Host) restore(hr *hostRoom, snap []byte) error {
-	opts := h.roomOpts
-	opts.URL = h.RoomURL(hr.id)
-	room, err := adp.RestoreRoom(snap, &opts)
-	if err != nil {
-		return err
-	}
-	hr.room, hr.reg = room, room.Registry()
-	hr.seq.Store(room.Latest().Seq)
-	return nil
-}
-
 // statusRank orders active rooms before scheduled ones (§18), then ended
 // and cancelled ones.
 func statusRank(s adp.Status) int {

@@ -59,7 +59,9 @@ type Store interface {
 
 	// PutSnapshot stores a room snapshot (adp.Room.Snapshot) taken at
 	// seq, unless a newer one is stored; one taken at the same seq is
-	// replaced (the Host rewrites a snapshot that does not load).
+	// replaced (the Host rewrites a snapshot that does not load). The
+	// Store takes ownership of snap: the caller does not use it again,
+	// so a Store may keep it without a copy.
 	PutSnapshot(ctx context.Context, roomID string, seq int64, snap []byte) error
 	// Snapshot returns a room's newest snapshot and its seq; seq 0 and nil
 	// when there is none.
@@ -466,20 +468,15 @@ func (m *MemoryStore) RecordByEvent(_ context.Context, h envelope.Hash) (*adp.Re
 	return m.events[h], nil
 }
 
-// PutSnapshot implements Store.
+// PutSnapshot implements Store. It keeps snap, whose ownership it
+// takes, without a copy.
 func (m *MemoryStore) PutSnapshot(_ context.Context, roomID string, seq int64, snap []byte) error {
-	m.putSnapshot(roomID, seq, slices.Clone(snap))
-	return nil
-}
-
-// putSnapshot is PutSnapshot of a snapshot nobody else holds (the Host's,
-// fresh from adp.Room.Snapshot): kept without a copy.
-func (m *MemoryStore) putSnapshot(roomID string, seq int64, snap []byte) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.snapshots[roomID].seq <= seq {
 		m.snapshots[roomID] = memSnapshot{seq, snap}
 	}
+	return nil
 }
 
 // Snapshot implements Store.

@@ -10,7 +10,6 @@ import (
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/identity"
-	"github.com/agentprotocols/go-sdk/internal/strictjson"
 )
 
 // createRoom is POST /v1/rooms (§9).
@@ -284,52 +283,37 @@ func (h *Host) tryCommit(ctx context.Context, hr *hostRoom, env *envelope.Envelo
 	if err != nil {
 		return nil, err
 	}
-	if adp.IsBuiltin(ev.Type) && ev.Type != adp.TypeMessageCreate {
+	// Judged once (ev is env's, read once): Prepare builds the record
+	// (received_at never decreases, even if the clock steps back), Commit
+	// applies it to the replica, and an append that fails takes it back
+	// out in memory (Pending.Undo), as a failed batch does. hr.mu is held
+	// from the judgment to the append.
+	p, err := hr.room.Prepare(ctx, ev, now)
+	if err != nil {
+		return nil, h.judged(ctx, hr, err)
+	}
+	if err := p.Commit(); err != nil {
+		h.drop(hr, err) // nothing moved the replica under hr.mu: not reached
+		return nil, errDropped
+	}
+	c.Record = p.Record
+	var ix *RoomIndex
+	if !batchable(ev) {
 		// A lifecycle or membership write changes the room's index entry,
-		// which goes into the Store with the record: accept it into the
-		// replica first, and put the replica back if the append fails.
-		// These writes are rare (and rate-limited), so the snapshot is
-		// affordable.
-		undo, err := hr.room.Snapshot()
-		if err != nil {
-			return nil, err
+		// which goes into the Store with the record.
+		e := h.index(hr.room, true)
+		ix, c.Index = &e, &e
+	}
+	if err := h.store.Append(ctx, c); err != nil {
+		if uerr := p.Undo(); uerr != nil {
+			h.drop(hr, uerr)
+			return nil, errDropped
 		}
-		rec, err := hr.room.Accept(ctx, env, now)
-		if err != nil {
-			return nil, h.judged(ctx, hr, err)
-		}
-		c.Record = rec
-		ix := h.index(hr.room, true)
-		c.Index = &ix
-		if err := h.store.Append(ctx, c); err != nil {
-			if rerr := h.restore(hr, undo); rerr != nil {
-				h.drop(hr, rerr)
-				return nil, errDropped
-			}
-			return nil, h.appendFailed(hr, err)
-		}
+		return nil, h.appendFailed(hr, err)
+	}
+	if ix != nil {
 		ix.Members = nil
-		hr.ix = &ix
-	} else {
-		// Judged once: Prepare builds the record (received_at never
-		// decreases, even if the clock steps back) without changing the
-		// replica, and Commit applies that judgment once the record is
-		// stored.
-		p, err := hr.room.PrepareEvent(ctx, ev, now) // ev is env's, read once
-		if err != nil {
-			return nil, h.judged(ctx, hr, err)
-		}
-		c.Record = p.Record
-		if err := h.store.Append(ctx, c); err != nil {
-			return nil, h.appendFailed(hr, err)
-		}
-		// The record is stored: the replica follows it. Should the replica
-		// have moved meanwhile, it is not to be trusted: it is dropped,
-		// and the write, which is stored, answered.
-		if err := p.Commit(); err != nil {
-			h.drop(hr, err)
-			return c.Record, nil
-		}
+		hr.ix = ix
 	}
 	hr.seq.Store(hr.room.Latest().Seq)
 	h.stored(ctx, hr, ev, c.Record, hint, now)
@@ -425,21 +409,17 @@ func (h *Host) stored(ctx context.Context, hr *hostRoom, ev *adp.Event, rec *adp
 
 // snapshot stores a snapshot of hr's replica (hr.mu held). A snapshot is
 // a shortcut for rebuilding the replica; a failure to store one costs a
-// longer rebuild, not the write.
+// longer rebuild, not the write, and is logged. The Store takes the
+// snapshot's bytes (Store.PutSnapshot), fresh and held by nobody else.
 func (h *Host) snapshot(ctx context.Context, hr *hostRoom) {
-	if snap, err := hr.room.Snapshot(); err == nil {
-		h.putSnapshot(ctx, hr.id, hr.room.Latest().Seq, snap)
+	seq := hr.room.Latest().Seq
+	snap, err := hr.room.Snapshot()
+	if err == nil {
+		err = h.store.PutSnapshot(ctx, hr.id, seq, snap)
 	}
-}
-
-// putSnapshot stores snap, fresh from adp.Room.Snapshot and held by
-// nobody else: a MemoryStore keeps it without the copy PutSnapshot makes.
-func (h *Host) putSnapshot(ctx context.Context, roomID string, seq int64, snap []byte) {
-	if m, ok := h.store.(*MemoryStore); ok {
-		m.putSnapshot(roomID, seq, snap)
-		return
+	if err != nil {
+		h.log.Warn("adphost: a room snapshot was not stored; the room is rebuilt from an older one or its log", "room", hr.id, "seq", seq, "err", err)
 	}
-	h.store.PutSnapshot(ctx, roomID, seq, snap)
 }
 
 // snapshotDue reports whether the record at seq is followed by a stored
@@ -501,8 +481,7 @@ func (h *Host) privateGate(ctx context.Context, room *adp.Room, ev *adp.Event) (
 		return nil, nil
 	}
 	if ev.Type == adp.TypeRoomJoin {
-		var p adp.Join
-		if strictjson.UnmarshalOpen(ev.Payload, &p) == nil {
+		if p, ok := builtin[*adp.Join](ev); ok {
 			if p.RequestID == "" {
 				return identity.NewError(adp.CodeApprovalRequired, "this room requires an approved join request"), nil
 			}
@@ -557,8 +536,8 @@ func (h *Host) outsider(ctx context.Context, ev *adp.Event, now time.Time, refus
 // next loaded (see reconcile), so it is not the write's error. A request
 // that already agrees is not written again.
 func (h *Host) applyReview(ctx context.Context, roomID string, ev *adp.Event, rec *adp.Record) error {
-	var p adp.JoinReview
-	if strictjson.UnmarshalOpen(ev.Payload, &p) != nil {
+	p, ok := builtin[*adp.JoinReview](ev)
+	if !ok {
 		return nil
 	}
 	jr, err := h.store.JoinRequest(ctx, roomID, p.Request.ID)
@@ -586,19 +565,39 @@ func (h *Host) afterAccept(ctx context.Context, hr *hostRoom, ev *adp.Event, rec
 	case adp.TypeRoomCreate, adp.TypeTypeDefine:
 		hr.reg = hr.room.Registry()
 	case adp.TypeRoomJoinReview:
-		h.applyReview(ctx, hr.id, ev, rec)
+		if err := h.applyReview(ctx, hr.id, ev, rec); err != nil {
+			// Repaired when the room is next loaded (reconcile).
+			h.log.Error("adphost: a join request was not updated after its review record; it is repaired when the room is next loaded",
+				"room", hr.id, "seq", rec.Seq, "err", err)
+		}
 	case adp.TypeRoomLeave:
-		h.store.DeleteStatus(ctx, hr.id, ev.Actor)
+		h.clearStatus(ctx, hr, rec, ev.Actor)
 	case adp.TypeMemberRemove:
-		var p adp.MemberRemove
-		if strictjson.UnmarshalOpen(ev.Payload, &p) == nil {
-			h.store.DeleteStatus(ctx, hr.id, p.Member)
+		if p, ok := builtin[*adp.MemberRemove](ev); ok {
+			h.clearStatus(ctx, hr, rec, p.Member)
 		}
 	case adp.TypeMemberRoleUpdate:
-		var p adp.RoleUpdate
-		if strictjson.UnmarshalOpen(ev.Payload, &p) == nil && p.Role == adp.RoleObserver {
-			h.store.DeleteStatus(ctx, hr.id, p.Member)
+		if p, ok := builtin[*adp.RoleUpdate](ev); ok && p.Role == adp.RoleObserver {
+			h.clearStatus(ctx, hr, rec, p.Member)
 		}
 	}
 	h.publishRecord(hr, rec)
+}
+
+// clearStatus removes the agent status of a member who left, was removed
+// or can no longer speak (§17.4). The record stands whatever happens
+// here; a status left behind expires with its TTL.
+func (h *Host) clearStatus(ctx context.Context, hr *hostRoom, rec *adp.Record, agent identity.AgentID) {
+	if err := h.store.DeleteStatus(ctx, hr.id, agent); err != nil {
+		h.log.Error("adphost: an agent status was not cleared after its record; it lasts until its TTL",
+			"room", hr.id, "seq", rec.Seq, "agent", agent, "err", err)
+	}
+}
+
+// builtin returns ev's typed payload as a T, decoded once (adp.Event.Builtin,
+// which the rule table shares): ok is false when the payload is not one.
+func builtin[T any](ev *adp.Event) (T, bool) {
+	p, err := ev.Builtin()
+	t, ok := p.(T)
+	return t, ok && err == nil
 }
