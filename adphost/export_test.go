@@ -17,3 +17,26 @@ func WaitQueuedWrites(ctx context.Context, h *Host, room string, n int) error {
 	}
 	return hr.writes.WaitQueued(ctx, n)
 }
+
+// WaitLiveStreams returns once the host serves at most n live streams, or
+// with ctx's error.
+func WaitLiveStreams(ctx context.Context, h *Host, n int) error {
+	c := &h.streams
+	for {
+		c.mu.Lock()
+		if len(c.slots) <= n {
+			c.mu.Unlock()
+			return nil
+		}
+		if c.freed == nil {
+			c.freed = make(chan struct{})
+		}
+		freed := c.freed
+		c.mu.Unlock()
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}

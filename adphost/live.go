@@ -200,6 +200,7 @@ type streamCounts struct {
 	rooms   map[string]int
 	members map[agentRoom]int
 	next    uint64
+	freed   chan struct{} // closed when a slot is removed; made by a waiter (tests)
 }
 
 func newStreamCounts(perRoom, perAgent, total int) streamCounts {
@@ -288,6 +289,10 @@ func (c *streamCounts) remove(s *streamSlot) {
 	dec(c.agents, s.agent)
 	dec(c.rooms, s.room)
 	dec(c.members, agentRoom{s.agent, s.room})
+	if c.freed != nil {
+		close(c.freed)
+		c.freed = nil
+	}
 }
 
 // dec counts one less of k, forgetting it at zero.

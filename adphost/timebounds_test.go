@@ -79,18 +79,13 @@ func TestStalledReaderDropped(t *testing.T) {
 	for i := range 100 { // ~6 MB: more than the socket buffers hold
 		mustv(alice.SendMessage(ctx, room, text(fmt.Sprint(i, big))))
 	}
-	for {
-		sctx, scancel := context.WithCancel(ctx)
-		resp := w.openStream(sctx, "bob", room)
-		code := resp.StatusCode
-		scancel()
-		if code == 200 {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("the stalled reader still holds the slot: %d", code)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := adphost.WaitLiveStreams(ctx, w.host, 0); err != nil {
+		t.Fatalf("the stalled reader still holds the slot: %v", err)
+	}
+	sctx, scancel := context.WithCancel(ctx)
+	defer scancel()
+	if resp := w.openStream(sctx, "bob", room); resp.StatusCode != 200 {
+		t.Fatalf("the freed slot: HTTP %d", resp.StatusCode)
 	}
 }
 

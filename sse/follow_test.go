@@ -460,10 +460,22 @@ func TestFollowAcceptance(t *testing.T) {
 	writer := make(chan struct{})
 	go func() {
 		defer close(writer)
+		guard := time.After(20 * time.Second) // a "not hours" guard only
 		for i := 0; i < 500; i++ {
 			h.say("bob", "message")
-			if i%5 == 0 {
-				time.Sleep(time.Millisecond)
+			// The writer stays within 25 records of the follower, so the
+			// drops below fall while records are still being written.
+			for {
+				ch := changed.C()
+				if c.last() >= h.seq()-25 {
+					break
+				}
+				select {
+				case <-ch:
+					continue
+				case <-guard:
+				}
+				break
 			}
 		}
 	}()

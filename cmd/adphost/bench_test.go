@@ -294,7 +294,7 @@ func readAnswer(rd *bufio.Reader) (int, error) {
 // BenchmarkCrossProcessDelivery: the latency from a write's acceptance
 // (its answer at the writer) on process 0 to its arrival at a follower
 // (sse.Follow) connected to process 1, on PostgreSQL (LISTEN/NOTIFY), one
-// write at a time, 2 ms apart.
+// write at a time: the next goes out once the previous one arrived.
 func BenchmarkCrossProcessDelivery(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -358,7 +358,20 @@ func BenchmarkCrossProcessDelivery(b *testing.B) {
 			b.Fatal(err)
 		}
 		acked[r.Seq] = time.Now()
-		time.Sleep(2 * time.Millisecond) // a write every few ms, not back to back
+		// One write in flight at a time: the next goes out once this one
+		// reached the follower, so no delivery queues behind another.
+		for delivered := false; !delivered; {
+			mu.Lock()
+			_, delivered = arrived[r.Seq]
+			mu.Unlock()
+			if !delivered {
+				select {
+				case <-grew:
+				case <-ctx.Done():
+					b.Fatalf("record %d never reached the follower on process 1", r.Seq)
+				}
+			}
+		}
 	}
 	b.StopTimer()
 	guard := time.After(10 * time.Second) // a "not hours" guard only

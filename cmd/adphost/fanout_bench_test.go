@@ -164,9 +164,12 @@ func BenchmarkFanout(b *testing.B) {
 	acked := make([]int64, b.N)
 	h0, _ := pgtest.GroupCPUTime(p.cmd.Process.Pid)
 	b.ResetTimer()
-	start := time.Now()
+	pace := time.NewTicker(time.Duration(float64(time.Second) / rate)) // the write rate
+	defer pace.Stop()
 	for i, body := range envs {
-		time.Sleep(time.Until(start.Add(time.Duration(float64(i) / rate * float64(time.Second))))) // the write rate
+		if i > 0 {
+			<-pace.C
+		}
 		resp, err := hc.Post(origin+"/v1/rooms/"+room, "application/json", bytes.NewReader(body))
 		if err != nil {
 			b.Fatal(err)
