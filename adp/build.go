@@ -137,6 +137,27 @@ func NewMessage(ctx context.Context, a *envelope.Author, base Base, p Message, m
 	return build(ctx, a, base.Draft, &base, TypeMessageCreate, p, mentions)
 }
 
+// NewEvent signs a built-in event of type typ on base from its raw
+// payload, for callers that hold the payload as JSON (a tool's arguments,
+// a stored draft): the payload is checked against the type's kernel rules
+// in base's draft once, as its typed builder would check it (NewMessage,
+// NewJoin, …), and signed as given. room.create and room.join.request are
+// not written on a base (NewRoomCreate, NewJoinRequest), and a
+// room-defined type needs its room's registry (NewCustom); NewEvent
+// refuses them with invalid_event.
+func NewEvent(ctx context.Context, a *envelope.Author, base Base, typ string, payload jsontext.Value, mentions ...identity.AgentID) (*envelope.Envelope, error) {
+	switch {
+	case typ == TypeRoomCreate || typ == TypeRoomJoinRequest:
+		return nil, identity.Errorf(identity.CodeInvalidEvent, "%s is not written on a base; use its builder", typ)
+	case !base.Draft.IsBuiltin(typ):
+		return nil, identity.Errorf(identity.CodeInvalidEvent, "%q is not a built-in type of the %s draft; use NewCustom", clip(typ), base.Draft.OrDefault())
+	}
+	if _, err := checkBuiltinPayload(base.Draft, typ, payload); err != nil {
+		return nil, err
+	}
+	return sign(ctx, a, &base, typ, payload, mentions)
+}
+
 // NewCustom signs an event of a room-defined type. The payload (any value
 // json v2 marshals to a JSON object, or a jsontext.Value holding one) is
 // validated against the definition in force in reg, so a payload the host

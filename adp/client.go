@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -81,7 +80,16 @@ type ClientOptions struct {
 	MaxListBytes int64
 	// Packs configures the type registries of the rooms the client
 	// verifies (an external pack fetcher); nil refuses external packs.
+	// NewReplica's replicas bring their own.
 	Packs *packs.Options
+	// NewReplica, when set, makes the replica of a room the client first
+	// reads or writes (and the replacement of one whose Admitted hook
+	// failed): an owner that persists verified state passes one that
+	// restores the room from its store, with its Admitted hook. It is
+	// called with the client's replica cache locked: it must not call the
+	// Client. nil means an empty in-memory replica (NewReplica, with
+	// Packs).
+	NewReplica func(roomID string) (*Replica, error)
 }
 
 // Defaults of ClientOptions.
@@ -93,10 +101,10 @@ const (
 
 // Client talks to one ADP host (seed draft) as one agent. Every record it
 // returns has been verified — the envelope's hash and signature, the
-// record hash, the chain link and every room rule — against a replica of
-// the room that the client builds from the host's own history; a record
-// the host forged, reordered or took from another room is an error, never
-// data. Room resources, summaries, join requests and agent statuses are
+// record hash, the chain link and every room rule — against the room's
+// Replica (Client.Replica), which the client builds from the host's own
+// history; a record the host forged, reordered or took from another room
+// is an error, never data. Room resources, summaries, join requests and agent statuses are
 // the host's unsigned assertions and are returned as such.
 //
 // A Client is safe for concurrent use. Writes to one room from one Client
@@ -117,21 +125,10 @@ type Client struct {
 	maxBytes int64
 	packs    *packs.Options
 	oopts    *identity.OriginOptions
+	newRep   func(roomID string) (*Replica, error)
 
 	mu    sync.Mutex
-	rooms map[string]*replica
-}
-
-// replica is the client's verified copy of one room.
-type replica struct {
-	id    string
-	mu    sync.Mutex // serializes syncing and applying
-	room  *Room
-	index *MemoryIndex
-	// pageSize is the history page size this room's reads use: below
-	// the client's after an oversized page, growing back after small
-	// ones (0: the client's).
-	pageSize atomic.Int64
+	rooms map[string]*Replica
 }
 
 // NewClient returns a client for the host whose API origin is host (such
@@ -150,7 +147,7 @@ func NewClient(host string, opts *ClientOptions) (*Client, error) {
 		origin: origin, api: origin.String() + "/v1", signer: opts.Signer, now: opts.Now,
 		pageSize: cmp.Or(max(opts.PageSize, 0), DefaultPageSize), maxRecs: cmp.Or(max(opts.MaxRecords, 0), DefaultMaxRecords),
 		maxPages: opts.MaxPages, maxItems: opts.MaxListItems, maxBytes: opts.MaxListBytes, maxResp: cmp.Or(max(opts.MaxResponseSize, 0), httpc.DefaultMaxResponseSize),
-		packs: opts.Packs, oopts: oopts, rooms: map[string]*replica{},
+		packs: opts.Packs, oopts: oopts, newRep: opts.NewReplica, rooms: map[string]*Replica{},
 	}
 	if c.now == nil {
 		c.now = time.Now

@@ -4,12 +4,11 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"net/http"
 	"net/url"
 	"strconv"
-
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/identity"
@@ -18,22 +17,38 @@ import (
 	"github.com/agentprotocols/go-sdk/packs"
 )
 
-// replicaOf returns the client's replica of a room, creating it empty.
-func (c *Client) replicaOf(roomID string) *replica {
+// Replica returns the client's replica of a room: the one it verifies
+// every read and write of the room into, made on first use (by
+// ClientOptions.NewReplica when set) and kept for the client's life; the
+// same object every time, until its Admitted hook fails, when a new one is
+// made. Pass it to sse.Options to follow the room into the same state.
+func (c *Client) Replica(roomID string) (*Replica, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	rep := c.rooms[roomID]
-	if rep == nil {
-		idx := NewMemoryIndex()
-		rep = &replica{id: roomID, index: idx, room: NewRoom(roomID, &RoomOptions{Packs: c.packs, Index: idx})}
-		c.rooms[roomID] = rep
+	if rep := c.rooms[roomID]; rep != nil && rep.Err() == nil {
+		return rep, nil
 	}
-	return rep
+	if c.newRep == nil {
+		rep := NewReplica(roomID, &ReplicaOptions{Room: RoomOptions{Packs: c.packs}})
+		c.rooms[roomID] = rep
+		return rep, nil
+	}
+	rep, err := c.newRep(roomID)
+	switch {
+	case err != nil:
+		return nil, err
+	case rep == nil || rep.ID() != roomID:
+		return nil, fmt.Errorf("adp: ClientOptions.NewReplica(%q) returned another room's replica", clip(roomID))
+	}
+	c.rooms[roomID] = rep
+	return rep, nil
 }
 
-// Verified returns the client's verified replica of a room (nil if the
-// client never read it): its state, head and type registry are exactly
-// what the verified history says. Treat it as read-only; Sync updates it.
+// Verified returns the room of the client's replica (nil if the client
+// never read it). It stays for one release for simple callers: use
+// Client.Replica, whose reads (Latest, Head, BaseFor, Check, Read) hold
+// its lock; the Room returned here changes under the caller as records
+// are admitted.
 func (c *Client) Verified(roomID string) *Room {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -41,42 +56,6 @@ func (c *Client) Verified(roomID string) *Room {
 		return rep.room
 	}
 	return nil
-}
-
-// errGap is admit's answer to a record beyond the next one.
-var errGap = errors.New("adp: record beyond the verified history")
-
-// admit verifies one host record against the replica (rep.mu held): a
-// record the replica already holds must be identical; the next one must
-// link and pass every rule (Room.Apply); anything later is errGap.
-func admit(ctx context.Context, rep *replica, rec *Record) error {
-	if rec.RoomID != rep.id {
-		return identity.Errorf(CodeInvalidRecord, "host returned a record of room %q for room %q", clip(rec.RoomID), clip(rep.id))
-	}
-	if err := rec.CheckHash(); err != nil {
-		return err
-	}
-	latest := rep.room.Latest().Seq
-	switch {
-	case rec.Seq <= latest:
-		if err := rec.Envelope.Verify(); err != nil {
-			return identity.Wrap(CodeInvalidRecord, "host record "+strconv.FormatInt(rec.Seq, 10), err)
-		}
-		if !rep.index.HasRecord(rec.Seq, rec.Hash) {
-			return identity.Errorf(CodeInvalidRecord, "host record %d differs from the verified record at that seq", rec.Seq)
-		}
-		return nil
-	case rec.Seq == latest+1:
-		if err := rep.room.Apply(ctx, rec); err != nil {
-			var e *identity.Error
-			if errors.As(err, &e) && e.Code == CodeInvalidRecord {
-				return err
-			}
-			return identity.Wrap(CodeInvalidRecord, "host record "+strconv.FormatInt(rec.Seq, 10)+" breaks the room rules", err)
-		}
-		return nil
-	}
-	return errGap
 }
 
 // pager reads one room's history for one call (a Sync, an Events, a
@@ -91,13 +70,13 @@ func admit(ctx context.Context, rep *replica, rec *Record) error {
 // refuses a page that does not advance.
 type pager struct {
 	c      *Client
-	rep    *replica
+	rep    *Replica
 	roomID string
 	size   int
 	read   int
 }
 
-func (c *Client) pager(rep *replica) *pager {
+func (c *Client) pager(rep *Replica) *pager {
 	size := c.pageSize
 	if s := int(rep.pageSize.Load()); s > 0 && s < size {
 		size = s
@@ -197,11 +176,11 @@ func parseRecordList(b []byte) ([]*Record, bool, error) {
 }
 
 // syncTo verifies history until the replica holds seq upto (0: until the
-// host has no more). rep.mu is held.
-func (c *Client) syncTo(ctx context.Context, rep *replica, upto int64) error {
+// host has no more). rep.fetch is held.
+func (c *Client) syncTo(ctx context.Context, rep *Replica, upto int64) error {
 	p := c.pager(rep)
 	for {
-		latest := rep.room.Latest().Seq
+		latest := rep.Latest().Seq
 		if upto > 0 && latest >= upto {
 			return nil
 		}
@@ -213,16 +192,16 @@ func (c *Client) syncTo(ctx context.Context, rep *replica, upto int64) error {
 			if rec.Seq <= latest {
 				return identity.Errorf(CodeInvalidRecord, "host returned record %d for after_seq %d", rec.Seq, latest)
 			}
-			if err := admit(ctx, rep, rec); err != nil {
-				if errors.Is(err, errGap) {
-					return identity.Errorf(CodeInvalidRecord, "host history skips from seq %d to %d", rep.room.Latest().Seq, rec.Seq)
-				}
-				return err
+		}
+		if err := rep.Admit(ctx, recs...); err != nil {
+			if errors.Is(err, ErrGap) {
+				return identity.Errorf(CodeInvalidRecord, "host history skips from seq %d", rep.Latest().Seq)
 			}
+			return err
 		}
 		if len(recs) == 0 {
 			if upto > 0 {
-				return identity.Errorf(CodeInvalidRecord, "host history ends at seq %d before seq %d", rep.room.Latest().Seq, upto)
+				return identity.Errorf(CodeInvalidRecord, "host history ends at seq %d before seq %d", rep.Latest().Seq, upto)
 			}
 			return nil
 		}
@@ -236,19 +215,27 @@ func (c *Client) syncTo(ctx context.Context, rep *replica, upto int64) error {
 // record, verifying every record, and returns the replica's latest
 // acceptance fields.
 func (c *Client) Sync(ctx context.Context, roomID string) (Latest, error) {
-	rep := c.replicaOf(roomID)
-	rep.mu.Lock()
-	defer rep.mu.Unlock()
-	err := c.syncTo(ctx, rep, 0)
-	return rep.room.Latest(), err
+	rep, err := c.Replica(roomID)
+	if err != nil {
+		return Latest{}, err
+	}
+	rep.fetch.Lock()
+	defer rep.fetch.Unlock()
+	err = c.syncTo(ctx, rep, 0)
+	return rep.Latest(), err
 }
 
 // Events returns the room's records with seq > afterSeq, in order, paging
-// until the host has no more. Each record is verified before it is
-// yielded; the first failure ends the sequence with its error.
+// until the host has no more. Each record is verified into the client's
+// replica before it is yielded; the first failure ends the sequence with
+// its error.
 func (c *Client) Events(ctx context.Context, roomID string, afterSeq int64) iter.Seq2[*Record, error] {
 	return func(yield func(*Record, error) bool) {
-		rep := c.replicaOf(roomID)
+		rep, err := c.Replica(roomID)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
 		p := c.pager(rep)
 		after := afterSeq
 		for {
@@ -274,38 +261,38 @@ func (c *Client) Events(ctx context.Context, roomID string, afterSeq int64) iter
 }
 
 // admitAll verifies one page fetched after seq after: records in strictly
-// consecutive order from after+1, each admitted (the gap up to after is
-// filled from history first).
-func (c *Client) admitAll(ctx context.Context, rep *replica, recs []*Record, after int64) error {
-	rep.mu.Lock()
-	defer rep.mu.Unlock()
+// consecutive order from after+1, admitted as one batch (the gap up to
+// after is filled from history first).
+func (c *Client) admitAll(ctx context.Context, rep *Replica, recs []*Record, after int64) error {
 	for i, rec := range recs {
 		if rec.Seq != after+int64(i)+1 {
 			return identity.Errorf(CodeInvalidRecord, "host history page is out of order: seq %d where %d belongs", rec.Seq, after+int64(i)+1)
 		}
-		err := admit(ctx, rep, rec)
-		if errors.Is(err, errGap) {
-			if err = c.syncTo(ctx, rep, rec.Seq-1); err == nil {
-				err = admit(ctx, rep, rec)
-			}
-		}
-		if err != nil {
-			return err
-		}
 	}
-	return nil
+	if len(recs) == 0 {
+		return nil
+	}
+	return c.admitOrFill(ctx, rep, recs...)
 }
 
-// admitOrFill verifies one record the client did not page itself (a
-// record from a live stream, the answer to an own write) against rep,
-// filling a gap before it from history first.
-func (c *Client) admitOrFill(ctx context.Context, rep *replica, rec *Record) error {
-	rep.mu.Lock()
-	defer rep.mu.Unlock()
-	err := admit(ctx, rep, rec)
-	if errors.Is(err, errGap) {
-		if err = c.syncTo(ctx, rep, rec.Seq-1); err == nil {
-			err = admit(ctx, rep, rec)
+// admitOrFill verifies records the client did not page itself (the answer
+// to an own write), or a page after a seq the replica may not have
+// reached, into rep, filling a gap before them from history first.
+func (c *Client) admitOrFill(ctx context.Context, rep *Replica, recs ...*Record) error {
+	rep.fetch.Lock()
+	defer rep.fetch.Unlock()
+	err := rep.Admit(ctx, recs...)
+	if errors.Is(err, ErrGap) {
+		latest := rep.Latest().Seq
+		var rest []*Record
+		for i, rec := range recs {
+			if rec.Seq > latest {
+				rest = recs[i:]
+				break
+			}
+		}
+		if err = c.syncTo(ctx, rep, rest[0].Seq-1); err == nil {
+			err = rep.Admit(ctx, rest...)
 		}
 	}
 	return err
@@ -313,12 +300,15 @@ func (c *Client) admitOrFill(ctx context.Context, rep *replica, rec *Record) err
 
 // verifyOwn checks a write's answer: the host's record must carry exactly
 // the envelope sent, in this room, with a correct hash, and must verify
-// against the replica (filling any gap from history first).
-func (c *Client) verifyOwn(ctx context.Context, roomID string, env *envelope.Envelope, rec *Record) error {
-	if rec.Envelope.Hash() != env.Hash() {
+// against the replica (filling any gap from history first). The envelope
+// sent, whose signature was checked when it was signed, takes the place of
+// the answer's byte-identical copy, so it is not checked again.
+func (c *Client) verifyOwn(ctx context.Context, rep *Replica, env *envelope.Envelope, rec *Record) error {
+	if rec.Envelope == nil || !sameEnvelope(env, rec.Envelope) {
 		return identity.NewError(CodeInvalidRecord, "host answered with a record of another envelope")
 	}
-	return c.admitOrFill(ctx, c.replicaOf(roomID), rec)
+	rec.useEnvelope(env)
+	return c.admitOrFill(ctx, rep, rec)
 }
 
 // BuildFunc signs one event on base through author; the Client calls it
@@ -357,14 +347,17 @@ func (c *Client) Post(ctx context.Context, roomID, typ string, build BuildFunc) 
 // may not read the history yet (an applicant joining a restricted room)
 // bases its signal-kind write on the room resource's latest record.
 func (c *Client) baseFor(ctx context.Context, roomID, typ string) (Base, error) {
-	rep := c.replicaOf(roomID)
-	rep.mu.Lock()
-	err := c.syncTo(ctx, rep, 0)
+	rep, err := c.Replica(roomID)
+	if err != nil {
+		return Base{}, err
+	}
+	rep.fetch.Lock()
+	err = c.syncTo(ctx, rep, 0)
+	rep.fetch.Unlock()
 	var base Base
 	if err == nil {
-		base, err = rep.room.BaseFor(typ)
+		base, err = rep.BaseFor(typ)
 	}
-	rep.mu.Unlock()
 	if err != nil && BuiltinCategory(typ) == CategorySignal && isAccessError(err) {
 		res, rerr := c.GetRoom(ctx, roomID)
 		if rerr != nil {
@@ -390,15 +383,23 @@ func isAccessError(err error) bool {
 // but Submit returns the read error (membership_required) instead of an
 // unverified record.
 func (c *Client) Submit(ctx context.Context, roomID string, env *envelope.Envelope) (*Record, error) {
+	rep, err := c.Replica(roomID)
+	if err != nil {
+		return nil, err
+	}
+	// The live stream's copy of the record may reach the replica first:
+	// it then takes this envelope too (Replica.adoptOwn).
+	rep.expect(env)
+	defer rep.forget(env)
 	b, _, err := c.do(ctx, request{method: http.MethodPost, path: roomPath(roomID), body: env.AppendJSON(nil)})
 	if err != nil {
 		return nil, err
 	}
-	rec, err := ParseRecord(b)
+	rec, err := ParseRecordIn(rep.Draft(), b)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.verifyOwn(ctx, roomID, env, rec); err != nil {
+	if err := c.verifyOwn(ctx, rep, env, rec); err != nil {
 		return nil, err
 	}
 	return rec, nil
@@ -443,7 +444,11 @@ func (c *Client) SubmitCreate(ctx context.Context, env *envelope.Envelope) (*Rec
 		return nil, identity.NewError(CodeInvalidRecord, "create answer is not seq 1 with a null pre_hash")
 	}
 	rec := &Record{RoomID: cr.ID, Seq: 1, ReceivedAt: cr.ReceivedAt, Envelope: env, Hash: cr.Hash}
-	if err := c.verifyOwn(ctx, cr.ID, env, rec); err != nil {
+	rep, err := c.Replica(cr.ID)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.verifyOwn(ctx, rep, env, rec); err != nil {
 		return nil, err
 	}
 	return rec, nil
@@ -460,15 +465,14 @@ func (c *Client) SendMessage(ctx context.Context, roomID string, p Message, ment
 // verified replica's registry before it is signed.
 func (c *Client) SendCustom(ctx context.Context, roomID, typ string, payload any, mentions ...identity.AgentID) (*Record, error) {
 	return c.Post(ctx, roomID, typ, func(ctx context.Context, a *envelope.Author, b Base) (*envelope.Envelope, error) {
-		return NewCustom(ctx, a, b, c.replicaOf(roomID).registry(), typ, payload, mentions...)
+		rep, err := c.Replica(roomID)
+		if err != nil {
+			return nil, err
+		}
+		var reg *packs.Registry
+		rep.Read(func(r *Room) { reg = r.Registry() })
+		return NewCustom(ctx, a, b, reg, typ, payload, mentions...)
 	})
-}
-
-// registry returns the replica's type registry.
-func (rep *replica) registry() *packs.Registry {
-	rep.mu.Lock()
-	defer rep.mu.Unlock()
-	return rep.room.Registry()
 }
 
 // Join posts a room.join: a direct join to a public room (RequestID
@@ -748,5 +752,3 @@ func (c *Client) Archive(ctx context.Context, roomID string) (manifest, records 
 	}
 	return manifest, records, nil
 }
-
-var _ jsontext.Value

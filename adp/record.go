@@ -12,6 +12,7 @@ import (
 	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/identity"
 	"github.com/agentprotocols/go-sdk/internal/b64url"
+	"github.com/agentprotocols/go-sdk/internal/opcount"
 	"github.com/agentprotocols/go-sdk/internal/strictjson"
 	"github.com/agentprotocols/go-sdk/packs"
 )
@@ -100,6 +101,16 @@ func (r *Record) canonicalWire() []byte {
 	return r.wire
 }
 
+// useEnvelope replaces r's envelope with env, a byte-identical copy of it
+// (sameEnvelope) whose signature was checked already. The text r was read
+// from stays r's canonical text, since env encodes to the same bytes.
+func (r *Record) useEnvelope(env *envelope.Envelope) {
+	if r.parsed == r.fields() {
+		r.parsed.env = env
+	}
+	r.Envelope = env
+}
+
 // EventHash returns the event ID of the record's envelope, redacted or not.
 func (r *Record) EventHash() envelope.Hash {
 	if r.Redacted != nil {
@@ -175,6 +186,7 @@ func checkRedaction(d Draft, x *Redaction) error {
 // received_at})), the record hash of seed §15; in the 2026-09-24 draft
 // (§14) the time member is accepted_at.
 func (r *Record) ComputeHash() envelope.Hash {
+	opcount.RecordHash()
 	var buf [256]byte
 	if w := r.canonicalWire(); w != nil && r.Envelope != nil {
 		// The hash payload's texts are in the canonical record as it was

@@ -318,7 +318,9 @@ func checkLiveNoReplay(ctx context.Context, t *T) {
 		if got.Seq <= seen.Seq {
 			t.Fatalf("the live stream replayed history: seq %d (the subscription began after seq %d)", got.Seq, seen.Seq)
 		}
-		t.ok(b.Admit(ctx, room, got), "verify the live record")
+		rep, err := b.Replica(room)
+		t.ok(err, "the follower's replica of the room")
+		t.ok(rep.Admit(ctx, got), "verify the live record")
 		if got.Seq != rec.Seq || got.Hash != rec.Hash {
 			t.Fatalf("the first live record is seq %d, want the new record, seq %d", got.Seq, rec.Seq)
 		}
@@ -710,9 +712,15 @@ func checkFollow(ctx context.Context, t *T) {
 	b := t.k.member(ctx, t, room, adp.RoleSpeaker)
 	_, err := a.SendMessage(ctx, room, text("before following"))
 	t.ok(err, "a message")
+	// A client of b that has read nothing yet, so the follower delivers
+	// the history from seq 1, then the live records; its one replica
+	// takes both, so live records are judged by every room rule too.
+	fb := t.k.agentFor(t, b.key)
+	rep, err := fb.Replica(room)
+	t.ok(err, "the follower's replica of the room")
 	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	items := sse.Follow(fctx, &sse.Options{Client: b.Client, RoomID: room, Room: adp.NewRoom(room, nil),
+	items := sse.Follow(fctx, &sse.Options{Client: fb.Client, Replica: rep,
 		Origins: &identity.OriginOptions{AllowLoopbackHTTP: t.k.opts.AllowLoopbackHTTP}})
 	var last *adp.Record
 	wrote := false

@@ -145,7 +145,9 @@ func (k *kit) member(ctx context.Context, t *T, room string, role adp.Role) *age
 func (a *agent) base(ctx context.Context, t *T, room, typ string) adp.Base {
 	_, err := a.Sync(ctx, room)
 	t.ok(err, "read the room history")
-	b, err := a.Verified(room).BaseFor(typ)
+	rep, err := a.Replica(room)
+	t.ok(err, "the replica of the room")
+	b, err := rep.BaseFor(typ)
 	t.ok(err, "take the base of a "+typ)
 	return b
 }

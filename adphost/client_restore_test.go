@@ -24,10 +24,12 @@ func (l *urlLog) RoundTrip(r *http.Request) (*http.Response, error) {
 	return l.next.RoundTrip(r)
 }
 
-// TestClientRestore: a client given a stored replica (Client.Restore)
-// resumes from its latest record instead of verifying the history again,
-// keeps verifying what follows, and refuses a snapshot of another room.
-func TestClientRestore(t *testing.T) {
+// TestClientRestoredReplica: a client given a restored replica
+// (ClientOptions.NewReplica, adp.RestoreReplica) resumes from its latest
+// record instead of verifying the history again, keeps verifying what
+// follows, and refuses another room's replica; a doctored snapshot is not
+// restored.
+func TestClientRestoredReplica(t *testing.T) {
 	w := newWorld(t, nil)
 	ctx := ctxT(t)
 	alice := w.client("alice")
@@ -36,19 +38,24 @@ func TestClientRestore(t *testing.T) {
 	for _, s := range []string{"one", "two", "three"} {
 		mustv(alice.SendMessage(ctx, room, text(s)))
 	}
-	snap := mustv(alice.Verified(room).Snapshot())
+	own := mustv(alice.Replica(room))
+	snap := mustv(own.Snapshot())
 
+	restored := mustv(adp.RestoreReplica(snap, nil))
 	log := &urlLog{next: w.hc.Transport}
-	fresh := w.clientWith("alice", &http.Client{Transport: log})
-	if err := fresh.Restore(room, snap); err != nil {
-		t.Fatal(err)
+	newClient := func(name string, rep *adp.Replica) *adp.Client {
+		return mustv(adp.NewClient(w.url, &adp.ClientOptions{
+			Signer: key(name), HTTPClient: &http.Client{Transport: log}, Now: w.clock.Now, AllowLoopbackHTTP: true,
+			NewReplica: func(string) (*adp.Replica, error) { return rep, nil },
+		}))
 	}
-	if got := fresh.Verified(room).Latest(); got != alice.Verified(room).Latest() {
+	fresh := newClient("alice", restored)
+	if got := restored.Latest(); got != own.Latest() {
 		t.Fatalf("restored latest %+v", got)
 	}
 	mustv(alice.SendMessage(ctx, room, text("four")))
 	l := mustv(fresh.Sync(ctx, room))
-	if l.Seq != 5 {
+	if l.Seq != 5 || restored.Latest().Seq != 5 {
 		t.Fatalf("synced to %d", l.Seq)
 	}
 	for _, u := range log.uris {
@@ -64,20 +71,20 @@ func TestClientRestore(t *testing.T) {
 		}
 		recs = append(recs, rec)
 	}
-	if err := fresh.Admit(ctx, room, recs[4]); err != nil {
+	if err := restored.Admit(ctx, recs[4]); err != nil {
 		t.Fatalf("admit the held record 5: %v", err)
 	}
 	forged := *recs[4]
 	forged.Envelope = recs[3].Envelope
 	forged.Hash = forged.ComputeHash()
-	if err := fresh.Admit(ctx, room, &forged); !errors.Is(err, adp.ErrInvalidRecord) {
+	if err := restored.Admit(ctx, &forged); !errors.Is(err, adp.ErrInvalidRecord) {
 		t.Fatalf("admit a forged record: %v", err)
 	}
-	if err := w.client("bob").Restore("other-room", snap); err == nil {
-		t.Fatal("a snapshot restored under another room id")
+	if _, err := newClient("bob", restored).Sync(ctx, "other-room"); err == nil {
+		t.Fatal("a replica used for another room id")
 	}
 	bad := strings.Replace(string(snap), `"role":"moderator"`, `"role":"overlord"`, 1)
-	if err := w.client("bob").Restore(room, []byte(bad)); err == nil {
+	if _, err := adp.RestoreReplica([]byte(bad), nil); err == nil {
 		t.Fatal("a doctored snapshot was restored")
 	}
 }

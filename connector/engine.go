@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentprotocols/go-sdk/internal/untrusted"
@@ -19,6 +20,7 @@ import (
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/sse"
 )
 
 // Buckets of the state store.
@@ -65,6 +67,13 @@ type Engine struct {
 	notifyKick    chan struct{}
 
 	writeMu sync.Mutex // one signed write at a time: nonce + outbox order
+	// liveSeen, when set (by tests), sees every item of the rooms' live
+	// subscriptions as the engine handles it, in order.
+	liveSeen atomic.Pointer[func(roomKey, sse.Item)]
+
+	// repMu serializes making and remaking the rooms' replicas (never
+	// held with mu, or within a store transaction).
+	repMu   sync.Mutex
 	limiter *limiter
 }
 
@@ -83,10 +92,14 @@ type presKey struct {
 
 // roomRT is a room's runtime state.
 type roomRT struct {
-	mu         sync.Mutex // serializes ingest into the store
+	// rep is the room's verified state (Engine.replica), set under
+	// Engine.repMu.
+	rep        *adp.Replica
 	subscribed bool
 	stop       context.CancelFunc
 	remoteSeq  int64
+	// backfill is set while the first sync of the room reads its past.
+	backfill bool
 }
 
 // storedRoom is the durable state of one room.
@@ -205,7 +218,10 @@ func Open(ctx context.Context, opts *Options) (*Engine, error) {
 		hs := &hostState{name: name, cfg: h}
 		if !h.Disabled {
 			c, err := adp.NewClient(name, &adp.ClientOptions{Signer: e.key.k, Nonces: e.nonces, HTTPClient: hc,
-				Now: e.now, AllowLoopbackHTTP: opts.AllowLoopbackHTTP, PageSize: opts.PageSize, MaxResponseSize: opts.MaxResponseSize})
+				Now: e.now, AllowLoopbackHTTP: opts.AllowLoopbackHTTP, PageSize: opts.PageSize, MaxResponseSize: opts.MaxResponseSize,
+				// The client verifies into the engine's replicas, whose
+				// hook persists.
+				NewReplica: func(roomID string) (*adp.Replica, error) { return e.replica(hs, roomID) }})
 			if err != nil {
 				st.Close()
 				return nil, err
@@ -248,9 +264,9 @@ func Open(ctx context.Context, opts *Options) (*Engine, error) {
 		e.rooms[roomKey{r.Host, r.RoomID}] = &roomRT{remoteSeq: r.RemoteSeq}
 		e.mu.Unlock()
 		if len(r.Snapshot) > 0 {
-			if err := e.restore(ctx, h, r); err != nil {
+			if _, err := e.replica(h, r.RoomID); err != nil {
 				e.Close()
-				return nil, fmt.Errorf("connector: restoring room %s: %w", r.RoomID, err)
+				return nil, err
 			}
 		}
 	}
@@ -279,30 +295,6 @@ func Open(ctx context.Context, opts *Options) (*Engine, error) {
 		}
 	}
 	return e, nil
-}
-
-// restore rebuilds a room's verified replica from the stored snapshot and
-// the stored records after it (verified again locally, never downloaded).
-func (e *Engine) restore(ctx context.Context, h *hostState, r storedRoom) error {
-	if err := h.client.Restore(r.RoomID, r.Snapshot); err != nil {
-		return err
-	}
-	from := h.client.Verified(r.RoomID).Latest().Seq
-	var recs []*adp.Record
-	if err := e.store.View(func(tx stateTx) error {
-		return e.records(tx, roomKey{r.Host, r.RoomID}, from, 0, func(rec *adp.Record) bool {
-			recs = append(recs, rec)
-			return true
-		})
-	}); err != nil {
-		return err
-	}
-	for _, rec := range recs {
-		if err := h.client.Admit(ctx, r.RoomID, rec); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // retryOutbox re-sends entries left by transport failures every 30 s, so

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"sync"
@@ -31,10 +32,17 @@ func testHost(t testing.TB) (*adphost.Host, *httptest.Server) {
 
 func openTest(t testing.TB, dir string, key *Key, host string, mut ...func(*Options)) *Engine {
 	t.Helper()
+	// Every engine of the tests counts the records the host's history
+	// carries to it: each crosses the network once per engine.
+	ht := newHistoryTransport()
 	o := &Options{Dir: dir, Key: key, Hosts: []HostConfig{{Host: host, Label: "test"}}, AllowLoopbackHTTP: true,
-		WritesPerMinute: -1, LockTimeout: 200 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))}
+		WritesPerMinute: -1, LockTimeout: 200 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(t.Output(), nil)),
+		HTTPClient: &http.Client{Transport: ht, Timeout: 30 * time.Second}}
 	for _, m := range mut {
 		m(o)
+	}
+	if o.HTTPClient != nil && o.HTTPClient.Transport == ht {
+		t.Cleanup(func() { ht.assertFetchedOnce(t) })
 	}
 	// Every engine of the tests signals its local state changes, so a
 	// test waits for a change instead of polling on a timer.

@@ -17,6 +17,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/packs"
 )
 
 // storedInbox is an inbox item with its local state.
@@ -81,7 +82,7 @@ func addInbox(tx stateTx, it InboxItem) (bool, error) {
 // is not news: only mentions of this agent and live turn assignments to it
 // received within Options.BackfillWindow become items (an agent invited
 // by mention before its connector opened the room is still woken).
-func (e *Engine) inboxFromRecord(tx stateTx, k roomKey, room *adp.Room, sr *storedRoom, rec *adp.Record, backfill bool) (bool, bool, error) {
+func (e *Engine) inboxFromRecord(tx stateTx, k roomKey, reg *packs.Registry, sr *storedRoom, rec *adp.Record, backfill bool) (bool, bool, error) {
 	ev := rec.Envelope.Event()
 	base := InboxItem{Host: k.host, RoomID: k.room, Seq: rec.Seq, EventID: rec.Envelope.Hash().String(),
 		Actor: ev.Actor.String(), CreatedAt: rec.ReceivedAt}
@@ -92,7 +93,7 @@ func (e *Engine) inboxFromRecord(tx stateTx, k roomKey, room *adp.Room, sr *stor
 	mentioned := pe != nil && slices.Contains(pe.Mentions, e.agent)
 	var summary string
 	if ev.Type == adp.TypeMessageCreate {
-		summary = e.timelineItem(rec, room, false).Summary
+		summary = e.timelineItem(rec, reg, false).Summary
 	}
 	switch {
 	case mine:
@@ -104,7 +105,7 @@ func (e *Engine) inboxFromRecord(tx stateTx, k roomKey, room *adp.Room, sr *stor
 			it.Message = &InboxMessage{Summary: summary}
 		}
 		items = append(items, it)
-	case messageLike(ev.Type, room):
+	case messageLike(ev.Type, reg):
 		it := base
 		it.Kind, it.Priority, it.Reason = KindMessageNew, "low", "new_message"
 		it.SuggestedTools = []string{"agent_protocols_room_timeline"}
@@ -135,7 +136,7 @@ func (e *Engine) inboxFromRecord(tx stateTx, k roomKey, room *adp.Room, sr *stor
 	if json.Unmarshal(fields["expires_at"], &exp) == nil {
 		p.ExpiresAt = &exp
 	}
-	registered := func(typ string) bool { return room != nil && room.Registry().Lookup(typ) != nil }
+	registered := func(typ string) bool { return reg != nil && reg.Lookup(typ) != nil }
 	switch ev.Type {
 	case "turn.update":
 		if registered(ev.Type) {
@@ -247,8 +248,9 @@ const (
 // joinRequested turns a live join-request notice into a review item when
 // this agent is the creator or an active moderator (verified state).
 func (e *Engine) joinRequested(k roomKey, h *hostState, jr *adp.JoinRequestNotice) {
-	room := h.client.Verified(k.room)
-	if room == nil || jr == nil || !e.reviews(room) {
+	reviews := false
+	e.verified(k, func(room *adp.Room) { reviews = room != nil && e.reviews(room) })
+	if jr == nil || !reviews {
 		return
 	}
 	// The notice is an unsigned host hint (§17.5): its id must look like an

@@ -16,12 +16,11 @@ func (e *Engine) MembersList(ctx context.Context, session string, in MembersList
 	if err != nil {
 		return nil, err
 	}
-	room, s, err := e.verifiedRoom(session, k)
+	vm, s, err := e.verifiedMembers(session, k)
 	if err != nil {
 		return nil, err
 	}
-	creator, _ := room.Creator()
-	ms := room.Members()
+	creator, ms := vm.creator, vm.members
 	slices.SortFunc(ms, func(a, b adp.Member) int { return int(a.JoinedSeq - b.JoinedSeq) })
 	res := &MembersListResult{Members: []RoomMemberView{}, Sync: s}
 	skip, err := offsetCursor(in.Cursor)
@@ -71,31 +70,30 @@ func (e *Engine) resolveAgent(host, roomID, agentID string) (roomKey, *hostState
 
 // MemberGet is agent_protocols_room_member_get (verified local state).
 func (e *Engine) MemberGet(ctx context.Context, session string, in MemberGetInput) (*MemberGetResult, error) {
-	k, h, id, err := e.resolveAgent(in.Host, in.RoomID, in.AgentID)
+	k, _, id, err := e.resolveAgent(in.Host, in.RoomID, in.AgentID)
 	if err != nil {
 		return nil, err
 	}
-	room, s, err := e.verifiedRoom(session, k)
+	vm, s, err := e.verifiedMembers(session, k)
 	if err != nil {
 		return nil, err
 	}
-	m, ok := room.Member(id)
-	if !ok {
+	i := slices.IndexFunc(vm.members, func(m adp.Member) bool { return m.ID == id })
+	if i < 0 {
 		return nil, fmt.Errorf("%w: %s is not a member", ErrNotFound, id)
 	}
-	creator, _ := room.Creator()
-	res := &MemberGetResult{Member: memberView(m, creator), Sync: s}
+	res := &MemberGetResult{Member: memberView(vm.members[i], vm.creator), Sync: s}
 	if in.IncludeProfile {
 		ms := []RoomMemberView{res.Member}
 		e.attachProfiles(ctx, k.host, ms)
 		res.Member = ms[0]
 	}
 	if in.IncludeRecentActivity {
-		live := h.client.Verified(k.room)
+		reg := e.registry(k)
 		err := e.store.View(func(tx stateTx) error {
 			return e.records(tx, k, max(0, s.SyncedSeq-200), 0, func(rec *adp.Record) bool {
 				if rec.Envelope.Actor() == id {
-					res.Recent = append(res.Recent, e.timelineItem(rec, live, false))
+					res.Recent = append(res.Recent, e.timelineItem(rec, reg, false))
 				}
 				return true
 			})

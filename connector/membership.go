@@ -180,7 +180,7 @@ func (e *Engine) Join(ctx context.Context, session string, in RoomJoinInput) (*R
 		raw, _ := json.Marshal(jr)
 		if jr.Status != adp.JoinApproved {
 			out := &RoomJoinResult{Status: "approval_required", JoinRequest: raw}
-			if h.client.Verified(k.room) != nil {
+			if rep := e.openReplica(k); rep != nil && rep.Latest().Seq > 0 {
 				out.Sync = e.syncOf(session, k)
 			}
 			return out, nil
@@ -205,7 +205,9 @@ func (e *Engine) Join(ctx context.Context, session string, in RoomJoinInput) (*R
 		return nil, err
 	}
 	var rec *adp.Record
-	if room := h.client.Verified(k.room); room == nil || !room.Created() {
+	created := false
+	e.verified(k, func(room *adp.Room) { created = room != nil && room.Created() })
+	if !created {
 		// Not readable before joining: anchor on the host's latest record.
 		// (A room_open refused before joining leaves an empty replica,
 		// which verifies nothing: it is not readable either.)
@@ -226,13 +228,16 @@ func (e *Engine) Join(ctx context.Context, session string, in RoomJoinInput) (*R
 		return nil, err
 	}
 	out := &RoomJoinResult{Status: "joined", Record: rec.AppendJSON(nil)}
-	if room := h.client.Verified(k.room); room != nil {
+	e.verified(k, func(room *adp.Room) {
+		if room == nil {
+			return
+		}
 		if m, ok := room.Member(e.agent); ok {
 			creator, _ := room.Creator()
 			mv := memberView(m, creator)
 			out.Member = &mv
 		}
-	}
+	})
 	var s SyncState
 	if err := e.store.View(func(tx stateTx) error { s, err = e.syncState(tx, k); return err }); err != nil {
 		return nil, err
@@ -360,7 +365,7 @@ func (e *Engine) Review(ctx context.Context, session string, in JoinReviewInput)
 // creates room.join.approved items. Throttled by the caller.
 func (e *Engine) pollJoinRequests(ctx context.Context) {
 	var pending []storedRoom
-	var reviewing []roomKey
+	var known []roomKey
 	_ = e.store.View(func(tx stateTx) error {
 		return tx.Scan(bRooms, "", func(_ string, raw []byte) error {
 			var sr storedRoom
@@ -371,13 +376,19 @@ func (e *Engine) pollJoinRequests(ctx context.Context) {
 				pending = append(pending, sr)
 			}
 			if h := e.hosts[sr.Host]; h != nil && h.client != nil {
-				if room := h.client.Verified(sr.RoomID); room != nil && e.reviews(room) {
-					reviewing = append(reviewing, roomKey{sr.Host, sr.RoomID})
-				}
+				known = append(known, roomKey{sr.Host, sr.RoomID})
 			}
 			return nil
 		})
 	})
+	var reviewing []roomKey
+	for _, k := range known {
+		e.verified(k, func(room *adp.Room) {
+			if room != nil && e.reviews(room) {
+				reviewing = append(reviewing, k)
+			}
+		})
+	}
 	// Reviewers: the live join-request notice is only a hint (missed while
 	// disconnected), so the pending list is read too.
 	for _, k := range reviewing {

@@ -28,9 +28,12 @@ func TestReplayRefusedSignalDropped(t *testing.T) {
 	if err != nil || len(req.Draft) == 0 {
 		t.Fatalf("leave request without a draft: %v", err)
 	}
-	rm := h.client.Verified(room)
-	b, _ := rm.BaseFor(adp.TypeRoomLeave)
-	env, err := bob.sign(ctx, req, b, rm)
+	rep, err := bob.replica(h, room)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := rep.BaseFor(adp.TypeRoomLeave)
+	env, err := bob.sign(ctx, req, b, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -125,6 +125,40 @@ func (e *Engine) RoomsList(ctx context.Context, in RoomsListInput) (*RoomsResult
 	if err != nil {
 		return nil, fmt.Errorf("%w: cursor", ErrInvalidInput)
 	}
+	// The verified facts of the known rooms, read before the store
+	// transaction (a replica's hook writes the store under its lock).
+	type facts struct {
+		summary RoomSummary
+		member  *adp.Member
+		creator identity.AgentID
+	}
+	e.mu.Lock()
+	keys := make([]roomKey, 0, len(e.rooms))
+	for k := range e.rooms {
+		keys = append(keys, k)
+	}
+	e.mu.Unlock()
+	known := map[roomKey]facts{}
+	for _, k := range keys {
+		e.verified(k, func(room *adp.Room) {
+			if room == nil || !room.Created() {
+				return
+			}
+			var f facts
+			s := &f.summary
+			c := room.Contract()
+			s.Topic, s.Status, s.Visibility = c.Topic, string(room.Status(e.now())), string(c.Visibility)
+			s.StartTime, s.EndTime, s.Tags, s.Language = c.StartTime, c.EndTime, nonNil(c.Tags), c.Language
+			if m, ok := room.Member(e.agent); ok {
+				f.member = &m
+				if m.Status == adp.MemberActive {
+					s.Role = string(m.Role)
+				}
+			}
+			f.creator, _ = room.Creator()
+			known[k] = f
+		})
+	}
 	err = e.store.View(func(tx stateTx) error {
 		return tx.ScanFrom(bRooms, "", string(after), func(key string, raw []byte) error {
 			if in.Cursor != "" && key <= string(after) {
@@ -141,17 +175,9 @@ func (e *Engine) RoomsList(ctx context.Context, in RoomsListInput) (*RoomsResult
 			s := RoomSummary{RoomID: sr.RoomID, Host: sr.Host, Tags: []string{}}
 			var member *adp.Member
 			var creator identity.AgentID
-			if room := e.hosts[sr.Host].client.Verified(sr.RoomID); room != nil && room.Created() {
-				c := room.Contract()
-				s.Topic, s.Status, s.Visibility = c.Topic, string(room.Status(e.now())), string(c.Visibility)
-				s.StartTime, s.EndTime, s.Tags, s.Language = c.StartTime, c.EndTime, nonNil(c.Tags), c.Language
-				if m, ok := room.Member(e.agent); ok {
-					member = &m
-					if m.Status == adp.MemberActive {
-						s.Role = string(m.Role)
-					}
-				}
-				creator, _ = room.Creator()
+			if f, ok := known[k]; ok {
+				f.summary.RoomID, f.summary.Host = s.RoomID, s.Host
+				s, member, creator = f.summary, f.member, f.creator
 			}
 			active := member != nil && member.Status == adp.MemberActive
 			switch in.Membership {
@@ -194,24 +220,39 @@ func (e *Engine) RoomsList(ctx context.Context, in RoomsListInput) (*RoomsResult
 	return res, err
 }
 
-// verifiedRoom returns the stored verified replica of a room and its sync.
-func (e *Engine) verifiedRoom(session string, k roomKey) (*adp.Room, SyncState, error) {
+// members is the membership of a verified room, read under its replica's
+// lock.
+type members struct {
+	creator identity.AgentID
+	members []adp.Member
+}
+
+// verifiedMembers returns the membership of a room's verified replica and
+// its sync.
+func (e *Engine) verifiedMembers(session string, k roomKey) (members, SyncState, error) {
 	var s SyncState
 	if err := e.store.View(func(tx stateTx) error {
 		var err error
 		s, err = e.syncState(tx, k)
 		return err
 	}); err != nil {
-		return nil, s, err
+		return members{}, s, err
 	}
-	room := e.hosts[k.host].client.Verified(k.room)
-	if room == nil || !room.Created() {
-		return nil, s, fmt.Errorf("%w: %s has no verified state yet", ErrUnknownRoom, clip(k.room))
+	var vm members
+	created := false
+	e.verified(k, func(room *adp.Room) {
+		if created = room != nil && room.Created(); created {
+			vm.creator, _ = room.Creator()
+			vm.members = room.Members()
+		}
+	})
+	if !created {
+		return members{}, s, fmt.Errorf("%w: %s has no verified state yet", ErrUnknownRoom, clip(k.room))
 	}
 	if session != "" {
 		e.present(session, k, s)
 	}
-	return room, s, nil
+	return vm, s, nil
 }
 
 // syncOf is the room's sync for a result, presented to the session (§4.2:

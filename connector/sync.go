@@ -6,8 +6,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/go-json-experiment/json/jsontext"
-
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/internal/strictjson"
 	"github.com/agentprotocols/go-sdk/sse"
@@ -39,7 +37,7 @@ func (e *Engine) openRoom(ctx context.Context, h *hostState, roomID string, subs
 	}
 	e.mu.Unlock()
 	if err := e.refresh(ctx, k, h); err != nil {
-		if room := h.client.Verified(k.room); fresh && (room == nil || room.Latest().Seq == 0) {
+		if rep := e.openReplica(k); fresh && (rep == nil || rep.Latest().Seq == 0) {
 			// A failed first open is not retained: nothing of it
 			// was verified or stored.
 			e.mu.Lock()
@@ -66,8 +64,8 @@ func (e *Engine) openRoom(ctx context.Context, h *hostState, roomID string, subs
 	return k, nil
 }
 
-// refresh brings the room's replica up to the host's latest record and
-// persists what is new, page by page as each page is verified (the
+// refresh brings the room's replica up to the host's latest record; its
+// hook persists what is new, page by page as each page is verified (the
 // history is read once and never held whole). The room resource's seq is
 // read first (§4.1 reconciliation): it is the host-advertised latest
 // record, shown as remote_seq while the history is not fully synced. A
@@ -78,15 +76,29 @@ func (e *Engine) refresh(ctx context.Context, k roomKey, h *hostState) error {
 	if err == nil {
 		e.noteRemote(k, res.Seq)
 	}
-	if err := e.ingestDrop(ctx, k, h, nil, "", true); err != nil {
+	rep, err := e.replica(h, k.room)
+	if err != nil {
 		return err
+	}
+	if rep.Latest().Seq == 0 {
+		// The first sync reads the room's past (Options.BackfillWindow).
+		r := e.rt(k)
+		e.mu.Lock()
+		r.backfill = true
+		e.mu.Unlock()
+		defer func() {
+			e.mu.Lock()
+			r.backfill = false
+			e.mu.Unlock()
+		}()
+	}
+	if _, err := h.client.Sync(ctx, k.room); err != nil {
+		return h.err(err)
 	}
 	if res != nil {
 		e.noteURL(k, res.URL)
 	}
-	if room := h.client.Verified(k.room); room != nil {
-		e.noteRemote(k, room.Latest().Seq)
-	}
+	e.noteRemote(k, rep.Latest().Seq)
 	return nil
 }
 
@@ -200,12 +212,14 @@ func (e *Engine) refreshedActive(ctx context.Context, k roomKey, h *hostState) b
 // activeMember reports whether the verified replica of the room shows this
 // agent as an active member.
 func (e *Engine) activeMember(k roomKey, h *hostState) bool {
-	room := h.client.Verified(k.room)
-	if room == nil {
-		return false
-	}
-	m, ok := room.Member(e.agent)
-	return ok && m.Status == adp.MemberActive
+	active := false
+	e.verified(k, func(room *adp.Room) {
+		if room != nil {
+			m, ok := room.Member(e.agent)
+			active = ok && m.Status == adp.MemberActive
+		}
+	})
+	return active
 }
 
 func isPermanent(err error) bool {
@@ -213,32 +227,25 @@ func isPermanent(err error) bool {
 		errors.Is(err, adp.ErrPermissionDenied) || errors.Is(err, adp.ErrInvalidToken)
 }
 
-// follow runs one sse.Follow session: records are admitted to the
-// client's verified replica and persisted; join-request notices become
-// inbox items for reviewers.
+// follow runs one sse.Follow session into the room's replica, whose hook
+// persists each record; join-request notices become inbox items for
+// reviewers.
 func (e *Engine) follow(ctx context.Context, k roomKey, h *hostState) error {
-	if err := e.ingest(ctx, k, h, nil); err != nil {
+	rep, err := e.replica(h, k.room)
+	if err != nil {
 		return err
 	}
-	var start adp.RecordRef
-	if room := h.client.Verified(k.room); room != nil {
-		l := room.Latest()
-		start = adp.RecordRef{Seq: l.Seq, Hash: l.Hash}
-	}
-	opts := &sse.Options{Client: h.client, RoomID: k.room, Start: start}
+	opts := &sse.Options{Client: h.client, Replica: rep}
 	for it, err := range sse.Follow(ctx, opts) {
 		if err != nil {
 			return err
 		}
+		if f := e.liveSeen.Load(); f != nil {
+			(*f)(k, it)
+		}
 		switch it.Kind {
 		case sse.KindRecord:
-			if err := h.client.Admit(ctx, k.room, it.Record); err != nil {
-				return err
-			}
 			e.noteRemote(k, it.Record.Seq)
-			if err := e.ingest(ctx, k, h, []*adp.Record{it.Record}); err != nil {
-				return err
-			}
 		case sse.KindJoinRequest:
 			e.joinRequested(k, h, it.JoinRequest)
 		case sse.KindAgentStatus:
@@ -251,178 +258,6 @@ func (e *Engine) follow(ctx context.Context, k roomKey, h *hostState) error {
 		}
 	}
 	return nil
-}
-
-// ingest persists the verified records the store does not hold yet, up to
-// the replica's latest record, in one transaction with the inbox items they
-// create, the new synced_seq and the replica snapshot. recs are records the
-// caller already verified (admitted); gaps are read from history.
-func (e *Engine) ingest(ctx context.Context, k roomKey, h *hostState, recs []*adp.Record) error {
-	return e.ingestDrop(ctx, k, h, recs, "", false)
-}
-
-// ingestDrop is ingest that also removes an outbox entry (the write whose
-// record is being ingested) in its last transaction; toHost reads the
-// host's history to its end (see ingestLocked).
-func (e *Engine) ingestDrop(ctx context.Context, k roomKey, h *hostState, recs []*adp.Record, outboxID string, toHost bool) error {
-	var uris []string
-	err := func() error {
-		r := e.rt(k)
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		var err error
-		uris, err = e.ingestLocked(ctx, k, h, recs, outboxID, toHost)
-		return err
-	}()
-	// Notify and wake outside the room lock: Notify may call back in.
-	for _, u := range uris {
-		if u == URIInboxPending {
-			e.wakeInbox()
-		}
-	}
-	e.notify(uris...)
-	return err
-}
-
-// ingestBatch is how many records one ingest transaction persists: a long
-// history is stored page by page as it is verified, never held whole,
-// so a big room costs a page of memory, not the room.
-const ingestBatch = 64
-
-// ingestLocked is ingestDrop under the room's ingest lock; it returns the
-// resource URIs whose state changed. toHost reads the host's history to
-// its end even when the replica holds nothing newer (refresh); otherwise
-// history is read only to fill the gap up to the replica's latest record.
-func (e *Engine) ingestLocked(ctx context.Context, k roomKey, h *hostState, recs []*adp.Record, outboxID string, toHost bool) ([]string, error) {
-	var synced int64
-	if err := e.store.View(func(tx stateTx) error {
-		sr, err := loadRoom(tx, k)
-		synced = sr.SyncedSeq
-		return err
-	}); err != nil {
-		return nil, err
-	}
-	if !toHost && h.client.Verified(k.room) == nil {
-		return nil, nil
-	}
-	// The first sync reads the room's past: only recent mentions and turn
-	// assignments in it are news (Options.BackfillWindow).
-	backfill := synced == 0
-	var batch []*adp.Record
-	var added, newInbox, changedState, wrote bool
-	next := synced + 1
-	flush := func(final bool) error {
-		if len(batch) == 0 && !(final && (outboxID != "" || !wrote && backfill)) {
-			return nil
-		}
-		n, sc, err := e.persist(k, h, batch, final, outboxID, backfill)
-		if err != nil {
-			return err
-		}
-		added = added || len(batch) > 0
-		newInbox, changedState, wrote = newInbox || n, changedState || sc, true
-		batch = batch[:0]
-		return nil
-	}
-	for _, rec := range recs {
-		if rec.Seq == next {
-			batch = append(batch, rec)
-			next++
-		}
-	}
-	for i := range 4 {
-		if room := h.client.Verified(k.room); !(toHost && i == 0) && (room == nil || next > room.Latest().Seq) {
-			break
-		}
-		for rec, err := range h.client.Events(ctx, k.room, next-1) {
-			if err != nil {
-				return nil, h.err(err)
-			}
-			if rec.Seq == next {
-				batch = append(batch, rec)
-				next++
-			}
-			if len(batch) >= ingestBatch {
-				if err := flush(false); err != nil {
-					return nil, err
-				}
-			}
-		}
-	}
-	if err := flush(true); err != nil {
-		return nil, err
-	}
-	var uris []string
-	if added {
-		uris = append(uris, RoomURI(k.room, "timeline"), RoomURI(k.room))
-		if changedState {
-			uris = append(uris, RoomURI(k.room, "members"), RoomURI(k.room, "types"))
-		}
-	}
-	if newInbox {
-		uris = append(uris, URIInboxPending)
-	}
-	return uris, nil
-}
-
-// persist stores verified records in one transaction with the inbox items
-// they create, the new synced_seq and head, and a replica snapshot when one
-// is due (or final and none is stored yet); final also removes outboxID.
-func (e *Engine) persist(k roomKey, h *hostState, add []*adp.Record, final bool, outboxID string, backfill bool) (bool, bool, error) {
-	room := h.client.Verified(k.room)
-	if room == nil {
-		return false, false, nil
-	}
-	head := room.Head()
-	every := int64(e.opts.SnapshotEvery)
-	if every <= 0 {
-		every = 256
-	}
-	var newInbox, changedState bool
-	err := e.store.Update(func(tx stateTx) error {
-		sr, err := loadRoom(tx, k)
-		if err != nil {
-			return err
-		}
-		if final && outboxID != "" {
-			if err := tx.Delete(bOutbox, outboxID); err != nil {
-				return err
-			}
-		}
-		if len(add) == 0 && sr.SyncedSeq != 0 {
-			return nil
-		}
-		for _, rec := range add {
-			if err := tx.Put(bRecords, reckey(k.host, k.room, rec.Seq), jsontext.Value(rec.AppendJSON(nil))); err != nil {
-				return err
-			}
-			n, sc, err := e.inboxFromRecord(tx, k, room, sr, rec, backfill)
-			if err != nil {
-				return err
-			}
-			newInbox = newInbox || n
-			changedState = changedState || sc
-			sr.SyncedSeq = rec.Seq
-			if e.unread(rec, room, sr.ReadSeq) {
-				sr.Unread++
-			}
-		}
-		if head.Seq <= sr.SyncedSeq {
-			sr.HeadSeq, sr.HeadHash = head.Seq, head.Hash.String()
-		}
-		if len(sr.Snapshot) == 0 || sr.SyncedSeq-sr.SnapSeq >= every {
-			snap, err := room.Snapshot()
-			if err != nil {
-				return err
-			}
-			sr.Snapshot, sr.SnapSeq = snap, room.Latest().Seq
-		}
-		if sr.RemoteSeq < sr.SyncedSeq {
-			sr.RemoteSeq = sr.SyncedSeq
-		}
-		return tx.Put(bRooms, rkey(k.host, k.room), sr)
-	})
-	return newInbox, changedState, err
 }
 
 // syncState computes SyncState from the durable state and the replica.

@@ -11,32 +11,31 @@ import (
 
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/packs"
 )
 
 // messageLike reports whether a record counts as unread content.
-func messageLike(typ string, room *adp.Room) bool {
+func messageLike(typ string, reg *packs.Registry) bool {
 	if typ == adp.TypeMessageCreate {
 		return true
 	}
 	if adp.IsBuiltin(typ) {
 		return false
 	}
-	if room != nil {
-		if d := room.Registry().Lookup(typ); d != nil {
+	if reg != nil {
+		if d := reg.Lookup(typ); d != nil {
 			return d.Kind == adp.KindMessage
 		}
 	}
 	return false
 }
 
-func (e *Engine) unreadCount(tx stateTx, k roomKey, readSeq int64) (int, error) {
+// unreadCount counts the unread records after readSeq; reg is the room's
+// registry (Engine.registry, read before the transaction).
+func (e *Engine) unreadCount(tx stateTx, k roomKey, readSeq int64, reg *packs.Registry) (int, error) {
 	n := 0
-	var room *adp.Room
-	if h := e.hosts[k.host]; h != nil && h.client != nil {
-		room = h.client.Verified(k.room)
-	}
 	err := e.records(tx, k, readSeq, 0, func(rec *adp.Record) bool {
-		if e.unread(rec, room, readSeq) {
+		if e.unread(rec, reg, readSeq) {
 			n++
 		}
 		return true
@@ -45,20 +44,20 @@ func (e *Engine) unreadCount(tx stateTx, k roomKey, readSeq int64) (int, error) 
 }
 
 // unread reports whether a record counts as unread content.
-func (e *Engine) unread(rec *adp.Record, room *adp.Room, readSeq int64) bool {
-	return rec.Seq > readSeq && rec.Envelope.Actor() != e.agent && messageLike(rec.Envelope.Type(), room)
+func (e *Engine) unread(rec *adp.Record, reg *packs.Registry, readSeq int64) bool {
+	return rec.Seq > readSeq && rec.Envelope.Actor() != e.agent && messageLike(rec.Envelope.Type(), reg)
 }
 
 // timelineItem is the §4.2 view of a verified record.
-func (e *Engine) timelineItem(rec *adp.Record, room *adp.Room, withRecord bool) TimelineItem {
+func (e *Engine) timelineItem(rec *adp.Record, reg *packs.Registry, withRecord bool) TimelineItem {
 	ev := rec.Envelope.Event()
 	it := TimelineItem{RoomID: rec.RoomID, Seq: rec.Seq, EventID: rec.Envelope.Hash().String(), Type: ev.Type,
 		Actor: ev.Actor.String(), CreatedAt: ev.CreatedAt, ReceivedAt: rec.ReceivedAt, Payload: ev.Payload}
 	switch c := adp.BuiltinCategory(ev.Type); {
 	case c != "":
 		it.Kind = string(c)
-	case room != nil && room.Registry().Lookup(ev.Type) != nil:
-		it.Kind = string(room.Registry().Lookup(ev.Type).Kind)
+	case reg != nil && reg.Lookup(ev.Type) != nil:
+		it.Kind = string(reg.Lookup(ev.Type).Kind)
 	}
 	if pe, err := adp.ParseEvent(rec.Envelope); err == nil {
 		for _, m := range pe.Mentions {
@@ -168,10 +167,21 @@ func (e *Engine) roomView(k roomKey, h *hostState, types bool) (*RoomStateView, 
 	if err != nil {
 		return nil, s, err
 	}
-	room := h.client.Verified(k.room)
-	if room == nil || !room.Created() {
+	var v *RoomStateView
+	e.verified(k, func(room *adp.Room) {
+		if room != nil && room.Created() {
+			v = e.stateView(k, room, sr, s, types)
+		}
+	})
+	if v == nil {
 		return nil, s, fmt.Errorf("%w: %s has no verified state yet", ErrUnknownRoom, clip(k.room))
 	}
+	return v, s, nil
+}
+
+// stateView is the room state view of a verified room (under its
+// replica's read lock) and its stored state.
+func (e *Engine) stateView(k roomKey, room *adp.Room, sr *storedRoom, s SyncState, types bool) *RoomStateView {
 	c := room.Contract()
 	creator, createdAt := room.Creator()
 	pol, _ := json.Marshal(c.Policy)
@@ -203,7 +213,7 @@ func (e *Engine) roomView(k roomKey, h *hostState, types bool) (*RoomStateView, 
 	if types {
 		v.Types, _ = json.Marshal(room.Registry().Definitions())
 	}
-	return v, s, nil
+	return v
 }
 
 func nonNil[T any](s []T) []T {
@@ -226,12 +236,12 @@ func memberView(m adp.Member, creator identity.AgentID) RoomMemberView {
 // Timeline is agent_protocols_room_timeline (local read of verified
 // records; refresh reads the host first; mark_read advances the cursor).
 func (e *Engine) Timeline(ctx context.Context, session string, in TimelineInput) (*TimelineResult, error) {
-	k, h, err := e.resolveRefreshed(ctx, in.Host, in.RoomID, in.Refresh)
+	k, _, err := e.resolveRefreshed(ctx, in.Host, in.RoomID, in.Refresh)
 	if err != nil {
 		return nil, err
 	}
 	limit := pageTimeline.of(in.Limit)
-	room := h.client.Verified(k.room)
+	reg := e.registry(k)
 	res := &TimelineResult{Items: []TimelineItem{}}
 	var maxSeq int64
 	err = e.store.Update(func(tx stateTx) error {
@@ -263,10 +273,10 @@ func (e *Engine) Timeline(ctx context.Context, session string, in TimelineInput)
 			if len(in.Actors) > 0 && !slices.Contains(in.Actors, rec.Envelope.Actor().String()) {
 				return true
 			}
-			if in.UnreadOnly && (rec.Envelope.Actor() == e.agent || !messageLike(typ, room)) {
+			if in.UnreadOnly && (rec.Envelope.Actor() == e.agent || !messageLike(typ, reg)) {
 				return true
 			}
-			res.Items = append(res.Items, e.timelineItem(rec, room, in.IncludeRecords))
+			res.Items = append(res.Items, e.timelineItem(rec, reg, in.IncludeRecords))
 			return true
 		})
 		if err != nil {
@@ -288,7 +298,7 @@ func (e *Engine) Timeline(ctx context.Context, session string, in TimelineInput)
 		}
 		if in.MarkRead && markSeq > sr.ReadSeq {
 			sr.ReadSeq = markSeq
-			if sr.Unread, err = e.unreadCount(tx, k, sr.ReadSeq); err != nil {
+			if sr.Unread, err = e.unreadCount(tx, k, sr.ReadSeq, reg); err != nil {
 				return err
 			}
 			if err := tx.Put(bRooms, rkey(k.host, k.room), sr); err != nil {
@@ -312,6 +322,7 @@ func (e *Engine) MarkRead(ctx context.Context, in MarkReadInput) (*MarkReadResul
 		return nil, err
 	}
 	res := &MarkReadResult{RoomID: k.room}
+	reg := e.registry(k)
 	err = e.store.Update(func(tx stateTx) error {
 		sr, err := loadRoom(tx, k)
 		if err != nil {
@@ -319,7 +330,7 @@ func (e *Engine) MarkRead(ctx context.Context, in MarkReadInput) (*MarkReadResul
 		}
 		if in.ThroughSeq > sr.ReadSeq {
 			sr.ReadSeq = min(in.ThroughSeq, sr.SyncedSeq)
-			if sr.Unread, err = e.unreadCount(tx, k, sr.ReadSeq); err != nil {
+			if sr.Unread, err = e.unreadCount(tx, k, sr.ReadSeq, reg); err != nil {
 				return err
 			}
 			if err := tx.Put(bRooms, rkey(k.host, k.room), sr); err != nil {

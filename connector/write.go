@@ -50,12 +50,12 @@ type storedDraft struct {
 
 // kindOf classifies a type for the head-mismatch policy: "signal" writes
 // are never held.
-func kindOf(typ string, room *adp.Room) (string, error) {
+func kindOf(typ string, reg *packs.Registry) (string, error) {
 	if c := adp.BuiltinCategory(typ); c != "" {
 		return string(c), nil
 	}
-	if room != nil {
-		if d := room.Registry().Lookup(typ); d != nil {
+	if reg != nil {
+		if d := reg.Lookup(typ); d != nil {
 			return string(d.Kind), nil
 		}
 	}
@@ -74,46 +74,21 @@ func parseMentions(ms []string) ([]identity.AgentID, error) {
 	return out, nil
 }
 
-// sign builds and signs req on base with the builder of its type (built-in
-// payloads pass the kernel rules, custom ones the room registry's schema).
-func (e *Engine) sign(ctx context.Context, req *writeReq, base adp.Base, room *adp.Room) (*envelope.Envelope, error) {
+// sign signs req on base: a built-in payload is checked once against its
+// type's kernel rules and signed as given (adp.NewEvent), a room-defined
+// one against reg's schema (adp.NewCustom).
+func (e *Engine) sign(ctx context.Context, req *writeReq, base adp.Base, reg *packs.Registry) (*envelope.Envelope, error) {
 	ms, err := parseMentions(req.Mentions)
 	if err != nil {
 		return nil, err
 	}
-	if !adp.IsBuiltin(req.Type) {
-		return adp.NewCustom(ctx, e.author, base, room.Registry(), req.Type, req.Payload, ms...)
+	switch {
+	case req.Type == adp.TypeRoomCreate || req.Type == adp.TypeRoomJoinRequest:
+		return nil, fmt.Errorf("%w: %s cannot be submitted to a room", ErrInvalidInput, clip(req.Type))
+	case !adp.IsBuiltin(req.Type):
+		return adp.NewCustom(ctx, e.author, base, reg, req.Type, req.Payload, ms...)
 	}
-	v, err := adp.ParsePayload(req.Type, req.Payload)
-	if err != nil {
-		return nil, err
-	}
-	switch p := v.(type) {
-	case *adp.Message:
-		return adp.NewMessage(ctx, e.author, base, *p, ms...)
-	case *adp.RoomUpdate:
-		return adp.NewRoomUpdate(ctx, e.author, base, *p, ms...)
-	case *adp.Join:
-		return adp.NewJoin(ctx, e.author, base, *p, ms...)
-	case *adp.JoinReview:
-		return adp.NewJoinReview(ctx, e.author, base, *p, ms...)
-	case *adp.RoleUpdate:
-		return adp.NewRoleUpdate(ctx, e.author, base, *p, ms...)
-	case *adp.MemberRemove:
-		return adp.NewMemberRemove(ctx, e.author, base, *p, ms...)
-	case *packs.Declaration:
-		return adp.NewTypeDefine(ctx, e.author, base, *p, ms...)
-	case *adp.Notice:
-		switch req.Type {
-		case adp.TypeRoomLeave:
-			return adp.NewLeave(ctx, e.author, base, *p, ms...)
-		case adp.TypeRoomClose:
-			return adp.NewClose(ctx, e.author, base, *p, ms...)
-		case adp.TypeRoomCancel:
-			return adp.NewCancel(ctx, e.author, base, *p, ms...)
-		}
-	}
-	return nil, fmt.Errorf("%w: %s cannot be submitted to a room", ErrInvalidInput, clip(req.Type))
+	return adp.NewEvent(ctx, e.author, base, req.Type, req.Payload, ms...)
 }
 
 // transient reports a transport fault: a failure after which the host may
@@ -150,14 +125,16 @@ func (e *Engine) write(ctx context.Context, session string, k roomKey, h *hostSt
 	}
 	e.writeMu.Lock()
 	defer e.writeMu.Unlock()
-	room := h.client.Verified(k.room)
-	if room == nil {
+	rep, err := e.replica(h, k.room)
+	if err != nil {
+		return nil, err
+	}
+	if rep.Latest().Seq == 0 {
 		if err := e.refresh(ctx, k, h); err != nil {
 			return nil, err
 		}
-		room = h.client.Verified(k.room)
 	}
-	kind, err := kindOf(req.Type, room)
+	kind, err := kindOf(req.Type, e.registry(k))
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +161,7 @@ func (e *Engine) write(ctx context.Context, session string, k roomKey, h *hostSt
 			if err := e.refresh(ctx, k, h); err != nil {
 				return nil, err
 			}
-			b, err := room.BaseFor(req.Type)
+			b, err := rep.BaseFor(req.Type)
 			if err != nil {
 				return nil, err
 			}
@@ -197,22 +174,26 @@ func (e *Engine) write(ctx context.Context, session string, k roomKey, h *hostSt
 			// A room that keeps moving under every attempt: hold, never loop.
 			return e.mismatch(session, k, req, base, OnMismatchHold)
 		}
-		if !signal && base != room.Head() {
+		if head := rep.Head(); !signal && base != head {
 			// The room moved since what the agent saw.
 			if o.policy == OnMismatchSendAnyway && req.Attempts < e.opts.MaxResign {
 				req.Attempts++
-				base = room.Head()
+				base = head
 				continue
 			}
 			return e.mismatch(session, k, req, base, o.policy)
 		}
-		env, err := e.sign(ctx, req, adp.Base{RoomID: k.room, Seq: base.Seq, Hash: base.Hash}, room)
+		var reg *packs.Registry
+		if !adp.IsBuiltin(req.Type) {
+			reg = e.registry(k)
+		}
+		env, err := e.sign(ctx, req, adp.Base{RoomID: k.room, Seq: base.Seq, Hash: base.Hash}, reg)
 		if err != nil {
 			return nil, err
 		}
 		// Local validation against the verified room (every host rule,
 		// the registry's payload schema included) before anything is sent.
-		if err := room.Check(ctx, env, e.now()); err != nil {
+		if err := rep.Check(ctx, env, e.now()); err != nil {
 			if errors.Is(err, adp.ErrRoomHeadMismatch) && !signal {
 				continue // the head moved between our check and now
 			}
@@ -256,16 +237,19 @@ func (e *Engine) write(ctx context.Context, session string, k roomKey, h *hostSt
 	}
 }
 
-// accepted finishes a write the host accepted: the outbox entry goes, the
-// record is persisted, and the session's presented head follows the
-// result's sync (§4.2: every result that carries sync presents it).
+// accepted finishes a write the host accepted, whose record the client
+// verified into the room's replica (its hook stored the record and removed
+// the outbox entry in one transaction): the session's presented head
+// follows the result's sync (§4.2: every result that carries sync
+// presents it).
 func (e *Engine) accepted(ctx context.Context, session string, k roomKey, h *hostState, outboxID string, rec *adp.Record) (*WriteResult, error) {
-	if err := e.ingestDrop(ctx, k, h, []*adp.Record{rec}, outboxID, false); err != nil {
+	// A record the replica held already (a write re-sent after a crash)
+	// did not reach the hook: its entry goes here.
+	if err := e.dropOutboxIfPresent(outboxID); err != nil {
 		return nil, err
 	}
-	room := h.client.Verified(k.room)
 	res := &WriteResult{Status: StatusSent, Record: rec.AppendJSON(nil)}
-	it := e.timelineItem(rec, room, false)
+	it := e.timelineItem(rec, e.registry(k), false)
 	res.Item = &it
 	var err error
 	if err = e.store.View(func(tx stateTx) error {
@@ -297,7 +281,7 @@ func (e *Engine) submitFailed(host, id string, err error) error {
 // transaction; only then may it be sent.
 func (e *Engine) recordOutbox(env *envelope.Envelope, ent *outboxEntry) (string, error) {
 	n := env.Event().Nonce
-	id := fmt.Sprintf("%020d", n)
+	id := outboxID(n)
 	ent.CreatedAt = e.now().UnixMilli()
 	err := e.store.Update(func(tx stateTx) error {
 		var saved int64
@@ -315,8 +299,26 @@ func (e *Engine) recordOutbox(env *envelope.Envelope, ent *outboxEntry) (string,
 	return id, err
 }
 
+// outboxID is the outbox key of the write signed with nonce n.
+func outboxID(n int64) string { return fmt.Sprintf("%020d", n) }
+
 func (e *Engine) dropOutbox(id string) error {
 	return e.store.Update(func(tx stateTx) error { return tx.Delete(bOutbox, id) })
+}
+
+// dropOutboxIfPresent is dropOutbox without a write transaction when the
+// entry is gone already.
+func (e *Engine) dropOutboxIfPresent(id string) error {
+	var present bool
+	if err := e.store.View(func(tx stateTx) error {
+		var ent outboxEntry
+		var err error
+		present, err = tx.Get(bOutbox, id, &ent)
+		return err
+	}); err != nil || !present {
+		return err
+	}
+	return e.dropOutbox(id)
 }
 
 // storedHash returns the hash of the stored record at seq.
@@ -345,15 +347,12 @@ func (e *Engine) storedHash(k roomKey, seq int64) (envelope.Hash, error) {
 	return h, err
 }
 
-// changes returns the timeline items after seq.
-func (e *Engine) changes(tx stateTx, k roomKey, after int64) ([]TimelineItem, error) {
-	var room *adp.Room
-	if h := e.hosts[k.host]; h != nil && h.client != nil {
-		room = h.client.Verified(k.room)
-	}
+// changes returns the timeline items after seq; reg is the room's
+// registry (Engine.registry, read before the transaction).
+func (e *Engine) changes(tx stateTx, k roomKey, after int64, reg *packs.Registry) ([]TimelineItem, error) {
 	out := []TimelineItem{}
 	err := e.records(tx, k, after, 0, func(rec *adp.Record) bool {
-		out = append(out, e.timelineItem(rec, room, false))
+		out = append(out, e.timelineItem(rec, reg, false))
 		return len(out) < 200
 	})
 	return out, err
@@ -364,12 +363,13 @@ func (e *Engine) changes(tx stateTx, k roomKey, after int64) ([]TimelineItem, er
 // send after it without a base is held again only if the room moved since.
 func (e *Engine) mismatch(session string, k roomKey, req *writeReq, base adp.RecordRef, policy string) (*WriteResult, error) {
 	res := &WriteResult{Status: StatusRejected}
+	reg := e.registry(k)
 	err := e.store.Update(func(tx stateTx) error {
 		var err error
 		if res.Sync, err = e.syncState(tx, k); err != nil {
 			return err
 		}
-		if res.Changes, err = e.changes(tx, k, base.Seq); err != nil {
+		if res.Changes, err = e.changes(tx, k, base.Seq, reg); err != nil {
 			return err
 		}
 		if policy == OnMismatchReject {
@@ -562,12 +562,13 @@ func (e *Engine) DraftGet(ctx context.Context, session, draftID string) (*DraftG
 	}
 	k := roomKey{d.Draft.Host, d.Draft.RoomID}
 	res := &DraftGetResult{Draft: d.Draft}
+	reg := e.registry(k)
 	if err := e.store.View(func(tx stateTx) error {
 		var err error
 		if res.Sync, err = e.syncState(tx, k); err != nil {
 			return err
 		}
-		res.Changes, err = e.changes(tx, k, d.Draft.BaseSeq)
+		res.Changes, err = e.changes(tx, k, d.Draft.BaseSeq, reg)
 		return err
 	}); err != nil {
 		return nil, err
@@ -634,7 +635,11 @@ func (e *Engine) DraftCommit(ctx context.Context, session string, in DraftCommit
 		if err := e.refresh(ctx, k, h); err != nil {
 			return nil, err
 		}
-		head := h.client.Verified(k.room).Head()
+		rep, err := e.replica(h, k.room)
+		if err != nil {
+			return nil, err
+		}
+		head := rep.Head()
 		o.baseSeq, o.baseHash = &head.Seq, head.Hash.String()
 	case ActionRevise:
 		var nreq *writeReq
@@ -803,7 +808,7 @@ func (e *Engine) ReplayOutbox(ctx context.Context) error {
 			// unless it is a signal write, which is never held.
 			held := it.ent.Req != nil
 			if held {
-				if kind, kerr := kindOf(it.ent.Req.Type, h.client.Verified(k.room)); kerr != nil || kind == string(adp.CategorySignal) {
+				if kind, kerr := kindOf(it.ent.Req.Type, e.registry(k)); kerr != nil || kind == string(adp.CategorySignal) {
 					held = false
 					e.opts.Logger.Warn("connector: outbox write refused on replay, dropped", "type", it.ent.Req.Type, "room", k.room, "err", err)
 				}

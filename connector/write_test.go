@@ -61,9 +61,12 @@ func TestOutboxRefusedBecomesDraft(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rm := h.client.Verified(room)
-	b, _ := rm.BaseFor(adp.TypeMessageCreate)
-	env, err := bob.sign(ctx, req, b, rm)
+	rep, err := bob.replica(h, room)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := rep.BaseFor(adp.TypeMessageCreate)
+	env, err := bob.sign(ctx, req, b, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

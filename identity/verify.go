@@ -3,6 +3,8 @@ package identity
 import (
 	"crypto/ed25519"
 	"errors"
+
+	"github.com/agentprotocols/go-sdk/internal/opcount"
 )
 
 // Reasons a signature fails strict verification (Identity §3.1, App. B).
@@ -70,6 +72,7 @@ func VerifySignature(publicKey, message, sig []byte) error {
 	if !lessThanOrder(sig[32:]) {
 		return sigError(ErrNonCanonicalS)
 	}
+	opcount.Verify()
 	if !equation(publicKey, message, sig) {
 		return sigError(ErrSignatureMismatch)
 	}

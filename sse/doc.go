@@ -4,8 +4,10 @@
 // [Follow] returns an iterator of [Item] values. Each accepted record of
 // the room arrives exactly once, in seq order, and only after it verified:
 // the envelope's hash and signature, the record hash and the pre_hash link
-// to the record before it (with [Options.Room] set, every room rule as well,
-// through the [adp.Room] replayer). The stream is only a transport (§17.3):
+// to the record before it (with [Options.Replica] set, every room rule as
+// well: the records are admitted to that [adp.Replica], the room's one
+// verified state, which the agent's [adp.Client] verifies into too). The
+// stream is only a transport (§17.3):
 //
 //  1. the client opens the stream first,
 //  2. then pages the history (GET …/events?after_seq=) from the last

@@ -33,8 +33,9 @@ import (
 // Either way every goroutine Follow started has exited when the iterator
 // returns.
 //
-// The iterator may be ranged over once at a time; with Options.Room set,
-// the room must not be used by anyone else while the iterator runs.
+// The iterator may be ranged over once at a time. With Options.Replica,
+// others may read and admit into the replica meanwhile (a Client writing
+// to the room): the records they admit are delivered too, in order.
 func Follow(ctx context.Context, opts *Options) iter.Seq2[Item, error] {
 	return func(yield func(Item, error) bool) {
 		f, err := newFollower(opts)
@@ -71,6 +72,19 @@ func newFollower(opts *Options) (*follower, error) {
 	}
 	f := &follower{o: *opts, pending: map[int64]held{}}
 	o := &f.o
+	if rep := o.Replica; rep != nil {
+		switch {
+		case o.RoomID == "":
+			o.RoomID = rep.ID()
+		case o.RoomID != rep.ID():
+			return nil, errors.New("sse: Options.Replica is another room's")
+		}
+		if c := o.Client; c != nil {
+			if own, err := c.Replica(rep.ID()); err != nil || own != rep {
+				return nil, errors.New("sse: Options.Replica is not the client's replica of the room (adp.Client.Replica)")
+			}
+		}
+	}
 	if c := o.Client; c != nil {
 		if o.API == "" {
 			o.API = c.Origin().String() + "/v1"
@@ -102,8 +116,6 @@ func newFollower(opts *Options) (*follower, error) {
 		return nil, errors.New("sse: Options.Signer is nil")
 	case o.History == nil:
 		return nil, errors.New("sse: Options.History is nil")
-	case o.Room != nil && o.Room.ID() != o.RoomID:
-		return nil, errors.New("sse: Options.Room is another room")
 	}
 	if o.RoomID == "." || o.RoomID == ".." {
 		return nil, fmt.Errorf("sse: Options.RoomID %q is not a room ID", o.RoomID)
@@ -138,8 +150,8 @@ func newFollower(opts *Options) (*follower, error) {
 	o.Backoff = o.Backoff.withDefaults()
 
 	start := o.Start
-	if o.Room != nil {
-		l := o.Room.Latest()
+	if o.Replica != nil {
+		l := o.Replica.Latest()
 		start = adp.RecordRef{Seq: l.Seq, Hash: l.Hash}
 	}
 	if start.Seq < 0 {
@@ -220,6 +232,9 @@ func (f *follower) ahead(batch []raw) []*adp.Record {
 		rec := r.rec
 		if rec == nil || rec.RoomID != f.o.RoomID || rec.Seq <= last || rec.Seq > last+int64(f.o.MaxPending) {
 			continue
+		}
+		if f.o.Replica != nil && f.o.Replica.Known(rec) {
+			continue // verified already: the replica matches it instead
 		}
 		if _, done := f.prechecked[rec.Seq]; done {
 			continue
@@ -408,6 +423,9 @@ func (f *follower) onRecord(ctx context.Context, rec *adp.Record, size int, err 
 	if err != nil {
 		return true, f.emit(fmt.Errorf("sse: live record dropped: %w", err))
 	}
+	if !f.fromReplica() {
+		return false, false
+	}
 	last := f.lastSeq.Load()
 	switch {
 	case rec.Seq <= last: // a duplicate, or one the history already gave
@@ -436,6 +454,9 @@ func (f *follower) onRecord(ctx context.Context, rec *adp.Record, size int, err 
 // record once verified, then drains the held live records. gap reports
 // that held records remain beyond a gap the history did not fill yet.
 func (f *follower) sync(ctx context.Context) (gap bool, err error) {
+	if !f.fromReplica() {
+		return false, errStopped
+	}
 	for rec, err := range f.o.History.Records(ctx, f.o.RoomID, f.lastSeq.Load()) {
 		if err != nil {
 			var e *identity.Error
@@ -501,12 +522,32 @@ func (f *follower) drain(ctx context.Context) (bad, ok bool) {
 	}
 }
 
-// verify checks rec as the next record of the chain: with a replayer by
+// fromReplica delivers the records others admitted to the replica after
+// the last delivered one, while the replica still keeps them (a Client's
+// write, its sync), so they are not read from the history again. It
+// reports false when the consumer left.
+func (f *follower) fromReplica() bool {
+	if f.o.Replica == nil {
+		return true
+	}
+	recs, ok := f.o.Replica.Since(f.lastSeq.Load())
+	if !ok {
+		return true // the history brings them
+	}
+	for _, rec := range recs {
+		if !f.deliver(rec) {
+			return false
+		}
+	}
+	return true
+}
+
+// verify checks rec as the next record of the chain: with a replica by
 // every room rule, otherwise the chain link, the record hash, the envelope
 // hash and signature, and that the event belongs to this room.
 func (f *follower) verify(ctx context.Context, rec *adp.Record) error {
-	if f.o.Room != nil {
-		return f.o.Room.Apply(ctx, rec)
+	if f.o.Replica != nil {
+		return f.o.Replica.Admit(ctx, rec)
 	}
 	if rec.RoomID != f.o.RoomID {
 		return identity.Errorf(adp.CodeInvalidRecord, "record %d: room_id is not the followed room", rec.Seq)

@@ -362,15 +362,15 @@ func TestFollowNotices(t *testing.T) {
 	}
 }
 
-// With a replayer the subscriber holds the verified room state, and a
+// With a replica the subscriber holds the verified room state, and a
 // record signed validly by a non-member (which only the room rules catch)
 // is never delivered.
-func TestFollowRoomReplayer(t *testing.T) {
+func TestFollowReplica(t *testing.T) {
 	h := newTestHost(t)
 	h.sayN("bob", 5)
-	room := adp.NewRoom(h.roomID, nil)
+	room := adp.NewReplica(h.roomID, nil)
 	opts := h.options("alice")
-	opts.Room = room
+	opts.Replica = room
 	c := follow(t, opts, nil)
 	c.waitSeq(t, h.seq())
 	h.mu.Lock()
@@ -556,7 +556,7 @@ func TestFollowBadOptions(t *testing.T) {
 		"API query":    func(o *sse.Options) { o.API += "?x=1" },
 		"no signer":    func(o *sse.Options) { o.Signer = nil },
 		"no history":   func(o *sse.Options) { o.History = nil },
-		"other room":   func(o *sse.Options) { o.Room = adp.NewRoom("other", nil) },
+		"other room":   func(o *sse.Options) { o.Replica = adp.NewReplica("other", nil) },
 	} {
 		opts := h.options("alice")
 		mutate(opts)

@@ -89,8 +89,8 @@ func (b Backoff) withDefaults() Backoff {
 	return b
 }
 
-// Options configures Follow. RoomID is required, and so are API, Signer
-// and History unless Client is set.
+// Options configures Follow. RoomID (or Replica) is required, and so are
+// API, Signer and History unless Client is set.
 type Options struct {
 	// Client, when set, is the adp.Client of the agent that follows: the
 	// fields left zero of API (its origin + "/v1"), Signer, History (its
@@ -110,24 +110,29 @@ type Options struct {
 	// History pages the accepted records (§17.3: history comes from HTTP).
 	History History
 
-	// Start is the last record the caller already verified; the client
-	// delivers the records after it, checking the first one's pre_hash
-	// against Start.Hash. The zero value starts at seq 1. Ignored when
-	// Room is set (the room's latest record is the start).
-	Start adp.RecordRef
-	// Room, when set, is a replayer that every record is applied to before
-	// it is delivered: the record is then judged by every room rule (§6–§15)
-	// and the room always holds the verified state of what was delivered.
-	// The client must be the only writer to Room while following.
+	// Replica, when set, is the room's verified state (adp.Replica): every
+	// record is admitted to it — judged by every room rule (§6–§15) and
+	// persisted by its Admitted hook — before it is delivered, and the
+	// records after its latest one are delivered. RoomID may then be
+	// empty, and Start is ignored. With Client set it must be the client's
+	// replica of the room (Client.Replica), so that the backfill and the
+	// live records verify into one state; a record the client or the
+	// replica already verified (a write's own record, a page another
+	// reader fetched) is matched to it, not verified again.
 	//
-	// Without Room the client checks what needs no room state — the
+	// Without Replica the client checks what needs no room state — the
 	// envelope's hash and signature, the record hash, the pre_hash link,
 	// that the event was signed for this room and that room.create comes
 	// first — and holds only the last record, so its memory stays flat.
 	// What only the rules catch (a validly signed event from a non-member,
 	// an envelope accepted twice) then goes unnoticed unless History
 	// checks it (the adp.Client's history does).
-	Room *adp.Room
+	Replica *adp.Replica
+	// Start is the last record the caller already verified, without a
+	// Replica; the client delivers the records after it, checking the
+	// first one's pre_hash against Start.Hash. The zero value starts at
+	// seq 1.
+	Start adp.RecordRef
 
 	// HTTPClient performs the requests; its Transport is used (nil means
 	// http.DefaultTransport) and its Timeout is ignored, since a stream

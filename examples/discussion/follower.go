@@ -29,11 +29,16 @@ type follower struct {
 	err     error   // why the subscription ended before the close
 }
 
-// startFollower subscribes as key's agent. Records are judged by a replayer
-// of their own (sse.Options.Room), and the history that fills every gap
-// comes from a client of the same agent, which verifies it too.
+// startFollower subscribes as key's agent. The history that fills every
+// gap and the live records verify into one replica of the room, the
+// client's (sse.Options.Replica), so every record is judged by every room
+// rule, once.
 func startFollower(ctx context.Context, origin string, httpc *http.Client, key *identity.PrivateKey, room string) (*follower, error) {
 	c, err := adp.NewClient(origin, &adp.ClientOptions{Signer: key, HTTPClient: httpc, AllowLoopbackHTTP: true})
+	if err != nil {
+		return nil, err
+	}
+	rep, err := c.Replica(room)
 	if err != nil {
 		return nil, err
 	}
@@ -41,8 +46,7 @@ func startFollower(ctx context.Context, origin string, httpc *http.Client, key *
 	f := &follower{cancel: cancel, done: make(chan struct{})}
 	opts := &sse.Options{
 		Client:  c,
-		RoomID:  room,
-		Room:    adp.NewRoom(room, nil),
+		Replica: rep,
 		Backoff: sse.Backoff{Initial: 50 * time.Millisecond, Max: time.Second},
 	}
 	go func() {

@@ -139,13 +139,14 @@ func follow(ctx context.Context, o *options, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "follow: %v\n", err)
 		return exitUsage
 	}
-	so := &sse.Options{
-		Client: client,
-		RoomID: o.room,
-		// Live records are judged by every room rule too, not only the
-		// history the client verifies.
-		Room: adp.NewRoom(o.room, nil),
+	// One replica for the client's history and the live stream: live
+	// records are judged by every room rule too, and each is verified once.
+	rep, err := client.Replica(o.room)
+	if err != nil {
+		fmt.Fprintf(stderr, "follow: %v\n", err)
+		return exitUsage
 	}
+	so := &sse.Options{Client: client, Replica: rep}
 	if o.tune != nil {
 		o.tune(so)
 	}

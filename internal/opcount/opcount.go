@@ -1,0 +1,55 @@
+// Package opcount counts the costly operations whose number per request
+// tests assert: Ed25519 signature verifications (identity) and record-hash
+// computations (adp). Counting is off unless a test turns it on with
+// Start; off, a counted operation costs one atomic load.
+package opcount
+
+import "sync/atomic"
+
+var (
+	on           atomic.Bool
+	verifies     atomic.Int64
+	recordHashes atomic.Int64
+)
+
+// Counts are the operations counted since Start.
+type Counts struct {
+	// Verifies is the number of Ed25519 signature verifications.
+	Verifies int64
+	// RecordHashes is the number of record-hash computations.
+	RecordHashes int64
+}
+
+// Start zeroes the counters and turns counting on, for the whole process:
+// a test that counts must not run in parallel with other work in its
+// process.
+func Start() {
+	verifies.Store(0)
+	recordHashes.Store(0)
+	on.Store(true)
+}
+
+// Stop turns counting off and returns what was counted since Start.
+func Stop() Counts {
+	on.Store(false)
+	return Read()
+}
+
+// Read returns what was counted since Start so far.
+func Read() Counts {
+	return Counts{Verifies: verifies.Load(), RecordHashes: recordHashes.Load()}
+}
+
+// Verify counts one Ed25519 signature verification.
+func Verify() {
+	if on.Load() {
+		verifies.Add(1)
+	}
+}
+
+// RecordHash counts one record-hash computation.
+func RecordHash() {
+	if on.Load() {
+		recordHashes.Add(1)
+	}
+}
