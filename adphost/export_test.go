@@ -22,21 +22,9 @@ func WaitQueuedWrites(ctx context.Context, h *Host, room string, n int) error {
 // with ctx's error.
 func WaitLiveStreams(ctx context.Context, h *Host, n int) error {
 	c := &h.streams
-	for {
+	return c.freed.Wait(ctx, func() bool {
 		c.mu.Lock()
-		if len(c.slots) <= n {
-			c.mu.Unlock()
-			return nil
-		}
-		if c.freed == nil {
-			c.freed = make(chan struct{})
-		}
-		freed := c.freed
-		c.mu.Unlock()
-		select {
-		case <-freed:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+		defer c.mu.Unlock()
+		return len(c.slots) <= n
+	})
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/internal/pulse"
 )
 
 // subscriber is one live stream. Items are queued on ch; a subscriber that
@@ -200,7 +201,7 @@ type streamCounts struct {
 	rooms   map[string]int
 	members map[agentRoom]int
 	next    uint64
-	freed   chan struct{} // closed when a slot is removed; made by a waiter (tests)
+	freed   pulse.Pulse // fired when a slot is removed (tests wait on it)
 }
 
 func newStreamCounts(perRoom, perAgent, total int) streamCounts {
@@ -289,10 +290,7 @@ func (c *streamCounts) remove(s *streamSlot) {
 	dec(c.agents, s.agent)
 	dec(c.rooms, s.room)
 	dec(c.members, agentRoom{s.agent, s.room})
-	if c.freed != nil {
-		close(c.freed)
-		c.freed = nil
-	}
+	c.freed.Fire()
 }
 
 // dec counts one less of k, forgetting it at zero.

@@ -16,6 +16,7 @@ import (
 	"github.com/agentprotocols/go-sdk/adphost"
 	"github.com/agentprotocols/go-sdk/adphost/adphosttest"
 	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/internal/pulse"
 )
 
 func testKey(t testing.TB, name string) *Key {
@@ -46,10 +47,10 @@ func openTest(t testing.TB, dir string, key *Key, host string, mut ...func(*Opti
 	}
 	// Every engine of the tests signals its local state changes, so a
 	// test waits for a change instead of polling on a timer.
-	p := new(pulse)
+	p := new(pulse.Pulse)
 	own := o.Notify
 	o.Notify = func(uri string) {
-		p.fire()
+		p.Fire()
 		if own != nil {
 			own(uri)
 		}
@@ -63,32 +64,7 @@ func openTest(t testing.TB, dir string, key *Key, host string, mut ...func(*Opti
 }
 
 // changes holds the pulse of each engine openTest opened.
-var changes sync.Map // *Engine → *pulse
-
-// pulse is a broadcast of "something changed": C returns a channel that
-// fire closes.
-type pulse struct {
-	mu sync.Mutex
-	ch chan struct{}
-}
-
-func (p *pulse) C() <-chan struct{} {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ch == nil {
-		p.ch = make(chan struct{})
-	}
-	return p.ch
-}
-
-func (p *pulse) fire() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ch != nil {
-		close(p.ch)
-		p.ch = nil
-	}
-}
+var changes sync.Map // *Engine → *pulse.Pulse
 
 // waitChange waits until cond holds, checking it at first and after each
 // change of e's local state (Options.Notify), for at most 20 s.
@@ -98,19 +74,10 @@ func waitChange(t testing.TB, e *Engine, cond func() bool, format string, args .
 	if !ok {
 		t.Fatal("waitChange: an engine openTest did not open")
 	}
-	p := v.(*pulse)
-	guard := time.NewTimer(20 * time.Second) // a "not hours" guard only
-	defer guard.Stop()
-	for {
-		c := p.C()
-		if cond() {
-			return
-		}
-		select {
-		case <-c:
-		case <-guard.C:
-			t.Fatalf("timed out waiting for "+format, args...)
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a "not hours" guard only
+	defer cancel()
+	if v.(*pulse.Pulse).Wait(ctx, cond) != nil {
+		t.Fatalf("timed out waiting for "+format, args...)
 	}
 }
 

@@ -87,13 +87,13 @@ func (f *faultyHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := &faultyConn{cancel: cancel, stall: make(chan struct{})}
 	f.conns[c] = true
 	f.mu.Unlock()
-	changed.fire()
+	changed.Fire()
 	defer func() {
 		cancel()
 		f.mu.Lock()
 		delete(f.conns, c)
 		f.mu.Unlock()
-		changed.fire()
+		changed.Fire()
 	}()
 	f.host.ServeHTTP(&frameWriter{f: f, c: c, ctx: ctx, w: w}, r.WithContext(ctx))
 }
@@ -106,7 +106,7 @@ func (f *faultyHost) drop() {
 		c.cancel()
 		delete(f.conns, c)
 	}
-	changed.fire()
+	changed.Fire()
 }
 
 // stall freezes every open live stream: no data, no heartbeat, no close.
@@ -117,7 +117,7 @@ func (f *faultyHost) stall() {
 		c.once.Do(func() { close(c.stall) })
 		delete(f.conns, c)
 	}
-	changed.fire()
+	changed.Fire()
 }
 
 func (f *faultyHost) streams() int {

@@ -460,23 +460,13 @@ func TestFollowAcceptance(t *testing.T) {
 	writer := make(chan struct{})
 	go func() {
 		defer close(writer)
-		guard := time.After(20 * time.Second) // a "not hours" guard only
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a "not hours" guard only
+		defer cancel()
 		for i := 0; i < 500; i++ {
 			h.say("bob", "message")
 			// The writer stays within 25 records of the follower, so the
 			// drops below fall while records are still being written.
-			for {
-				ch := changed.C()
-				if c.last() >= h.seq()-25 {
-					break
-				}
-				select {
-				case <-ch:
-					continue
-				case <-guard:
-				}
-				break
-			}
+			changed.Wait(ctx, func() bool { return c.last() >= h.seq()-25 })
 		}
 	}()
 	for i := 0; i < 5; i++ {

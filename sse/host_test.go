@@ -22,6 +22,7 @@ import (
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/internal/pulse"
 	"github.com/agentprotocols/go-sdk/sse"
 )
 
@@ -141,7 +142,7 @@ func (h *testHost) accept(build func(base func(string) adp.Base) (*envelope.Enve
 	}
 	data := rec.AppendJSON(nil)
 	h.records = append(h.records, data)
-	changed.fire()
+	changed.Fire()
 	out := [][]byte{data}
 	if h.mutate != nil {
 		out = h.mutate(rec.Seq, data)
@@ -226,7 +227,7 @@ func (h *testHost) killSub(s *testSub) {
 		close(s.kill)
 	}
 	delete(h.subs, s)
-	changed.fire()
+	changed.Fire()
 }
 
 // dropAll closes every open stream mid-flight.
@@ -250,7 +251,7 @@ func (h *testHost) stallAll() {
 		}
 		delete(h.subs, s)
 	}
-	changed.fire()
+	changed.Fire()
 }
 
 func (h *testHost) subscribers() int {
@@ -303,12 +304,12 @@ func (h *testHost) live(w http.ResponseWriter, r *http.Request) {
 	h.subs[s] = true
 	hb := h.heartbeat
 	h.mu.Unlock()
-	changed.fire()
+	changed.Fire()
 	defer func() {
 		h.mu.Lock()
 		delete(h.subs, s)
 		h.mu.Unlock()
-		changed.fire()
+		changed.Fire()
 	}()
 
 	sess, err := gosse.Upgrade(w, r)
@@ -350,7 +351,7 @@ func (h *testHost) live(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			h.heartbeats.Add(1)
-			changed.fire()
+			changed.Fire()
 		}
 	}
 }
@@ -461,7 +462,7 @@ func follow(t testing.TB, opts *sse.Options, onRecord func(*adp.Record)) *collec
 				c.notices = append(c.notices, it)
 			}
 			c.mu.Unlock()
-			changed.fire()
+			changed.Fire()
 			if err == nil && it.Kind == sse.KindRecord && onRecord != nil {
 				onRecord(it.Record)
 			}
@@ -516,50 +517,17 @@ func (c *collector) wait(t testing.TB) error {
 // change the test hosts and collectors signal (changed).
 func waitFor(t testing.TB, cond func() bool, format string, arg func() any) {
 	t.Helper()
-	guard := time.NewTimer(20 * time.Second) // a "not hours" guard only
-	defer guard.Stop()
-	for {
-		c := changed.C()
-		if cond() {
-			return
-		}
-		select {
-		case <-c:
-		case <-guard.C:
-			t.Fatalf("timed out waiting for "+format, arg())
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a "not hours" guard only
+	defer cancel()
+	if changed.Wait(ctx, cond) != nil {
+		t.Fatalf("timed out waiting for "+format, arg())
 	}
 }
 
 // changed is signalled by every change a waitFor condition reads: a
 // record accepted or delivered, a stream opened or closed, a heartbeat
 // sent.
-var changed pulse
-
-// pulse is a broadcast of "something changed": C returns a channel that
-// the next fire closes.
-type pulse struct {
-	mu sync.Mutex
-	ch chan struct{}
-}
-
-func (p *pulse) C() <-chan struct{} {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ch == nil {
-		p.ch = make(chan struct{})
-	}
-	return p.ch
-}
-
-func (p *pulse) fire() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ch != nil {
-		close(p.ch)
-		p.ch = nil
-	}
-}
+var changed pulse.Pulse
 
 // checkExactly asserts the collector delivered exactly the host's records:
 // seq 1..n, each once, in order, byte for byte the host's.

@@ -21,6 +21,7 @@ import (
 	"github.com/agentprotocols/go-sdk/adphost/adphosttest"
 	"github.com/agentprotocols/go-sdk/identity"
 	"github.com/agentprotocols/go-sdk/internal/b64url"
+	"github.com/agentprotocols/go-sdk/internal/pulse"
 	"github.com/agentprotocols/go-sdk/sse"
 )
 
@@ -72,41 +73,25 @@ type syncBuffer struct {
 	mu    sync.Mutex
 	b     bytes.Buffer
 	lines int
-	wrote chan struct{} // closed and replaced on each write; see waitLines
+	wrote pulse.Pulse // fired on each write; see waitLines
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lines += bytes.Count(p, []byte("\n"))
-	if s.wrote != nil {
-		close(s.wrote)
-		s.wrote = nil
-	}
+	s.wrote.Fire()
 	return s.b.Write(p)
 }
 
 // waitLines waits until n lines were written, for at most 20 s.
 func (s *syncBuffer) waitLines(t *testing.T, n int) {
 	t.Helper()
-	guard := time.NewTimer(20 * time.Second) // a "not hours" guard only
-	defer guard.Stop()
-	for {
-		s.mu.Lock()
-		if s.lines >= n {
-			s.mu.Unlock()
-			return
-		}
-		if s.wrote == nil {
-			s.wrote = make(chan struct{})
-		}
-		c := s.wrote
-		s.mu.Unlock()
-		select {
-		case <-c:
-		case <-guard.C:
-			t.Fatalf("%d lines written, want %d", s.lines, n)
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a "not hours" guard only
+	defer cancel()
+	lines := func() int { s.mu.Lock(); defer s.mu.Unlock(); return s.lines }
+	if s.wrote.Wait(ctx, func() bool { return lines() >= n }) != nil {
+		t.Fatalf("%d lines written, want %d", lines(), n)
 	}
 }
 

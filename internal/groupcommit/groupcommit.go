@@ -8,6 +8,8 @@ package groupcommit
 import (
 	"context"
 	"sync"
+
+	"github.com/agentprotocols/go-sdk/internal/pulse"
 )
 
 // Queue runs groups of items, one group at a time. The zero Queue is
@@ -16,7 +18,7 @@ type Queue[T any] struct {
 	mu      sync.Mutex
 	running bool
 	waiting []*waiter[T]
-	queued  chan struct{} // closed when an item starts waiting; made by WaitQueued
+	queued  pulse.Pulse // fired when an item starts waiting (WaitQueued)
 }
 
 type waiter[T any] struct {
@@ -39,10 +41,7 @@ func (q *Queue[T]) Do(item T, more func(lead, next T, n int) bool, run func(grou
 	if q.running {
 		w := &waiter[T]{item: item, done: make(chan struct{})}
 		q.waiting = append(q.waiting, w)
-		if q.queued != nil {
-			close(q.queued)
-			q.queued = nil
-		}
+		q.queued.Fire()
 		q.mu.Unlock()
 		<-w.done
 		if !w.lead {
@@ -89,21 +88,5 @@ func (q *Queue[T]) Waiting() int {
 // ctx's error when ctx ends first. It lets a caller (a test) line items up
 // behind a running group without polling Waiting.
 func (q *Queue[T]) WaitQueued(ctx context.Context, n int) error {
-	for {
-		q.mu.Lock()
-		if len(q.waiting) >= n {
-			q.mu.Unlock()
-			return nil
-		}
-		if q.queued == nil {
-			q.queued = make(chan struct{})
-		}
-		c := q.queued
-		q.mu.Unlock()
-		select {
-		case <-c:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	return q.queued.Wait(ctx, func() bool { return q.Waiting() >= n })
 }
