@@ -74,6 +74,31 @@ type JoinRequestResource struct {
 	ReviewReason string            `json:"review_reason,omitzero"`
 	ReviewedBy   *identity.AgentID `json:"reviewed_by"`
 	ReviewedAt   int64             `json:"reviewed_at,omitzero"`
+	// Signed and ReviewEventID are a 2026-09-24 request as a host keeps it
+	// (§10): the applicant's signed room.join.request, whose event ID is
+	// Request.ID, and the event ID of the review that decided it. A seed
+	// request has neither. A host answers such a request in its draft's
+	// shape, [SignedJoinRequestResource].
+	Signed        *envelope.Envelope `json:"signed,omitzero"`
+	ReviewEventID *envelope.Hash     `json:"review_event_id,omitzero"`
+	// Unknown keeps the members the SDK does not know (§6: the host's
+	// service documents stay open), for debugging.
+	Unknown jsontext.Value `json:",embed"`
+}
+
+// SignedJoinRequestResource is a join request of the 2026-09-24 draft
+// (§10), as POST …/join-requests answers and every join-request read
+// returns it: its ID is the request's event ID, Request the applicant's
+// signed room.join.request, and the review members are null until a
+// room.join.review decides it.
+type SignedJoinRequestResource struct {
+	ID            envelope.Hash      `json:"id"`
+	Request       *envelope.Envelope `json:"request"`
+	Status        JoinRequestStatus  `json:"status"`
+	ExpiresAt     int64              `json:"expires_at"`
+	ReviewedBy    *identity.AgentID  `json:"reviewed_by"`
+	ReviewedAt    *int64             `json:"reviewed_at"`
+	ReviewEventID *envelope.Hash     `json:"review_event_id"`
 	// Unknown keeps the members the SDK does not know (§6: the host's
 	// service documents stay open), for debugging.
 	Unknown jsontext.Value `json:",embed"`

@@ -30,9 +30,12 @@ func (h *Host) archiveOf(r *http.Request, hr *hostRoom) (*builtArchive, error) {
 	if hr.archive != nil {
 		return hr.archive, nil
 	}
-	switch hr.room.Status(h.now()) {
-	case adp.StatusEnded:
-	case adp.StatusCancelled:
+	switch st := hr.room.Status(h.now()); {
+	case st == adp.StatusEnded:
+	case h.laterDraft():
+		// 2026-09-24 §15: not_found before the archive exists.
+		return nil, identity.Errorf(identity.CodeNotFound, "the room is %s; it has no archive", st)
+	case st == adp.StatusCancelled:
 		return nil, identity.NewError(adp.CodeRoomNotActive, "a cancelled room has no archive")
 	default:
 		return nil, identity.NewError(adp.CodeRoomNotActive, "the room has not ended; its archive does not exist yet")
@@ -56,10 +59,14 @@ func (h *Host) archiveOf(r *http.Request, hr *hostRoom) (*builtArchive, error) {
 // archiveOptions are the archive options of a room of this host.
 func (h *Host) archiveOptions(roomID string) *archive.Options {
 	url := h.RoomURL(roomID)
-	return &archive.Options{
-		Host: h.origin.Host(), URL: url, Now: h.now,
+	o := &archive.Options{
+		Draft: h.draft, Host: h.origin.Host(), URL: url, Now: h.now,
 		Formats: map[string]string{"jsonl": url + "/archive.jsonl", "markdown": url + "/archive.md"},
 	}
+	if h.laterDraft() {
+		o.Host = "" // the 2026-09-24 manifest has none: room.create names the host (§18)
+	}
+	return o
 }
 
 // eachRecord calls f with the room's records from seq 1 to last, in

@@ -312,7 +312,7 @@ func (h *Host) reconcile(ctx context.Context, hr *hostRoom) error {
 		if len(recs) != 1 || recs[0].Seq != seq {
 			return fmt.Errorf("adphost: the review of join request %q (seq %d) is not in the log", clip(jr.Request.ID), seq)
 		}
-		ev, err := adp.ParseEvent(recs[0].Envelope)
+		ev, err := adp.ParseEventIn(h.draft, recs[0].Envelope)
 		if err != nil {
 			return err
 		}
@@ -367,7 +367,7 @@ func (h *Host) more(recs []*adp.Record, limit int) bool {
 // (hr.mu held); see catchUp.
 func (h *Host) applyStored(ctx context.Context, hr *hostRoom, recs []*adp.Record) error {
 	for _, rec := range recs {
-		ev, err := adp.ParseEvent(rec.Envelope)
+		ev, err := adp.ParseEventIn(h.draft, rec.Envelope)
 		if err == nil {
 			err = hr.room.Apply(ctx, rec) // checks stored join requests by content, not status
 		}

@@ -12,8 +12,8 @@
 //
 // # What it enforces
 //
-// [Host] is an ADP host (seed draft 2026-07-04) as an http.Handler,
-// implementing every endpoint of §16–§18 on top of the adp.Room rule
+// [Host] is an ADP host as an http.Handler (seed draft 2026-07-04 by
+// default; see Drafts below), implementing every endpoint of §16–§18 on top of the adp.Room rule
 // table, the same table that verifiers replay:
 //
 //   - writes pass envelope.Verifier (hash, signature, exact resubmission,
@@ -70,6 +70,50 @@
 //
 // Where the seed text leaves a choice open, the host documents its
 // reading on the handler (list shapes, status codes, cursors).
+//
+// # Drafts
+//
+// A Host serves one ADP draft ([Options].Draft): the seed, 2026-07-04
+// (the zero value), which the rest of this comment describes, or
+// 2026-09-24. Every room it holds follows that draft, and its HTTP API
+// follows that draft's §15–§18:
+//
+//   - the discovery document is an Agent Identity discovery document
+//     whose service is [Options].Origin, with the rooms and my_rooms
+//     endpoints (§15.1); every room.create must name that origin as its
+//     host (host_mismatch otherwise, §8.1);
+//   - records, the room resource and the room.create answer carry
+//     accepted_at; a room's statuses are an Identity list, and a status
+//     read or write answers with the status itself (§16.4); a write to
+//     an ended room is room_not_active;
+//   - public discovery is GET /v1/rooms (§17): public and restricted
+//     rooms, each as its room resource; /v1/rooms/public is gone;
+//   - joining (§9.2, §10): a direct room.join takes a role the policy
+//     opens or invites the agent to, in every visibility, and is
+//     otherwise approval_required; POST …/join-requests takes the
+//     applicant's signed room.join.request, with no request JWT, and
+//     holds it pending (a new one supersedes the applicant's pending
+//     request, a banned applicant's is held too, none is approved
+//     without a review); join requests are read in the draft's shape,
+//     their ID the request's event ID; a room.join.review embeds the
+//     request, and once accepted the held request reads approved or
+//     rejected with the review's event ID (review_event_id). An agent
+//     named in policy.invites reads a private room's resource;
+//   - the archive manifest is the draft's (§18), committed by last_hash.
+//
+// The Store is the same for both drafts: it keeps a record as the bytes
+// of its canonical JSON and returns them ([ParseStoredRecord] reads them
+// in their draft: a 2026-09-24 record begins with accepted_at), and a
+// join request as an [adp.JoinRequestResource] whose Signed member holds
+// the signed request and whose ReviewEventID names the review. The host
+// derives the draft's shapes from these. A held request's nonce advances
+// the process's live-write cache, not the Store's (which advances with
+// records); its exact resubmission finds the held copy.
+//
+// Not yet in the 2026-09-24 host: /v1/me/rooms does not list rooms that
+// only invite the agent, the manifest has no packs member (the host
+// refuses external packs unless [Options].Packs has a fetcher, and then
+// does not archive their documents), and no record is redacted.
 //
 // # What it keeps in memory
 //

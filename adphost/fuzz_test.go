@@ -18,17 +18,27 @@ import (
 // FuzzHostBodies throws hostile bodies at every endpoint that takes one:
 // the host answers with an error body (never 5xx, never a panic) or
 // accepts.
-func FuzzHostBodies(f *testing.F) {
+func FuzzHostBodies(f *testing.F) { fuzzHostBodies(f, adp.Draft20260704) }
+
+// FuzzHostBodiesLater is FuzzHostBodies on a host of the 2026-09-24
+// draft, whose join-requests endpoint takes a signed room.join.request.
+func FuzzHostBodiesLater(f *testing.F) { fuzzHostBodies(f, adp.Draft20260924) }
+
+func fuzzHostBodies(f *testing.F, d adp.Draft) {
 	c := newClock()
 	origin := identity.MustParseOrigin("https://fuzz.example")
-	h, err := adphost.New(context.Background(), &adphost.Options{Origin: origin, Now: c.Now, RateLimits: adphost.Unlimited(), Heartbeat: -1})
+	h, err := adphost.New(context.Background(), &adphost.Options{Origin: origin, Draft: d, Now: c.Now, RateLimits: adphost.Unlimited(), Heartbeat: -1})
 	if err != nil {
 		f.Fatal(err)
 	}
 	ctx := context.Background()
 	author := key("fuzz")
 	a := &envelope.Author{Signer: author, Nonces: identity.NewNonceSource(&identity.NonceOptions{Now: c.Now}), Now: c.Now}
-	create, err := adp.NewRoomCreate(ctx, a, roomSpec(f, adp.VisibilityPublic, "fuzz"))
+	spec := roomSpec(f, adp.VisibilityPublic, "fuzz")
+	if d == adp.Draft20260924 {
+		spec.Host, spec.Types = origin.String(), nil
+	}
+	create, err := adp.NewRoomCreateIn(ctx, a, d, spec)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -38,9 +48,23 @@ func FuzzHostBodies(f *testing.F) {
 	if rec.Code != http.StatusCreated || json.Unmarshal(rec.Body.Bytes(), &cr) != nil {
 		f.Fatalf("create: %d %s", rec.Code, rec.Body)
 	}
-	msg, err := adp.NewMessage(ctx, a, adp.Base{RoomID: cr.ID, Seq: 1, Hash: cr.Hash}, text("hi"))
+	msg, err := adp.NewMessage(ctx, a, adp.Base{RoomID: cr.ID, Seq: 1, Hash: cr.Hash, Draft: d}, text("hi"))
 	if err != nil {
 		f.Fatal(err)
+	}
+	if d == adp.Draft20260924 {
+		other := &envelope.Author{Signer: key("applicant"), Nonces: identity.NewNonceSource(&identity.NonceOptions{Now: c.Now}), Now: c.Now}
+		req, err := adp.NewJoinRequest(ctx, other, d, cr.ID, adp.JoinRequestPayload{Role: adp.RoleSpeaker})
+		if err != nil {
+			f.Fatal(err)
+		}
+		review, err := adp.NewSignedJoinReview(ctx, a, adp.Base{RoomID: cr.ID, Seq: 1, Hash: cr.Hash, Draft: d},
+			adp.SignedJoinReview{Request: req, Decision: adp.DecisionApprove, Role: adp.RoleSpeaker})
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(uint8(2), req.AppendJSON(nil))
+		f.Add(uint8(1), review.AppendJSON(nil))
 	}
 	f.Add(uint8(0), create.AppendJSON(nil))
 	f.Add(uint8(1), msg.AppendJSON(nil))

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/base32"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -30,8 +31,14 @@ import (
 type Options struct {
 	// Origin is the public origin of the host API: the audience every
 	// request JWT must name, and the origin of every URL the host
-	// announces (discovery, room URLs, archive formats).
+	// announces (discovery, room URLs, archive formats). In the
+	// 2026-09-24 draft it is the discovery document's service and the
+	// host every room.create must name (§8.1, host_mismatch).
 	Origin identity.Origin
+	// Draft is the ADP draft the host serves, for every room and endpoint;
+	// the zero Draft is the seed draft, 2026-07-04. See the package
+	// documentation for what the 2026-09-24 draft changes.
+	Draft adp.Draft
 	// Store holds the host's state; nil means a new MemoryStore.
 	Store Store
 	// Now is the clock that drives the live-write window, token checks,
@@ -161,8 +168,8 @@ const DefaultMaxPageBytes = 8 << 20
 // MaxStatusTTL is the recommended maximum agent-status TTL (§17.4).
 const MaxStatusTTL = 300 * time.Second
 
-// Host is the reference ADP host (seed draft 2026-07-04) as an
-// http.Handler: every endpoint of §16–§18 on top of the adp.Room rule
+// Host is the reference ADP host (seed draft 2026-07-04, or the draft
+// Options.Draft names) as an http.Handler: every endpoint of §16–§18 on top of the adp.Room rule
 // table, with the live-write checks of envelope.Verifier. It is meant for
 // tests, development (cmd/adphost) and hosts of many processes on one
 // database (adphost/pgstore).
@@ -192,6 +199,7 @@ type Host struct {
 	writeTime  time.Duration // 0: none
 	streams    streamCounts
 	roomOpts   adp.RoomOptions
+	draft      adp.Draft // never zero
 	newID      func() string
 	newReqID   func() string
 	limits     RateLimits
@@ -267,6 +275,9 @@ func New(ctx context.Context, opts *Options) (*Host, error) {
 	if o.Origin.IsZero() {
 		return nil, errors.New("adphost: Options.Origin is required")
 	}
+	if !o.Draft.OrDefault().Known() {
+		return nil, fmt.Errorf("adphost: Options.Draft %d is no ADP draft", o.Draft)
+	}
 	h := &Host{
 		origin: o.Origin, store: o.Store, now: o.Now, window: o.Window, statusTTL: o.StatusTTL,
 		jrTTL: o.JoinRequestTTL, heartbeat: o.Heartbeat, sseBuffer: o.SSEBuffer, newID: o.NewRoomID,
@@ -313,7 +324,14 @@ func New(ctx context.Context, opts *Options) (*Host, error) {
 	if o.RateLimits != nil {
 		h.limits = o.RateLimits.withDefaults()
 	}
-	h.roomOpts = adp.RoomOptions{Packs: o.Packs, JoinRequests: joinRequests{h}, MaxPayloadBytes: o.MaxPayloadBytes}
+	h.draft = o.Draft.OrDefault()
+	h.roomOpts = adp.RoomOptions{Packs: o.Packs, JoinRequests: joinRequests{h}, MaxPayloadBytes: o.MaxPayloadBytes, Draft: h.draft}
+	if h.laterDraft() {
+		// room.create is bound to this host (2026-09-24 §8.1); a loopback
+		// development origin is the host's own, so it may be named.
+		h.roomOpts.Host = h.origin.String()
+		h.roomOpts.AllowLoopbackHTTP = h.origin.Scheme() == "http"
+	}
 	h.verifier = envelope.NewVerifier(&envelope.VerifierOptions{Window: h.window, History: history{h.store}, Now: h.now})
 	h.snapEvery, h.deadline, h.repair = cmp.Or(o.SnapshotEvery, 100), cmp.Or(o.AppendDeadline, 2*time.Second), cmp.Or(o.RepairInterval, time.Second)
 	h.cache = newRoomCache(cmp.Or(max(o.RoomCache, 0), 1000))
@@ -332,6 +350,13 @@ func orDefault(v, d time.Duration) time.Duration {
 	}
 	return v
 }
+
+// Draft returns the ADP draft the host serves.
+func (h *Host) Draft() adp.Draft { return h.draft }
+
+// laterDraft reports whether the host serves a draft with signed join
+// requests, policy joins and the Identity-shaped documents (2026-09-24).
+func (h *Host) laterDraft() bool { return h.draft != adp.Draft20260704 }
 
 // Origin returns the origin the host announces and requires as JWT aud.
 func (h *Host) Origin() identity.Origin { return h.origin }
@@ -373,7 +398,11 @@ func (h *Host) routes() {
 	m.HandleFunc("POST /v1/rooms/{room_id}/join-requests", h.createJoinRequest)
 	m.HandleFunc("GET /v1/rooms/{room_id}/join-requests", h.listJoinRequests)
 	m.HandleFunc("GET /v1/rooms/{room_id}/join-requests/{request_id}", h.getJoinRequest)
-	m.HandleFunc("GET /v1/rooms/public", h.publicRooms)
+	if h.laterDraft() {
+		m.HandleFunc("GET /v1/rooms", h.laterRooms) // public discovery (2026-09-24 §17)
+	} else {
+		m.HandleFunc("GET /v1/rooms/public", h.publicRooms)
+	}
 	m.HandleFunc("GET /v1/rooms/{room_id}", h.getRoom)
 	m.HandleFunc("GET /v1/rooms/{room_id}/events", h.listEvents)
 	m.HandleFunc("GET /v1/rooms/{room_id}/events/live", h.live)

@@ -63,6 +63,10 @@ func (h *Host) callerRoomInput(w http.ResponseWriter, r *http.Request, what stri
 // hold up the room's writes (the pending bound may then be passed by the
 // requests judged at the same moment).
 func (h *Host) createJoinRequest(w http.ResponseWriter, r *http.Request) {
+	if h.laterDraft() {
+		h.createSignedJoinRequest(w, r)
+		return
+	}
 	now := h.now()
 	who, err := h.requireCaller(r)
 	if err == nil {
@@ -130,7 +134,7 @@ func (h *Host) judgeJoinRequest(r *http.Request, room *adp.Room, roomID string, 
 	case isMemberNow && m.Status == adp.MemberActive:
 		err = identity.NewError(identity.CodeInvalidRequest, "the applicant is already an active member")
 	default:
-		err = writable(room.Status(now))
+		err = h.writable(room.Status(now))
 	}
 	if err != nil {
 		return hiddenOr(room, roomID, who, err)
@@ -223,11 +227,15 @@ func (h *Host) listJoinRequests(w http.ResponseWriter, r *http.Request) {
 	for i, jr := range list {
 		list[i] = h.effective(jr)
 	}
-	out := identity.List[*adp.JoinRequestResource]{Result: []*adp.JoinRequestResource{}}
-	if part, next := cut(list, 0, limit, h.pageBytes); part != nil {
+	views := make([]any, len(list))
+	for i, jr := range list {
+		views[i] = h.joinView(jr)
+	}
+	out := identity.List[any]{Result: []any{}}
+	if part, next := cut(views, 0, limit, h.pageBytes); part != nil {
 		out.Result = part
 		if next != "" {
-			out.NextCursor = makeKeyCursor(KeyOf(part[len(part)-1]))
+			out.NextCursor = makeKeyCursor(KeyOf(list[len(part)-1]))
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -267,5 +275,5 @@ func (h *Host) getJoinRequest(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, h.effective(jr))
+	writeJSON(w, http.StatusOK, h.joinView(h.effective(jr)))
 }

@@ -352,13 +352,7 @@ func (h *Host) publishStatus(hr *hostRoom, st *adp.AgentStatus) {
 // publishJoinRequest sends a room.join_request item to subscribed creators
 // and moderators (§17.5); hr.mu is held.
 func (h *Host) publishJoinRequest(hr *hostRoom, jr *adp.JoinRequestResource) {
-	q := jr.Request
-	b, err := json.Marshal(adp.JoinRequestNotice{RoomID: q.RoomID, RequestID: q.ID, Applicant: q.Applicant, Role: q.Role,
-		CreatedAt: q.CreatedAt, ExpiresAt: q.ExpiresAt}, json.Deterministic(true))
-	if err != nil {
-		return
+	if m := h.joinRequestNotice(jr); m != nil {
+		h.broadcast(hr, m, canReview)
 	}
-	m := &sse.Message{Type: sse.Type(adp.SSEJoinRequest)}
-	m.AppendData(string(b))
-	h.broadcast(hr, m, canReview)
 }

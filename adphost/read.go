@@ -29,6 +29,10 @@ type discoveryDoc struct {
 // Its "quotas" member publishes the host's quota policy (§21, see
 // QuotaPolicy), a member the seed text does not define.
 func (h *Host) discovery(w http.ResponseWriter, r *http.Request) {
+	if h.laterDraft() {
+		h.laterDiscovery(w)
+		return
+	}
 	features := []string{
 		adp.FeatureRooms, adp.FeatureRestricted, adp.FeaturePrivate, adp.FeatureJoinRequest,
 		adp.FeatureJoinReview, adp.FeatureSSE, adp.FeatureAgentStatus, adp.FeatureArchives,
@@ -104,7 +108,10 @@ func (h *Host) authorize(r *http.Request, hr *hostRoom, who identity.AgentID, ok
 		return room, nil
 	}
 	if vis == adp.VisibilityPrivate {
-		if what == readMeta && ok && h.approvedApplicant(r, hr.id, who) {
+		if what == readMeta && ok && h.laterDraft() && invited(room, who) {
+			return room, nil
+		}
+		if what == readMeta && ok && !h.laterDraft() && h.approvedApplicant(r, hr.id, who) {
 			return room, nil
 		}
 		return nil, roomNotFound(hr.id)
@@ -175,7 +182,8 @@ func (h *Host) getRoom(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, h.resource(room))
+	res := h.resource(room)
+	writeJSON(w, http.StatusOK, h.roomView(&res))
 }
 
 // resource builds the Room resource of §16.
@@ -339,7 +347,7 @@ func (h *Host) readableStatuses(w http.ResponseWriter, r *http.Request) (list []
 // listStatuses is GET /v1/rooms/{room_id}/agent-status (§17.4).
 func (h *Host) listStatuses(w http.ResponseWriter, r *http.Request) {
 	if list, ok := h.readableStatuses(w, r); ok {
-		writeJSON(w, http.StatusOK, adp.AgentStatusList{Statuses: list})
+		writeJSON(w, http.StatusOK, h.statusListView(list))
 	}
 }
 
@@ -351,7 +359,7 @@ func (h *Host) getStatus(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, st := range list {
 		if st.AgentID.String() == r.PathValue("agent_id") {
-			writeJSON(w, http.StatusOK, adp.AgentStatusResponse{Status: st})
+			writeJSON(w, http.StatusOK, h.statusView(st))
 			return
 		}
 	}
@@ -387,7 +395,7 @@ func (h *Host) putStatus(w http.ResponseWriter, r *http.Request) {
 	}
 	now := h.now()
 	if err == nil {
-		err = writable(room.Status(now))
+		err = h.writable(room.Status(now))
 	}
 	exp := now.Add(h.statusTTL).UnixMilli()
 	if in.ExpiresAt > 0 && in.ExpiresAt < exp {
@@ -411,13 +419,18 @@ func (h *Host) putStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.publishStatus(hr, &st)
-	writeJSON(w, http.StatusOK, adp.AgentStatusResponse{Status: st})
+	writeJSON(w, http.StatusOK, h.statusView(st))
 }
 
-// writable refuses writes to ended and cancelled rooms (§8).
-func writable(s adp.Status) error {
+// writable refuses writes to ended and cancelled rooms (§8): room_ended
+// in the seed, room_not_active in the 2026-09-24 draft, which has no
+// room_ended (§19).
+func (h *Host) writable(s adp.Status) error {
 	switch s {
 	case adp.StatusEnded:
+		if h.laterDraft() {
+			return identity.NewError(adp.CodeRoomNotActive, "the room has ended and is read-only")
+		}
 		return identity.NewError(adp.CodeRoomEnded, "the room has ended and is read-only")
 	case adp.StatusCancelled:
 		return identity.NewError(adp.CodeRoomNotActive, "the room was cancelled and is read-only")

@@ -141,6 +141,17 @@ func cut[T any](list []T, off int64, limit, budget int) ([]T, string) {
 // language. Public and restricted rooms are listed (restricted metadata
 // may be public "to support discovery", §16); private rooms never are.
 func (h *Host) publicRooms(w http.ResponseWriter, r *http.Request) {
+	list, err := h.discoverable(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	h.writeSummaries(w, r, list)
+}
+
+// discoverable returns the summaries of the public and restricted rooms
+// that pass r's filters, unsorted: the rooms public discovery lists.
+func (h *Host) discoverable(r *http.Request) ([]adp.RoomSummary, error) {
 	q := r.URL.Query()
 	startsAfter, err := intParam(q.Get("starts_after"), -1) // -1: no filter
 	endsBefore, err2 := intParam(q.Get("ends_before"), 0)   // 0: no filter
@@ -148,23 +159,20 @@ func (h *Host) publicRooms(w http.ResponseWriter, r *http.Request) {
 		err = err2
 	}
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
 	status, tag, lang := adp.Status(q.Get("status")), q.Get("tag"), q.Get("language")
 	keyword := strings.ToLower(q.Get("keyword"))
 	var creator identity.AgentID
 	if s := q.Get("creator"); s != "" {
 		if creator, err = identity.ParseAgentID(s); err != nil {
-			writeError(w, identity.Wrap(identity.CodeInvalidRequest, "creator", err))
-			return
+			return nil, identity.Wrap(identity.CodeInvalidRequest, "creator", err)
 		}
 	}
 	// The Store's index, not the rooms: listing loads none of them.
 	all, err := h.store.PublicRooms(r.Context())
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
 	var list []adp.RoomSummary
 	for _, ix := range all {
@@ -184,7 +192,7 @@ func (h *Host) publicRooms(w http.ResponseWriter, r *http.Request) {
 		}
 		list = append(list, s)
 	}
-	h.writeSummaries(w, r, list)
+	return list, nil
 }
 
 // writeSummaries writes the page of list, sorted, that r asks for.

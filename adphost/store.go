@@ -1,6 +1,7 @@
 package adphost
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -737,3 +738,18 @@ func (m *MemoryStore) sweep(q Quota) {
 		}
 	}
 }
+
+// ParseStoredRecord parses a record a Store kept as the bytes of its
+// canonical JSON (adp.Record.AppendJSON), in the draft those bytes are
+// of: a record of the 2026-09-24 draft begins with its accepted_at member
+// (canonical order puts it first), one of the seed does not (its
+// received_at comes after the envelope). A Store is the same for both
+// drafts; it keeps and returns what the Host gives it.
+func ParseStoredRecord(b []byte) (*adp.Record, error) {
+	if bytes.HasPrefix(b, acceptedFirst) {
+		return adp.ParseRecordIn(adp.Draft20260924, b)
+	}
+	return adp.ParseRecord(b)
+}
+
+var acceptedFirst = []byte(`{"accepted_at":`)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -14,7 +15,7 @@ import (
 
 // createRoom is POST /v1/rooms (§9).
 func (h *Host) createRoom(w http.ResponseWriter, r *http.Request) {
-	env, ev, err := readEnvelope(r)
+	env, ev, err := h.readEnvelope(r)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -42,16 +43,16 @@ func (h *Host) createRoom(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, status, adp.CreateResponse{
+	writeJSON(w, status, h.createView(&adp.CreateResponse{
 		ID: rec.RoomID, Status: hr.current().Status(h.now()), URL: h.RoomURL(rec.RoomID),
 		Seq: rec.Seq, Hash: rec.Hash, ReceivedAt: rec.ReceivedAt,
-	})
+	}))
 }
 
 // postEvent is POST /v1/rooms/{room_id}: every write but room.create.
 func (h *Host) postEvent(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("room_id")
-	env, ev, err := readEnvelope(r)
+	env, ev, err := h.readEnvelope(r)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -59,6 +60,8 @@ func (h *Host) postEvent(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case ev.Type == adp.TypeRoomCreate:
 		err = identity.NewError(identity.CodeInvalidEvent, "room.create goes to POST /v1/rooms")
+	case ev.Type == adp.TypeRoomJoinRequest && h.laterDraft():
+		err = identity.NewError(identity.CodeInvalidEvent, "room.join.request goes to POST /v1/rooms/{room_id}/join-requests")
 	case ev.RoomID != id:
 		err = identity.Errorf(identity.CodeInvalidEvent, "event room_id %q is not the room of the path", clip(ev.RoomID))
 	}
@@ -114,8 +117,9 @@ var answerBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 const maxPooledAnswer = 16 << 10
 
-// readEnvelope reads and strictly parses a write body.
-func readEnvelope(r *http.Request) (*envelope.Envelope, *adp.Event, error) {
+// readEnvelope reads and strictly parses a write body, an event of the
+// host's draft.
+func (h *Host) readEnvelope(r *http.Request) (*envelope.Envelope, *adp.Event, error) {
 	b, err := readBody(r, maxBody)
 	if err != nil {
 		return nil, nil, err
@@ -124,7 +128,7 @@ func readEnvelope(r *http.Request) (*envelope.Envelope, *adp.Event, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	ev, err := adp.ParseEvent(env)
+	ev, err := adp.ParseEventIn(h.draft, env)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -480,6 +484,9 @@ func (h *Host) privateGate(ctx context.Context, room *adp.Room, ev *adp.Event) (
 	if room.Contract().Visibility != adp.VisibilityPrivate || isMember(room, ev.Actor, true) {
 		return nil, nil
 	}
+	if h.laterDraft() {
+		return h.policyGate(room, ev), nil
+	}
 	if ev.Type == adp.TypeRoomJoin {
 		if p, ok := builtin[*adp.Join](ev); ok {
 			if p.RequestID == "" {
@@ -509,6 +516,35 @@ func (h *Host) privateGate(ctx context.Context, room *adp.Room, ev *adp.Event) (
 	return roomNotFound(room.ID()), nil
 }
 
+// policyGate is privateGate in the 2026-09-24 draft (§9.2, §10): an
+// outsider of a private room joins directly only with a role the policy
+// opens or invites it to, which the rule table then judges; any other
+// room.join is approval_required (it must apply), and every other write
+// is answered as for a missing room.
+func (h *Host) policyGate(room *adp.Room, ev *adp.Event) error {
+	if ev.Type != adp.TypeRoomJoin {
+		return roomNotFound(room.ID())
+	}
+	if p, ok := builtin[*adp.Join](ev); ok && eligible(room, ev.Actor, p.Role) {
+		return nil
+	}
+	return identity.NewError(adp.CodeApprovalRequired, "this room requires an approved join request")
+}
+
+// eligible reports whether who may take role by direct room.join: the
+// role is open, or who is invited to it (2026-09-24 §8.3).
+func eligible(room *adp.Room, who identity.AgentID, role adp.Role) bool {
+	c := room.Contract()
+	return slices.Contains(c.Policy.EffectiveOpenRoles(c.Visibility), role) || c.Policy.Invites[who] == role
+}
+
+// invited reports whether who is named in the room's policy.invites
+// (2026-09-24 §15: it may read the room resource and head).
+func invited(room *adp.Room, who identity.AgentID) bool {
+	_, ok := room.Contract().Policy.Invites[who]
+	return ok
+}
+
 // outsider charges a refused write whose signature verified (from an
 // outsider of a private room, or to a room that does not exist) to the
 // actor's quota and returns refusal, or rate_limited once that quota is
@@ -536,24 +572,43 @@ func (h *Host) outsider(ctx context.Context, ev *adp.Event, now time.Time, refus
 // next loaded (see reconcile), so it is not the write's error. A request
 // that already agrees is not written again.
 func (h *Host) applyReview(ctx context.Context, roomID string, ev *adp.Event, rec *adp.Record) error {
-	p, ok := builtin[*adp.JoinReview](ev)
-	if !ok {
-		return nil
+	var id string
+	var decision adp.Decision
+	var role adp.Role
+	var reason string
+	var reviewID *envelope.Hash
+	if h.laterDraft() {
+		// The review embeds the signed request, whose event ID names it
+		// (2026-09-24 §10); the review's own event ID is recorded.
+		p, ok := builtin[*adp.SignedJoinReview](ev)
+		if !ok || p.Request == nil {
+			return nil
+		}
+		hash := rec.EventHash()
+		id, decision, role, reason, reviewID = p.Request.Hash().String(), p.Decision, p.Role, p.Reason, &hash
+	} else {
+		p, ok := builtin[*adp.JoinReview](ev)
+		if !ok {
+			return nil
+		}
+		id, decision, role, reason = p.Request.ID, p.Decision, p.Role, p.Reason
 	}
-	jr, err := h.store.JoinRequest(ctx, roomID, p.Request.ID)
+	jr, err := h.store.JoinRequest(ctx, roomID, id)
 	if err != nil || jr == nil {
 		return err
 	}
-	status, role := adp.JoinRejected, adp.Role("")
-	if p.Decision == adp.DecisionApprove {
-		status, role = adp.JoinApproved, p.Role
+	status := adp.JoinRejected
+	if decision == adp.DecisionApprove {
+		status = adp.JoinApproved
+	} else {
+		role = ""
 	}
 	if jr.Status == status && jr.ReviewedAt == rec.ReceivedAt && jr.ReviewedBy != nil && *jr.ReviewedBy == ev.Actor {
 		return nil
 	}
 	actor := ev.Actor
 	jr.Status, jr.ApprovedRole = status, role
-	jr.ReviewReason, jr.ReviewedBy, jr.ReviewedAt = p.Reason, &actor, rec.ReceivedAt
+	jr.ReviewReason, jr.ReviewedBy, jr.ReviewedAt, jr.ReviewEventID = reason, &actor, rec.ReceivedAt, reviewID
 	return h.store.PutJoinRequest(ctx, jr)
 }
 

@@ -297,7 +297,7 @@ func head(tx *bolt.Tx, room *bolt.Bucket, id []byte) (int64, envelope.Hash, erro
 		copy(hash[:], e[8:40])
 		return seq, hash, nil
 	}
-	last, err := adp.ParseRecord(v)
+	last, err := adphost.ParseStoredRecord(v)
 	if err != nil {
 		return 0, hash, err
 	}
@@ -482,7 +482,7 @@ func (s *Store) Records(_ context.Context, roomID string, after int64, limit, ma
 		for k, v := c.Seek(seqKey(after + 1)); k != nil && len(out) < limit && total < max(maxBytes, 1); k, v = c.Next() {
 			// bbolt's values live only as long as the transaction, and a
 			// parsed record refers to its input.
-			rec, err := adp.ParseRecord(bytes.Clone(v))
+			rec, err := adphost.ParseStoredRecord(bytes.Clone(v))
 			if err != nil {
 				return err
 			}
@@ -521,7 +521,7 @@ func (s *Store) WriteState(_ context.Context, roomID string, actor identity.Agen
 		if ref := tx.Bucket(bEvents).Get(event[:]); len(ref) >= 8 {
 			if room := tx.Bucket(bRooms).Bucket(ref[8:]); room != nil {
 				if v := room.Get(ref[:8]); v != nil {
-					rec, err := adp.ParseRecord(bytes.Clone(v))
+					rec, err := adphost.ParseStoredRecord(bytes.Clone(v))
 					if err != nil {
 						return err
 					}

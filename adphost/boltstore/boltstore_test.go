@@ -341,3 +341,32 @@ func TestReadCost(t *testing.T) {
 	t.Cleanup(func() { s.Close() })
 	adphosttest.CheckReadCost(t, s, 300)
 }
+
+// TestLaterDraft: a host of the 2026-09-24 draft on a bbolt file passes
+// the wire-level check (its records, accepted_at first, and its signed
+// join requests are kept as they came), and a host reopened on the file
+// serves the room's history again.
+func TestLaterDraft(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "host.db")
+	s, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adphosttest.CheckLaterDraft(t, s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	rooms, err := s.PublicRooms(t.Context())
+	if err != nil || len(rooms) != 1 {
+		t.Fatalf("rooms after reopening: %v, %v", rooms, err)
+	}
+	recs, err := s.Records(t.Context(), rooms[0].Summary.ID, 0, 100, 1<<20)
+	if err != nil || len(recs) == 0 || recs[0].Draft != adp.Draft20260924 {
+		t.Fatalf("records after reopening: %d, %v", len(recs), err)
+	}
+}

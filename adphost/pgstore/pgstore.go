@@ -564,7 +564,7 @@ func (s *Store) Records(ctx context.Context, roomID string, afterSeq int64, limi
 		if err := rows.Scan(&body); err != nil {
 			return nil, fmt.Errorf("pgstore: %w", err)
 		}
-		rec, err := adp.ParseRecord(body)
+		rec, err := adphost.ParseStoredRecord(body)
 		if err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("pgstore: stored record: %w", err)
@@ -600,7 +600,7 @@ func (s *Store) RecordByEvent(ctx context.Context, h envelope.Hash) (*adp.Record
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: %w", err)
 	}
-	rec, err := adp.ParseRecord(body)
+	rec, err := adphost.ParseStoredRecord(body)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: stored record: %w", err)
 	}
@@ -621,7 +621,7 @@ func (s *Store) WriteState(ctx context.Context, roomID string, actor identity.Ag
 	}
 	var st adphost.WriteState
 	if body != nil {
-		if st.Record, err = adp.ParseRecord(body); err != nil {
+		if st.Record, err = adphost.ParseStoredRecord(body); err != nil {
 			return adphost.WriteState{}, fmt.Errorf("pgstore: stored record: %w", err)
 		}
 	}

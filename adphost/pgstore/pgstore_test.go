@@ -290,3 +290,9 @@ func TestMigrationsHostileText(t *testing.T) {
 		t.Fatalf("after the migration:\n%swant\n%s", got, want)
 	}
 }
+
+// TestLaterDraft: a host of the 2026-09-24 draft on PostgreSQL passes the
+// wire-level check.
+func TestLaterDraft(t *testing.T) {
+	adphosttest.CheckLaterDraft(t, open(t, pgtest.Database(t)))
+}

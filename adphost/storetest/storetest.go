@@ -55,6 +55,7 @@ func Run(t *testing.T, open Open) {
 		{"PageBytes", pageBytes},
 		{"RecordsOutliveReads", recordsOutliveReads},
 		{"AppendBatch", appendBatch},
+		{"LaterDraft", laterDraft},
 	} {
 		if c.name == "AppendBatch" && !batches {
 			continue
@@ -136,7 +137,7 @@ func (c *chain) add(rec *adp.Record) { c.recs = append(c.recs, rec) }
 // Commit wraps rec with its actor's nonce (live for ten minutes after
 // its received_at) and, for a seq 1 record, a public room's index entry.
 func Commit(rec *adp.Record) *adphost.Commit {
-	ev, err := adp.ParseEvent(rec.Envelope)
+	ev, err := adp.ParseEventIn(rec.Draft, rec.Envelope)
 	if err != nil {
 		panic(err)
 	}
@@ -882,4 +883,60 @@ func appendBatch(t *testing.T, s adphost.Store) {
 	}
 	ok(t, ba.AppendBatch(ctx, batchOf("carol", "dave")))
 	unchanged("a batch after the failures", 6)
+}
+
+// laterDraft: a Store keeps the records and signed join requests of the
+// 2026-09-24 draft as it does the seed's: records (accepted_at in their
+// hash) come back byte for byte and of their draft, from the log and the
+// resubmission index; a join request keeps its signed room.join.request
+// and its review's event ID.
+func laterDraft(t *testing.T, s adphost.Store) {
+	ctx := t.Context()
+	d := adp.Draft20260924
+	create, err := adp.NewRoomCreateIn(ctx, Author("creator"), d, adp.RoomCreate{
+		Host: "https://host.example", Topic: "storetest later", Visibility: adp.VisibilityPublic,
+		StartTime: T0.UnixMilli(), EndTime: T0.Add(time.Hour).UnixMilli(),
+	})
+	ok(t, err)
+	recs := []*adp.Record{adp.NewRecordIn(d, "later", nil, T0.UnixMilli(), create)}
+	for i := range 3 {
+		last := recs[len(recs)-1]
+		env, err := adp.NewMessage(ctx, Author("creator"), adp.Base{RoomID: "later", Seq: 1, Hash: recs[0].Hash, Draft: d},
+			adp.Message{ContentType: "text/plain", Content: adp.TextContent(fmt.Sprintf("on the head %d", i))})
+		ok(t, err)
+		recs = append(recs, adp.NewRecordIn(d, "later", last, last.ReceivedAt+1, env))
+	}
+	for _, rec := range recs {
+		ok(t, s.Append(ctx, Commit(rec)))
+	}
+	got := try(s.Records(ctx, "later", 0, 100, 1<<20)).get(t)
+	if len(got) != len(recs) {
+		t.Fatalf("%d records, want %d", len(got), len(recs))
+	}
+	for i, rec := range got {
+		sameRecord(t, rec, recs[i])
+		if rec.Draft != d {
+			t.Fatalf("record %d read back in the %s draft", rec.Seq, rec.Draft)
+		}
+	}
+	byEvent := try(s.RecordByEvent(ctx, recs[2].EventHash())).get(t)
+	sameRecord(t, byEvent, recs[2])
+	if byEvent.Draft != d {
+		t.Fatalf("the resubmission index reads the record in the %s draft", byEvent.Draft)
+	}
+
+	req, err := adp.NewJoinRequest(ctx, Author("applicant"), d, "later", adp.JoinRequestPayload{Role: adp.RoleSpeaker})
+	ok(t, err)
+	review := recs[3].EventHash()
+	jr := &adp.JoinRequestResource{
+		Request: adp.JoinRequest{ID: req.Hash().String(), RoomID: "later", Applicant: Author("applicant").AgentID(), Role: adp.RoleSpeaker,
+			CreatedAt: T0.UnixMilli(), ExpiresAt: T0.Add(time.Hour).UnixMilli(), Extra: jsontext.Value("{}")},
+		Status: adp.JoinApproved, Signed: req, ReviewEventID: &review,
+	}
+	ok(t, s.PutJoinRequest(ctx, jr))
+	back := try(s.JoinRequest(ctx, "later", req.Hash().String())).get(t)
+	if back == nil || back.Signed == nil || back.Signed.Hash() != req.Hash() || string(back.Signed.AppendJSON(nil)) != string(req.AppendJSON(nil)) ||
+		back.ReviewEventID == nil || *back.ReviewEventID != review {
+		t.Fatalf("join request read back as %+v", back)
+	}
 }

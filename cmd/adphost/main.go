@@ -1,6 +1,6 @@
 // Command adphost runs the ADP reference host (package adphost):
 //
-//	adphost [--addr 127.0.0.1:8787] [--data DIR | --postgres URL] [--origin URL] [--room-cache N] [--no-quotas]
+//	adphost [--addr 127.0.0.1:8787] [--data DIR | --postgres URL] [--origin URL] [--draft DATE] [--room-cache N] [--no-quotas]
 //
 // installed with go install ./cmd/adphost from a clone (the module is not
 // on the module proxy yet). The first line on standard output is the
@@ -22,7 +22,9 @@
 // per-agent quotas, for load tests. --origin sets the public origin the
 // host announces (discovery, URLs) and requires as the request-JWT
 // audience, for a host behind a reverse proxy; by default it is
-// http://ADDR, which only a loopback address may use.
+// http://ADDR, which only a loopback address may use. --draft selects
+// the ADP draft the host serves by its date: 2026-07-04 (the seed, the
+// default) or 2026-09-24, whose rooms name this origin as their host.
 //
 // Exit status: 0 after an interrupt or SIGTERM (the host shuts down
 // cleanly), 1 when it cannot serve (the address is taken, the store
@@ -54,7 +56,7 @@ import (
 	"github.com/agentprotocols/go-sdk/internal/cli"
 )
 
-const synopsis = `usage: adphost [--addr ADDR] [--data DIR | --postgres URL] [--origin URL] [--room-cache N] [--no-quotas]
+const synopsis = `usage: adphost [--addr ADDR] [--data DIR | --postgres URL] [--origin URL] [--draft DATE] [--room-cache N] [--no-quotas]
 
 adphost serves the ADP reference host. It prints the origin it serves on
 standard output and logs a start-up line, then requests, to standard error.
@@ -95,6 +97,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	data := fs.String("data", "", "directory for the bbolt state file host.db (default: in memory)")
 	originFlag := fs.String("origin", "", "public origin announced and required as JWT aud (default http://ADDR)")
 	pgURL := cli.StringEnv(fs, "postgres", "AGENT_PROTOCOLS_POSTGRES", "PostgreSQL connection URL for a store shared by several processes")
+	draftFlag := fs.String("draft", adp.DefaultDraft.String(), "ADP draft served, by its date: 2026-07-04 or 2026-09-24")
 	roomCache := fs.Int("room-cache", 0, "rooms kept in memory (default 1000)")
 	noQuotas := fs.Bool("no-quotas", false, "disable the per-agent quotas of §21 (load tests only)")
 	if status, done := cli.Parse(fs, args, synopsis, out, os.Stderr); done {
@@ -105,6 +108,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
+	}
+	draft, err := adp.ParseDraft(*draftFlag)
+	if err != nil {
+		return usageError{fmt.Sprintf("--draft %q: the drafts are %s and %s", *draftFlag, adp.Draft20260704, adp.Draft20260924)}
 	}
 	if *data != "" && pgURL.Value() != "" {
 		return usageError{fmt.Sprintf("--data and %s exclude each other", pgURL.Source())}
@@ -123,7 +130,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("--origin: %w", err)
 	}
-	opts := &adphost.Options{Origin: origin, RoomCache: *roomCache, Logger: log}
+	opts := &adphost.Options{Origin: origin, Draft: draft, RoomCache: *roomCache, Logger: log}
 	if *noQuotas {
 		opts.RateLimits = adphost.Unlimited()
 	}
@@ -166,7 +173,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	// they would cut every live stream at that age.
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	log.Info("adphost serving", append(append([]any{"addr", ln.Addr().String(), "origin", origin.String()}, store...),
-		"room_cache", cacheSize(*roomCache), "draft", adp.DefaultDraft.String())...)
+		"room_cache", cacheSize(*roomCache), "draft", draft.String())...)
 	fmt.Fprintln(out, origin.String())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
