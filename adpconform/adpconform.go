@@ -13,13 +13,27 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/identity"
 	"github.com/agentprotocols/go-sdk/internal/untrusted"
 )
 
-// Draft is the ADP text the suite checks: the 2026-07-04 draft of Agent
-// Discourse 1.0.
+// Draft is the ADP text the suite checks by default: the 2026-07-04 draft
+// of Agent Discourse 1.0.
 const Draft = "agent-discourse/1.0 draft 2026-07-04"
+
+// DraftLater is the 2026-09-24 draft of Agent Discourse 1.0, which the
+// suite checks against a host that serves it (Options.Draft, or the
+// host's discovery document).
+const DraftLater = "agent-discourse/1.0 draft 2026-09-24"
+
+// draftName is the Report.Draft of d.
+func draftName(d adp.Draft) string {
+	if d.OrDefault() == adp.Draft20260924 {
+		return DraftLater
+	}
+	return Draft
+}
 
 // Level says how a check's verdict counts.
 type Level string
@@ -63,13 +77,19 @@ type Check struct {
 	Title string `json:"title"`
 
 	run func(context.Context, *T)
+	// later marks a check of the 2026-09-24 draft, whose checklist is §22.
+	later bool
 }
 
-// Label names the check's place in §24: "§24.N" for checklist item N,
-// "rec." for one of the recommendations, "—" for a MUST of its section
-// that the list does not name (privacy, a MUST of an optional feature).
+// Label names the check's place in the conformance checklist (§24 of the
+// seed, §22 of the 2026-09-24 draft): "§24.N" or "§22.N" for checklist
+// item N, "rec." for one of the recommendations, "—" for a MUST of its
+// section that the list does not name (privacy, a MUST of an optional
+// feature).
 func (c Check) Label() string {
 	switch {
+	case c.Item > 0 && c.later:
+		return fmt.Sprintf("§22.%d", c.Item)
 	case c.Item > 0:
 		return fmt.Sprintf("§24.%d", c.Item)
 	case c.Level == MUST:
@@ -95,7 +115,7 @@ type Result struct {
 
 // Report is the outcome of a run.
 type Report struct {
-	// Draft is the text checked (the constant Draft).
+	// Draft is the text checked (the constant Draft or DraftLater).
 	Draft string `json:"draft"`
 	// Target is the host API origin the suite ran against.
 	Target string `json:"target"`
@@ -212,11 +232,43 @@ type Options struct {
 	// time.Now. The host's clock must agree with it within the live-write
 	// window.
 	Now func() time.Time
+	// Draft is the ADP draft the host is checked against; the zero Draft
+	// takes it from the host's discovery document: the 2026-09-24 draft
+	// for an Agent Identity document (a service member and no host
+	// member), the seed's otherwise, and the seed's when there is none.
+	Draft adp.Draft
 }
 
-// Checks returns every check of the suite, in the order Run reports them:
-// by §24 item, then the recommendations.
+// Checks returns every check of the seed draft's suite, in the order Run
+// reports them: by §24 item, then the recommendations.
 func Checks() []Check { return slices.Clone(checks) }
+
+// ChecksFor returns every check of draft d's suite, in report order: the
+// 2026-09-24 draft's by §22 item, the seed's as Checks.
+func ChecksFor(d adp.Draft) []Check {
+	if d.OrDefault() == adp.Draft20260924 {
+		return slices.Clone(laterSuite())
+	}
+	return Checks()
+}
+
+// suiteFor is the checks of d in report order.
+func suiteFor(d adp.Draft) []Check {
+	if d.OrDefault() == adp.Draft20260924 {
+		return laterSuite()
+	}
+	return checks
+}
+
+// laterSuite is the 2026-09-24 draft's checks (laterChecks, in report
+// order), marked as that draft's.
+var laterSuite = sync.OnceValue(func() []Check {
+	s := slices.Clone(laterChecks)
+	for i := range s {
+		s[i].later = true
+	}
+	return s
+})
 
 // Run runs the suite against the ADP host whose API origin is target
 // (https://host.example, or a loopback http origin with
@@ -248,8 +300,12 @@ func Run(ctx context.Context, target string, opts *Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.Draft == 0 {
+		o.Draft = k.discoverDraft(ctx)
+	}
 	start := o.Now()
-	rep := &Report{Draft: Draft, Target: k.origin.String(), Started: start.UnixMilli(), Results: make([]Result, len(checks))}
+	checks := suiteFor(o.Draft)
+	rep := &Report{Draft: draftName(o.Draft), Target: k.origin.String(), Started: start.UnixMilli(), Results: make([]Result, len(checks))}
 	sem := make(chan struct{}, o.Parallel)
 	var wg sync.WaitGroup
 	for i, c := range checks {

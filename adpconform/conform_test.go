@@ -527,3 +527,24 @@ func TestFatListPages(t *testing.T) {
 		}
 	}
 }
+
+// TestLaterDraftHost: the SDK's host serving the 2026-09-24 draft passes
+// that draft's suite, the draft taken from its discovery document.
+func TestLaterDraftHost(t *testing.T) {
+	_, srv := adphosttest.NewServer(t, &adphost.Options{Draft: adp.Draft20260924})
+	rep, err := adpconform.Run(t.Context(), srv.URL, &adpconform.Options{AllowLoopbackHTTP: true, HTTPClient: srv.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Draft != adpconform.DraftLater {
+		t.Fatalf("the report checks %q", rep.Draft)
+	}
+	for _, r := range rep.Results {
+		if r.Verdict != adpconform.Pass {
+			t.Errorf("%s %s: %s: %s", r.Label(), r.ID, r.Verdict, r.Evidence)
+		}
+	}
+	if !rep.OK || len(rep.Results) != len(adpconform.ChecksFor(adp.Draft20260924)) {
+		t.Fatalf("ok %v, %d results", rep.OK, len(rep.Results))
+	}
+}

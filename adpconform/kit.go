@@ -282,3 +282,22 @@ func text(s string) adp.Message {
 func short(b []byte) string { return untrusted.Clip(string(b), 200) }
 
 func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
+
+// discoverDraft reads the draft the target serves from its discovery
+// document (Options.Draft): an Agent Identity document, with a service
+// member and no host member, is the 2026-09-24 draft's (§15.1); any other
+// answer, or none, the seed's.
+func (k *kit) discoverDraft(ctx context.Context) adp.Draft {
+	ans, err := k.do(ctx, http.MethodGet, adp.DiscoveryPath, nil, "", nil)
+	if err != nil || ans.err() != nil {
+		return adp.Draft20260704
+	}
+	var doc map[string]jsontext.Value
+	if json.Unmarshal(ans.body, &doc) != nil {
+		return adp.Draft20260704
+	}
+	if _, host := doc["host"]; !host && doc["service"] != nil {
+		return adp.Draft20260924
+	}
+	return adp.Draft20260704
+}

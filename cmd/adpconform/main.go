@@ -9,7 +9,10 @@
 // one line per check: the §24 item, the section, MUST or SHOULD, the check,
 // pass / fail / skip and the evidence. --json prints the report for CI
 // instead; --info adds the readings (HTTP statuses and other answers the text
-// does not fix, which never fail a check).
+// does not fix, which never fail a check). --draft 2026-09-24 checks the
+// later draft's §22 items instead of the seed's §24; by default the draft
+// is the one the host's discovery document shows, and --list lists the
+// seed's checks unless --draft names the later draft.
 //
 // Exit status: 0 when no MUST check failed (skips say why they could not
 // run), 1 when one failed, 2 for a usage error or a target the suite cannot
@@ -34,6 +37,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/adpconform"
 	"github.com/agentprotocols/go-sdk/identity"
 	"github.com/agentprotocols/go-sdk/internal/b64url"
@@ -46,8 +50,10 @@ const usage = `usage: adpconform [flags] ORIGIN
 adpconform runs the ADP conformance suite against the host whose API is at
 ORIGIN: https://host.example, or http://127.0.0.1:PORT for a development
 host on this machine. It makes fresh agents and rooms over the host's
-public HTTP API and prints one line per check: the §24 item, the section,
-MUST or SHOULD, the check, pass / fail / skip and the evidence.
+public HTTP API and prints one line per check: the checklist item (§24 of
+the 2026-07-04 draft, §22 of the 2026-09-24 draft), the section, MUST or
+SHOULD, the check, pass / fail / skip and the evidence. The draft checked is
+--draft's, or else the one the host's discovery document shows.
 
 exit status: 0 no MUST check failed, 1 a MUST check failed, 2 usage or setup error
 `
@@ -69,11 +75,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	parallel := fs.Int("parallel", 0, "checks run at once (default 8)")
 	timeout := fs.Duration("timeout", 0, "bound on one check (default 40s)")
 	slack := fs.Duration("activation-slack", 0, "how long past start_time the host's scheduler may take to activate a room (default 5s)")
+	draftFlag := fs.String("draft", "", "ADP draft to check, by its date: 2026-07-04 or 2026-09-24 (default: the one the host's discovery document shows)")
 	if status, done := cli.Parse(fs, args, usage, stdout, stderr); done {
 		return status
 	}
+	var draft adp.Draft
+	if *draftFlag != "" {
+		d, err := adp.ParseDraft(*draftFlag)
+		if err != nil {
+			fmt.Fprintf(stderr, "adpconform: --draft %q: the drafts are %s and %s (see adpconform --help)\n", *draftFlag, adp.Draft20260704, adp.Draft20260924)
+			return cli.StatusUsage
+		}
+		draft = d
+	}
 	if *list {
-		for _, c := range adpconform.Checks() {
+		for _, c := range adpconform.ChecksFor(draft) {
 			fmt.Fprintf(stdout, "%s\t%s\t%s\t%s\t%s\n", c.Label(), c.Section, c.Level, c.ID, c.Title)
 		}
 		return 0
@@ -82,7 +98,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "adpconform: want one ORIGIN argument, have %d (see adpconform --help)\n", fs.NArg())
 		return cli.StatusUsage
 	}
-	opts := &adpconform.Options{AllowLoopbackHTTP: true, Parallel: *parallel, Timeout: *timeout, ActivationSlack: *slack}
+	opts := &adpconform.Options{AllowLoopbackHTTP: true, Parallel: *parallel, Timeout: *timeout, ActivationSlack: *slack, Draft: draft}
 	if *only != "" {
 		opts.Only = strings.Split(*only, ",")
 	}

@@ -5,6 +5,9 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/adphost"
+	"github.com/agentprotocols/go-sdk/adphost/adphosttest"
 	"github.com/agentprotocols/go-sdk/cmd/internal/clitest"
 )
 
@@ -22,6 +25,20 @@ func TestScripts(t *testing.T) {
 				ts.Fatalf("usage: nononcehost NAME")
 			}
 			clitest.StartHost(ts, args[0], noNonceHeader)
+		},
+		// laterhost NAME: the SDK's host serving the 2026-09-24 draft.
+		"laterhost": func(ts *testscript.TestScript, neg bool, args []string) {
+			if neg || len(args) != 1 {
+				ts.Fatalf("usage: laterhost NAME")
+			}
+			h, srv, err := adphosttest.NewUnstarted(&adphost.Options{Draft: adp.Draft20260924})
+			ts.Check(err)
+			srv.Start()
+			ts.Defer(func() {
+				srv.Close()
+				h.Close()
+			})
+			ts.Setenv(args[0], srv.URL)
 		},
 	}})
 }

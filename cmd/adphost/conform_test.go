@@ -48,10 +48,23 @@ func TestConformanceProcess(t *testing.T) {
 		t.Parallel()
 		conformProcess(t, "--addr 127.0.0.1:0 --data "+t.TempDir())
 	})
+	// The 2026-09-24 draft (--draft), which the suite reads from the
+	// host's discovery document.
+	t.Run("memory-2026-09-24", func(t *testing.T) {
+		t.Parallel()
+		rep := conformProcess(t, "--addr 127.0.0.1:0 --draft 2026-09-24")
+		if rep.Draft != adpconform.DraftLater {
+			t.Errorf("the suite checked %q", rep.Draft)
+		}
+	})
+	t.Run("bbolt-2026-09-24", func(t *testing.T) {
+		t.Parallel()
+		conformProcess(t, "--addr 127.0.0.1:0 --draft 2026-09-24 --data "+t.TempDir())
+	})
 }
 
 // conformProcess starts the host process with args and runs the suite.
-func conformProcess(t *testing.T, args string) {
+func conformProcess(t *testing.T, args string) *adpconform.Report {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHostProcess$")
 	cmd.Env = append(os.Environ(), envHostArgs+"="+args)
 	out, err := cmd.StdoutPipe()
@@ -78,7 +91,7 @@ func conformProcess(t *testing.T, args string) {
 		t.Fatalf("the host process printed no origin: %v", err)
 	}
 	go io.Copy(io.Discard, rd)
-	adpconformtest.Run(t, strings.TrimSpace(origin), &adpconformtest.Options{
+	return adpconformtest.Run(t, strings.TrimSpace(origin), &adpconformtest.Options{
 		Options: adpconform.Options{AllowLoopbackHTTP: true},
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/adpconform"
 	"github.com/agentprotocols/go-sdk/adpconform/adpconformtest"
 	"github.com/agentprotocols/go-sdk/adphost"
@@ -18,7 +19,10 @@ import (
 // pgHosts starts n adphost instances, each with its own pgstore pool on
 // one fresh database, behind one origin; each request goes to the next
 // instance, as a reverse proxy in front of n processes would.
-func pgHosts(t *testing.T, n int) *httptest.Server {
+func pgHosts(t *testing.T, n int) *httptest.Server { return pgHostsIn(t, n, adp.Draft20260704) }
+
+// pgHostsIn is pgHosts serving draft d.
+func pgHostsIn(t *testing.T, n int, d adp.Draft) *httptest.Server {
 	url := pgtest.Database(t)
 	srv := httptest.NewUnstartedServer(nil)
 	origin, err := identity.ParseOrigin("http://"+srv.Listener.Addr().String(), &identity.OriginOptions{AllowLoopbackHTTP: true})
@@ -32,7 +36,7 @@ func pgHosts(t *testing.T, n int) *httptest.Server {
 			t.Fatal(err)
 		}
 		t.Cleanup(st.Close)
-		h, err := adphost.New(context.Background(), &adphost.Options{Origin: origin, Store: st})
+		h, err := adphost.New(context.Background(), &adphost.Options{Origin: origin, Store: st, Draft: d})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,4 +70,16 @@ func TestConformancePostgresTwoInstances(t *testing.T) {
 	adpconformtest.Run(t, srv.URL, &adpconformtest.Options{
 		Options: adpconform.Options{AllowLoopbackHTTP: true, HTTPClient: srv.Client()},
 	})
+}
+
+// TestConformancePostgresLater runs the 2026-09-24 draft's suite against
+// two adphost instances serving that draft on one database.
+func TestConformancePostgresLater(t *testing.T) {
+	srv := pgHostsIn(t, 2, adp.Draft20260924)
+	rep := adpconformtest.Run(t, srv.URL, &adpconformtest.Options{
+		Options: adpconform.Options{AllowLoopbackHTTP: true, HTTPClient: srv.Client()},
+	})
+	if rep.Draft != adpconform.DraftLater {
+		t.Errorf("the suite checked %q", rep.Draft)
+	}
 }
