@@ -244,7 +244,9 @@ type Options struct {
 func Checks() []Check { return slices.Clone(checks) }
 
 // ChecksFor returns every check of draft d's suite, in report order: the
-// 2026-09-24 draft's by §22 item, the seed's as Checks.
+// 2026-09-24 draft's by §22 item (a few checks per item, for items 1–3
+// and 5–11, message.create's acceptance for item 4, and the discovery
+// recommendations), the seed's as Checks.
 func ChecksFor(d adp.Draft) []Check {
 	if d.OrDefault() == adp.Draft20260924 {
 		return slices.Clone(laterSuite())

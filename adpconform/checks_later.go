@@ -18,7 +18,8 @@ import (
 	"github.com/agentprotocols/go-sdk/packs"
 )
 
-// laterChecks are the checks of the 2026-09-24 draft, by its §22 items.
+// laterChecks are the checks of the 2026-09-24 draft in report order: by
+// its §22 item (1 to 11), then the recommendations.
 // They speak that draft over raw HTTP (the SDK's client speaks the seed):
 // signed events through the agents' authors, answers parsed as that
 // draft's records and documents.
@@ -35,25 +36,33 @@ var laterChecks = []Check{
 		Title: "an invited agent reads the private room's resource and joins it with its invited role", run: checkLaterInvite},
 	{ID: "join.signed-request", Item: 3, Section: "§10", Level: MUST,
 		Title: "a signed room.join.request is held pending; the review embedding it makes the applicant a member; a second review is join_request_not_pending", run: checkLaterSignedJoin},
+	{ID: "types.conflict", Item: 5, Section: "§12.4, §19", Level: MUST,
+		Title: "a type.define changing a type's kind is refused with type_conflict", run: checkLaterTypeConflict},
+	{ID: "types.schema-profile", Item: 5, Section: "§12.3.1, §19", Level: MUST,
+		Title: "a type schema outside the type schema profile (a pattern that is no I-Regexp) is refused with invalid_type_schema", run: checkLaterSchemaProfile},
+	{ID: "types.payload", Item: 5, Section: "§12.6, §19", Level: MUST,
+		Title: "a custom payload its type's schema refuses is payload_schema_violation", run: checkLaterPayload},
 	{ID: "freshness.message-on-head", Item: 6, Section: "§5.1", Level: MUST,
 		Title: "two messages based on the same head are both accepted and do not move it", run: checkLaterMessagesOnHead},
 	{ID: "freshness.control-first-wins", Item: 6, Section: "§5.1", Level: MUST,
 		Title: "of two control writes based on the same head the first is accepted and moves it, the second is room_head_mismatch", run: checkLaterControlFirstWins},
 	{ID: "freshness.anchor", Item: 6, Section: "§5.1, §19", Level: MUST,
 		Title: "a write whose base names no accepted record is refused with base_record_mismatch", run: checkLaterAnchor},
+	{ID: "permissions.observer", Item: 7, Section: "§13", Level: MUST,
+		Title: "an observer's message.create is refused with permission_denied", run: checkLaterObserver},
+	{ID: "states.closed", Item: 8, Section: "§7, §13, §19", Level: MUST,
+		Title: "a message to a closed room is refused with room_not_active", run: checkLaterClosed},
 	{ID: "records.chain", Item: 9, Section: "§14, §15", Level: MUST,
 		Title: "the history is an Identity list of records with accepted_at, each hash right and linked to the one before", run: checkLaterChain},
 	{ID: "archive.manifest", Item: 10, Section: "§18", Level: MUST,
 		Title: "an ended room's archive is a manifest committed by last_hash and a JSONL record log that verify", run: checkLaterArchive},
+	{ID: "live.membership", Item: 11, Section: "§16.1", Level: MUST,
+		Title: "a non-member cannot subscribe; a member's stream delivers nothing accepted after it left", run: checkLaterLive},
 	{ID: "discovery.document", Section: "§15.1", Level: SHOULD,
 		Title: "the discovery document is an Agent Identity document whose service is the host origin, with rooms and my_rooms", run: checkLaterDiscovery},
 	{ID: "discovery.public-rooms", Section: "§17", Level: SHOULD,
 		Title: "GET /v1/rooms lists public and restricted rooms as room resources, never private ones", run: checkLaterPublicRooms},
 }
-
-// laterUnchecked names the §22 items of the 2026-09-24 draft the kit does
-// not check yet.
-const laterUnchecked = "§22.4 beyond message.create's acceptance, §22.5 (type.define, conflict rules, type schema profile), §22.7 (the permission matrix), §22.8 (state restrictions), §22.11 (live streams)"
 
 var later = adp.Draft20260924
 
@@ -389,5 +398,88 @@ func checkLaterPublicRooms(ctx context.Context, t *T) {
 		t.Fatalf("GET /v1/rooms lists a private room")
 	case !seen[restricted]:
 		t.Fatalf("GET /v1/rooms does not list a restricted room")
+	}
+}
+
+// laterTyped creates a room declaring the control type conform.lock and
+// returns its creator, ID and head.
+func (k *kit) laterTyped(ctx context.Context, t *T, purpose string) (*agent, string, adp.RecordRef) {
+	d, err := later.ParseDeclaration([]byte(laterControl))
+	t.ok(err, "declare a control type")
+	return k.laterRoom(ctx, t, purpose, adp.VisibilityPublic, func(p *adp.RoomCreate) { p.Types = []packs.Declaration{d} })
+}
+
+func checkLaterTypeConflict(ctx context.Context, t *T) {
+	c, room, head := t.k.laterTyped(ctx, t, "type conflict")
+	t.k.laterRefused(ctx, t, room, c.laterSign(ctx, t, adp.TypeTypeDefine, room, head,
+		`{"type":"conform.lock","kind":"message","title":"Lock","schema":{"type":"object"}}`), adp.CodeTypeConflict, "a type.define changing conform.lock's kind")
+}
+
+func checkLaterSchemaProfile(ctx context.Context, t *T) {
+	c, room, head := t.k.laterRoom(ctx, t, "schema profile", adp.VisibilityPublic, nil)
+	t.k.laterRefused(ctx, t, room, c.laterSign(ctx, t, adp.TypeTypeDefine, room, head,
+		`{"type":"conform.tag","kind":"signal","title":"Tag","schema":{"type":"object","properties":{"t":{"type":"string","pattern":"\\d+"}}}}`),
+		adp.CodeInvalidTypeSchema, `a type.define whose schema has the pattern \d+`)
+}
+
+func checkLaterPayload(ctx context.Context, t *T) {
+	c, room, head := t.k.laterTyped(ctx, t, "payload")
+	def := c.laterSign(ctx, t, adp.TypeTypeDefine, room, head,
+		`{"type":"conform.score","kind":"signal","title":"Score","schema":{"type":"object","required":["n"],"properties":{"n":{"type":"integer"}}}}`)
+	rec := t.k.laterWrite(ctx, t, room, def, "a type.define")
+	at := adp.RecordRef{Seq: rec.Seq, Hash: rec.Hash}
+	t.k.laterRefused(ctx, t, room, c.laterSign(ctx, t, "conform.score", room, at, `{"n":"high"}`), adp.CodePayloadSchemaViolation,
+		"a conform.score whose n is a string")
+	t.k.laterWrite(ctx, t, room, c.laterSign(ctx, t, "conform.score", room, at, `{"n":3}`), "a conform.score its schema admits")
+}
+
+func checkLaterObserver(ctx context.Context, t *T) {
+	_, room, head := t.k.laterRoom(ctx, t, "observer", adp.VisibilityPublic, func(p *adp.RoomCreate) {
+		p.Policy = &adp.Policy{OpenRoles: []adp.Role{adp.RoleObserver}}
+	})
+	o := t.k.newAgent(t)
+	t.k.laterWrite(ctx, t, room, o.laterSign(ctx, t, adp.TypeRoomJoin, room, head, `{"role":"observer"}`), "room.join as observer")
+	t.k.laterRefused(ctx, t, room, o.laterSign(ctx, t, adp.TypeMessageCreate, room, head, `{"content_type":"text/plain","content":"x"}`),
+		identity.CodePermissionDenied, "an observer's message")
+}
+
+func checkLaterClosed(ctx context.Context, t *T) {
+	c, room, head := t.k.laterRoom(ctx, t, "closed", adp.VisibilityPublic, nil)
+	closed := t.k.laterWrite(ctx, t, room, c.laterSign(ctx, t, adp.TypeRoomClose, room, head, `{}`), "room.close")
+	t.k.laterRefused(ctx, t, room, c.laterSign(ctx, t, adp.TypeMessageCreate, room, adp.RecordRef{Seq: closed.Seq, Hash: closed.Hash},
+		`{"content_type":"text/plain","content":"late"}`), adp.CodeRoomNotActive, "a message to the closed room")
+}
+
+func checkLaterLive(ctx context.Context, t *T) {
+	k := t.k
+	c, room, head := k.laterRoom(ctx, t, "live membership", adp.VisibilityPublic, func(p *adp.RoomCreate) {
+		p.Policy = &adp.Policy{OpenRoles: []adp.Role{adp.RoleSpeaker}}
+	})
+	path := "/v1/rooms/" + room + "/events/live"
+	outsider := k.newAgent(t)
+	t.refusedAny(k.open(ctx, t, path, k.token(ctx, t, outsider.key, k.origin, nil)).err(), "a non-member's live subscription to a public room")
+	m := k.newAgent(t)
+	k.laterWrite(ctx, t, room, m.laterSign(ctx, t, adp.TypeRoomJoin, room, head, `{"role":"speaker"}`), "room.join as speaker")
+	lctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	resp := k.stream(lctx, t, room, m)
+	defer resp.Body.Close()
+	k.laterWrite(ctx, t, room, m.laterSign(ctx, t, adp.TypeRoomLeave, room, head, `{}`), "room.leave")
+	after := k.laterWrite(ctx, t, room, c.laterSign(ctx, t, adp.TypeMessageCreate, room, head, `{"content_type":"text/plain","content":"after"}`),
+		"a message after the member left")
+	for ev, err := range readStream(resp) {
+		if err != nil {
+			break // the stream ended, or the window closed
+		}
+		if ev.Type != adp.SSERoomEvent {
+			continue
+		}
+		rec, err := adp.ParseRecordIn(later, []byte(ev.Data))
+		if err != nil {
+			t.Fatalf("a room.event item is no 2026-09-24 record: %v", err)
+		}
+		if rec.Seq >= after.Seq {
+			t.Fatalf("the stream delivered record %d, accepted after its subscriber left", rec.Seq)
+		}
 	}
 }

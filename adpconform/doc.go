@@ -3,6 +3,18 @@
 // own host, written in any language, to learn whether the host does what the
 // text requires.
 //
+// A host that serves the 2026-09-24 draft (its discovery document is an
+// Agent Identity document, or [Options].Draft says so) is checked against
+// that draft's §22 instead ([ChecksFor]): host binding, open roles and
+// invitations, the signed join request and its review, the type conflict
+// rules and the type schema profile, the §5.1 freshness classes (messages
+// on one head, control writes first-wins, anchors), the record chain with
+// accepted_at, the archive committed by last_hash, live streams that end
+// with membership, and the discovery document. That suite is thinner than
+// the seed's: forged envelopes beyond a signature, quotas, privacy of
+// reads and agent status are not yet ported to it. The rest of this
+// comment describes the seed's suite.
+//
 // # What it checks
 //
 // Every check names the §24 checklist item (1–11) it belongs to, or marks

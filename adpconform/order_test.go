@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/adpconform"
 )
 
@@ -27,12 +28,13 @@ func TestChecksInReportOrder(t *testing.T) {
 		}
 		return item, 0
 	}
-	cs := adpconform.Checks()
-	for i := 1; i < len(cs); i++ {
-		ai, ap := rank(cs[i-1])
-		bi, bp := rank(cs[i])
-		if ai > bi || ai == bi && ap > bp {
-			t.Errorf("%s (item %d) is listed after %s (item %d)", cs[i].ID, cs[i].Item, cs[i-1].ID, cs[i-1].Item)
+	for _, cs := range [][]adpconform.Check{adpconform.Checks(), adpconform.ChecksFor(adp.Draft20260924)} {
+		for i := 1; i < len(cs); i++ {
+			ai, ap := rank(cs[i-1])
+			bi, bp := rank(cs[i])
+			if ai > bi || ai == bi && ap > bp {
+				t.Errorf("%s (item %d) is listed after %s (item %d)", cs[i].ID, cs[i].Item, cs[i-1].ID, cs[i-1].Item)
+			}
 		}
 	}
 	files, err := filepath.Glob("*.go")
