@@ -286,8 +286,11 @@ func sprintf(format string, args ...any) string { return fmt.Sprintf(format, arg
 // discoverDraft reads the draft the target serves from its discovery
 // document (Options.Draft): an Agent Identity document, with a service
 // member and no host member, is the 2026-09-24 draft's (§15.1); any other
-// answer, or none, the seed's.
+// answer, or none within one check's timeout, the seed's (whose
+// discovery check then says what went wrong).
 func (k *kit) discoverDraft(ctx context.Context) adp.Draft {
+	ctx, cancel := context.WithTimeout(ctx, k.opts.Timeout)
+	defer cancel()
 	ans, err := k.do(ctx, http.MethodGet, adp.DiscoveryPath, nil, "", nil)
 	if err != nil || ans.err() != nil {
 		return adp.Draft20260704
