@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+
+	"github.com/agentprotocols/go-sdk/internal/pulse"
 )
 
 // Record is one captured log record as slog's JSON handler writes it:
@@ -40,13 +42,13 @@ func (r Record) String(key string) string {
 type Recorder struct {
 	mu      sync.Mutex
 	buf     bytes.Buffer
-	written chan struct{} // closed and replaced on each write
+	written pulse.Pulse // fired on each write
 }
 
 // New returns a logger at debug level whose records the returned Recorder
 // keeps.
 func New() (*slog.Logger, *Recorder) {
-	r := &Recorder{written: make(chan struct{})}
+	r := &Recorder{}
 	return slog.New(slog.NewJSONHandler(r, &slog.HandlerOptions{Level: slog.LevelDebug})), r
 }
 
@@ -54,8 +56,7 @@ func New() (*slog.Logger, *Recorder) {
 func (r *Recorder) Write(p []byte) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	close(r.written)
-	r.written = make(chan struct{})
+	defer r.written.Fire()
 	return r.buf.Write(p)
 }
 
@@ -77,19 +78,13 @@ func (r *Recorder) Records() []Record {
 // Await returns the first record whose message contains substr, waiting
 // for it until ctx is done.
 func (r *Recorder) Await(ctx context.Context, substr string) (Record, bool) {
-	for {
-		r.mu.Lock()
-		written := r.written
-		r.mu.Unlock()
-		if rec, ok := r.Find(substr); ok {
-			return rec, true
-		}
-		select {
-		case <-written:
-		case <-ctx.Done():
-			return nil, false
-		}
-	}
+	var rec Record
+	err := r.written.Wait(ctx, func() bool {
+		var ok bool
+		rec, ok = r.Find(substr)
+		return ok
+	})
+	return rec, err == nil
 }
 
 // Find returns the first captured record whose message contains substr.
