@@ -62,6 +62,10 @@ var laterChecks = []Check{
 		Title: "the discovery document is an Agent Identity document whose service is the host origin, with rooms and my_rooms", run: checkLaterDiscovery},
 	{ID: "discovery.public-rooms", Section: "§17", Level: SHOULD,
 		Title: "GET /v1/rooms lists public and restricted rooms as room resources, never private ones", run: checkLaterPublicRooms},
+	{ID: "status.shapes", Section: "§16.4", Level: SHOULD,
+		Title: "a status write answers the stored status, and the room's statuses are an Identity list", run: checkLaterStatus},
+	{ID: "privacy.reads", Section: "§15, §21", Level: MUST,
+		Title: "a private room's resource and history are hidden from an outsider (room_not_found); a restricted room's history is refused to a non-member", run: checkLaterPrivacy},
 }
 
 var later = adp.Draft20260924
@@ -482,4 +486,62 @@ func checkLaterLive(ctx context.Context, t *T) {
 			t.Fatalf("the stream delivered record %d, accepted after its subscriber left", rec.Seq)
 		}
 	}
+}
+
+func checkLaterStatus(ctx context.Context, t *T) {
+	k := t.k
+	c, room, _ := k.laterRoom(ctx, t, "status", adp.VisibilityPublic, nil)
+	if !k.laterFeature(ctx, t, "agent-status") {
+		t.Skipf("the host does not list the agent-status feature")
+	}
+	ans, err := k.do(ctx, http.MethodPut, "/v1/rooms/"+room+"/agent-status", []byte(`{"state":"working"}`), k.token(ctx, t, c.key, k.origin, nil), nil)
+	t.ok(err, "PUT the creator's status")
+	t.ok(ans.err(), "PUT the creator's status")
+	var st struct {
+		State   string           `json:"state"`
+		AgentID identity.AgentID `json:"agent_id"`
+	}
+	if err := json.Unmarshal(ans.body, &st, json.RejectUnknownMembers(false)); err != nil || st.State != "working" || st.AgentID != c.AgentID() {
+		t.Fatalf("the PUT answer is not the stored status: %s", short(ans.body))
+	}
+	var list identity.List[map[string]jsontext.Value]
+	k.getJSON(ctx, t, "/v1/rooms/"+room+"/agent-status", nil, &list)
+	if len(list.Result) != 1 {
+		t.Fatalf("the room's statuses are not an Identity list of one status: %s", short(k.getJSON(ctx, t, "/v1/rooms/"+room+"/agent-status", nil, nil).body))
+	}
+}
+
+// laterFeature reports whether the discovery document lists feature.
+func (k *kit) laterFeature(ctx context.Context, t *T, feature string) bool {
+	ans, err := k.do(ctx, http.MethodGet, adp.DiscoveryPath, nil, "", nil)
+	t.ok(err, "GET "+adp.DiscoveryPath)
+	doc, err := identity.ParseDiscovery(ans.body, k.oopts)
+	if err != nil {
+		return false
+	}
+	for _, f := range doc.Features {
+		if f == feature {
+			return true
+		}
+	}
+	return false
+}
+
+func checkLaterPrivacy(ctx context.Context, t *T) {
+	k := t.k
+	_, private, _ := k.laterRoom(ctx, t, "private reads", adp.VisibilityPrivate, nil)
+	_, restricted, _ := k.laterRoom(ctx, t, "restricted reads", adp.VisibilityRestricted, nil)
+	o := k.newAgent(t)
+	tok := k.token(ctx, t, o.key, k.origin, nil)
+	for _, read := range []struct{ what, path string }{
+		{"resource", "/v1/rooms/" + private},
+		{"history", "/v1/rooms/" + private + "/events"},
+	} {
+		ans, err := k.do(ctx, http.MethodGet, read.path, nil, tok, nil)
+		t.ok(err, "GET "+read.path)
+		t.refused(ans.err(), adp.CodeRoomNotFound, "an outsider's read of a private room's "+read.what)
+	}
+	ans, err := k.do(ctx, http.MethodGet, "/v1/rooms/"+restricted+"/events", nil, tok, nil)
+	t.ok(err, "GET a restricted room's history")
+	t.refusedAny(ans.err(), "a non-member's GET of a restricted room's history")
 }

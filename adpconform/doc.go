@@ -10,10 +10,11 @@
 // rules and the type schema profile, the §5.1 freshness classes (messages
 // on one head, control writes first-wins, anchors), the record chain with
 // accepted_at, the archive committed by last_hash, live streams that end
-// with membership, and the discovery document. That suite is thinner than
-// the seed's: forged envelopes beyond a signature, quotas, privacy of
-// reads and agent status are not yet ported to it. The rest of this
-// comment describes the seed's suite.
+// with membership, the discovery document, the status shapes, and the
+// privacy of private and restricted rooms' reads. That suite is thinner
+// than the seed's: forged envelopes beyond a signature, quotas and the
+// finer privacy and status checks are not yet ported to it. The rest of
+// this comment describes the seed's suite.
 //
 // # What it checks
 //
