@@ -33,6 +33,9 @@ const (
 	bDrafts  = "drafts"
 	bOutbox  = "outbox"
 	bHosts   = "hosts"
+	// bSnapshots holds each room's replica snapshot (storedSnapshot),
+	// apart from its storedRoom, which every write reads and rewrites.
+	bSnapshots = "snapshots"
 )
 
 // Engine is one connector's engine: one Agent ID, the operator's hosts, one
@@ -106,8 +109,10 @@ type roomRT struct {
 type storedRoom struct {
 	Host   string `json:"host"`
 	RoomID string `json:"room_id"`
-	// Snapshot is the verified replica as of record SnapSeq; the records
-	// after it are in the records bucket and are re-applied on Open.
+	// Snapshot is where stores written before bSnapshots kept the
+	// verified replica as of record SnapSeq (read, never written); the
+	// records after SnapSeq are in the records bucket and are re-applied
+	// on Open.
 	Snapshot  jsontext.Value `json:"snapshot,omitempty"`
 	SnapSeq   int64          `json:"snap_seq,omitempty"`
 	HeadSeq   int64          `json:"head_seq,omitempty"`
@@ -263,7 +268,7 @@ func Open(ctx context.Context, opts *Options) (*Engine, error) {
 		e.mu.Lock()
 		e.rooms[roomKey{r.Host, r.RoomID}] = &roomRT{remoteSeq: r.RemoteSeq}
 		e.mu.Unlock()
-		if len(r.Snapshot) > 0 {
+		if r.SnapSeq > 0 || len(r.Snapshot) > 0 {
 			if _, err := e.replica(h, r.RoomID); err != nil {
 				e.Close()
 				return nil, err

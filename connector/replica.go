@@ -31,14 +31,17 @@ func (e *Engine) replica(h *hostState, roomID string) (*adp.Replica, error) {
 	if r.rep != nil {
 		e.opts.Logger.Warn("connector: reloading a room's verified state", "host", k.host, "room", k.room, "err", r.rep.Err())
 	}
-	var sr *storedRoom
+	var snap storedSnapshot
 	var recs []*adp.Record
 	if err := e.store.View(func(tx stateTx) error {
-		var err error
-		if sr, err = loadRoom(tx, k); err != nil || len(sr.Snapshot) == 0 {
+		sr, err := loadRoom(tx, k)
+		if err != nil {
 			return err
 		}
-		return e.records(tx, k, sr.SnapSeq, 0, func(rec *adp.Record) bool {
+		if snap, err = loadSnapshot(tx, k, sr); err != nil || len(snap.Snapshot) == 0 {
+			return err
+		}
+		return e.records(tx, k, snap.Seq, 0, func(rec *adp.Record) bool {
 			recs = append(recs, rec)
 			return true
 		})
@@ -49,9 +52,9 @@ func (e *Engine) replica(h *hostState, roomID string) (*adp.Replica, error) {
 		return e.admitted(k, recs, room)
 	}}
 	rep := adp.NewReplica(roomID, opts)
-	if len(sr.Snapshot) > 0 {
+	if len(snap.Snapshot) > 0 {
 		var err error
-		if rep, err = adp.RestoreReplica(sr.Snapshot, opts); err != nil {
+		if rep, err = adp.RestoreReplica(snap.Snapshot, opts); err != nil {
 			return nil, fmt.Errorf("connector: restoring room %s: %w", clip(roomID), err)
 		}
 		if rep.ID() != roomID {
@@ -152,12 +155,15 @@ func (e *Engine) admitted(k roomKey, add []*adp.Record, room *adp.Room) error {
 		if head.Seq <= sr.SyncedSeq {
 			sr.HeadSeq, sr.HeadHash = head.Seq, head.Hash.String()
 		}
-		if len(sr.Snapshot) == 0 || sr.SyncedSeq-sr.SnapSeq >= every {
+		if sr.SnapSeq == 0 && len(sr.Snapshot) == 0 || sr.SyncedSeq-sr.SnapSeq >= every {
 			snap, err := room.Snapshot()
 			if err != nil {
 				return err
 			}
-			sr.Snapshot, sr.SnapSeq = snap, latest
+			if err := tx.Put(bSnapshots, rkey(k.host, k.room), storedSnapshot{Seq: latest, Snapshot: snap}); err != nil {
+				return err
+			}
+			sr.Snapshot, sr.SnapSeq = nil, latest
 		}
 		if sr.RemoteSeq < sr.SyncedSeq {
 			sr.RemoteSeq = sr.SyncedSeq
@@ -197,4 +203,21 @@ func (e *Engine) ownWriteDone(tx stateTx, k roomKey, rec *adp.Record) error {
 		return err
 	}
 	return tx.Delete(bOutbox, id)
+}
+
+// storedSnapshot is a room's replica snapshot as of record Seq.
+type storedSnapshot struct {
+	Seq      int64          `json:"seq"`
+	Snapshot jsontext.Value `json:"snapshot"`
+}
+
+// loadSnapshot returns the room's stored snapshot: in bSnapshots, or where
+// older stores kept it, in its storedRoom.
+func loadSnapshot(tx stateTx, k roomKey, sr *storedRoom) (storedSnapshot, error) {
+	var snap storedSnapshot
+	ok, err := tx.Get(bSnapshots, rkey(k.host, k.room), &snap)
+	if err != nil || ok {
+		return snap, err
+	}
+	return storedSnapshot{Seq: sr.SnapSeq, Snapshot: sr.Snapshot}, nil
 }
