@@ -9,8 +9,6 @@ import (
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
-
-	"github.com/agentprotocols/go-sdk/internal/strictjson"
 )
 
 // This file is the framework-neutral face of the 27 standard tools of
@@ -148,7 +146,7 @@ func decodeArgs(args json.RawMessage, v any) error {
 	if t := strings.TrimSpace(string(args)); t == "" || t == "null" {
 		args = json.RawMessage("{}")
 	}
-	if err := strictjson.Unmarshal(args, v); err != nil {
+	if err := unmarshalArgs(args, v); err != nil {
 		return argError("", clipMessage(err.Error()))
 	}
 	return nil
