@@ -208,19 +208,23 @@ func TestManyProcessesOneHost(t *testing.T) {
 	}
 
 	// The writers, alternating processes; after half of all writes are
-	// acknowledged process 1 is SIGKILLed, and restarted a moment later.
+	// acknowledged process 1 is SIGKILLed, and restarted once process 0
+	// has acknowledged nAgents writes without it.
 	type ack struct {
 		room string
 		seq  int64
 		hash string
 	}
 	var (
-		acksMu    sync.Mutex
-		acks      []ack
-		nAcked    atomic.Int64
-		down      atomic.Bool
-		kill      sync.Once
-		restarted = make(chan struct{}) // closed once process 1 is back
+		acksMu  sync.Mutex
+		acks    []ack
+		nAcked  atomic.Int64
+		down    atomic.Bool
+		kill    sync.Once
+		restart sync.Once
+		// acknowledged while process 1 is down: its restart waits for these
+		ackedWhileDown atomic.Int64
+		restarted      = make(chan struct{}) // closed once process 1 is back
 	)
 	var wg sync.WaitGroup
 	errs := make(chan error, nAgents)
@@ -253,18 +257,23 @@ func TestManyProcessesOneHost(t *testing.T) {
 				acksMu.Lock()
 				acks = append(acks, ack{room, rec.Seq, rec.Hash.String()})
 				acksMu.Unlock()
+				if down.Load() && ackedWhileDown.Add(1) == int64(nAgents) {
+					// The outage lasted while process 0 alone took a
+					// write from as many agents as there are.
+					restart.Do(func() {
+						go func() {
+							defer close(restarted)
+							procs[1].start()
+							down.Store(false)
+							t.Log("process 1 restarted")
+						}()
+					})
+				}
 				if nAcked.Add(1) == int64(nAgents*nWrites/2) {
 					kill.Do(func() {
 						down.Store(true)
 						procs[1].kill()
 						t.Logf("process 1 SIGKILLed after %d acknowledged writes", nAgents*nWrites/2)
-						go func() {
-							defer close(restarted)
-							time.Sleep(200 * time.Millisecond) // the process stays down a while
-							procs[1].start()
-							down.Store(false)
-							t.Log("process 1 restarted")
-						}()
 					})
 				}
 			}
