@@ -30,37 +30,14 @@ import (
 const later = adp.Draft20260924
 
 // vectorArchive is an archive of the 2026-09-24 vectors' records (or
-// redacted records): the JSONL log and a manifest naming their last seq
-// and hash, written as §18 describes it.
+// redacted records), as §18 describes it.
 func vectorArchive(t testing.TB, redacted bool) (manifest, log []byte) {
 	t.Helper()
-	var v struct {
-		RoomID          string           `json:"room_id"`
-		Records         []jsontext.Value `json:"records"`
-		RedactedRecords []jsontext.Value `json:"redacted_records"`
-		LastSeq         int64            `json:"last_seq"`
-		LastHash        string           `json:"last_hash"`
-	}
-	if err := strictjson.UnmarshalOpen(fixtures.LaterVectors, &v); err != nil {
+	manifest, log, err := fixtures.LaterVectorArchive(redacted)
+	if err != nil {
 		t.Fatal(err)
 	}
-	recs := v.Records
-	if redacted {
-		recs = v.RedactedRecords
-	}
-	var b bytes.Buffer
-	for _, r := range recs {
-		c := r.Clone()
-		if err := c.Compact(); err != nil {
-			t.Fatal(err)
-		}
-		b.Write(c)
-		b.WriteByte('\n')
-	}
-	url := "https://api.example.com/v1/rooms/" + v.RoomID
-	m := `{"protocol":"agent-discourse/1.0","type":"room.archive","room_id":"` + v.RoomID + `","url":"` + url +
-		`","generated_at":1779753605000,"last_seq":5,"last_hash":"` + v.LastHash + `","formats":{"jsonl":"` + url + `/archive.jsonl"}}`
-	return []byte(m), b.Bytes()
+	return manifest, log
 }
 
 func verifyBytes(t testing.TB, manifest, log []byte, opts *archive.VerifyOptions) (*archive.Report, error) {

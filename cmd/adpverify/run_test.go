@@ -212,30 +212,15 @@ func TestTerminalEscapes(t *testing.T) {
 // archive directory, with a manifest naming their last seq and hash.
 func laterVectorDir(t *testing.T) string {
 	t.Helper()
-	var v struct {
-		RoomID          string           `json:"room_id"`
-		RedactedRecords []jsontext.Value `json:"redacted_records"`
-		LastHash        string           `json:"last_hash"`
-	}
-	if err := json.Unmarshal(fixtures.LaterVectors, &v); err != nil {
+	manifest, log, err := fixtures.LaterVectorArchive(true)
+	if err != nil {
 		t.Fatal(err)
 	}
-	var log bytes.Buffer
-	for _, r := range v.RedactedRecords {
-		c := r.Clone()
-		if err := c.Compact(); err != nil {
-			t.Fatal(err)
-		}
-		log.Write(append(c, '\n'))
-	}
-	url := "https://api.example.com/v1/rooms/" + v.RoomID
-	manifest := `{"protocol":"agent-discourse/1.0","type":"room.archive","room_id":"` + v.RoomID + `","url":"` + url +
-		`","generated_at":1779753605000,"last_seq":5,"last_hash":"` + v.LastHash + `","formats":{"jsonl":"` + url + `/archive.jsonl"}}`
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), []byte(manifest), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), manifest, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "records.jsonl"), log.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "records.jsonl"), log, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return dir
