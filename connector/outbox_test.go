@@ -20,25 +20,11 @@ func TestReplayRefusedSignalDropped(t *testing.T) {
 	dir := t.TempDir()
 	bob := openTest(t, dir, testKey(t, "bob"), srv.URL)
 	must[*RoomJoinResult](t)(bob.Join(ctx, "b", RoomJoinInput{Host: srv.URL, RoomID: room, Role: "speaker"}))
-	k, h, err := bob.resolve("", room)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, err := eventReq(k, adp.TypeRoomLeave, []byte(`{"reason":"bye"}`), nil, nil)
-	if err != nil || len(req.Draft) == 0 {
-		t.Fatalf("leave request without a draft: %v", err)
-	}
-	rep, err := bob.replica(h, room)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := rep.BaseFor(adp.TypeRoomLeave)
-	env, err := bob.sign(ctx, req, b, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := bob.recordOutbox(env, &outboxEntry{Host: k.host, RoomID: room, Envelope: env.AppendJSON(nil), Req: req}); err != nil {
-		t.Fatal(err)
+	req := recordUnsent(t, bob, room, func(k roomKey) (*writeReq, error) {
+		return eventReq(k, adp.TypeRoomLeave, []byte(`{"reason":"bye"}`), nil, nil)
+	})
+	if len(req.Draft) == 0 {
+		t.Fatalf("leave request without a draft")
 	}
 	bob.Close()
 	must[*WriteResult](t)(alice.SubmitEvent(ctx, "a", SubmitEventInput{RoomID: room, Type: adp.TypeMemberRemove,

@@ -53,26 +53,9 @@ func TestOutboxRefusedBecomesDraft(t *testing.T) {
 	must[*RoomJoinResult](t)(bob.Join(ctx, "b", RoomJoinInput{Host: srv.URL, RoomID: room, Role: "speaker"}))
 	// Sign and record a write exactly as the write path does, then "crash"
 	// before sending it.
-	k, h, err := bob.resolve("", room)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, err := messageReq(k, "written before the crash", "", nil, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := bob.replica(h, room)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := rep.BaseFor(adp.TypeMessageCreate)
-	env, err := bob.sign(ctx, req, b, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := bob.recordOutbox(env, &outboxEntry{Host: k.host, RoomID: room, Envelope: env.AppendJSON(nil), Req: req}); err != nil {
-		t.Fatal(err)
-	}
+	recordUnsent(t, bob, room, func(k roomKey) (*writeReq, error) {
+		return messageReq(k, "written before the crash", "", nil, nil, nil)
+	})
 	bob.Close()
 	say(t, alice, room, "the room moved")
 	bob = openTest(t, dir, testKey(t, "bob"), srv.URL)
@@ -198,4 +181,33 @@ func TestAmbiguousRoom(t *testing.T) {
 	if st.Sync.Host != s2.URL {
 		t.Fatalf("host: %+v", st.Sync)
 	}
+}
+
+// recordUnsent signs the write that req builds on the room's current base
+// and records it in the outbox, exactly as the write path does, without
+// sending it: the state a crash between the two leaves. It returns the
+// recorded request.
+func recordUnsent(t *testing.T, e *Engine, room string, req func(roomKey) (*writeReq, error)) *writeReq {
+	t.Helper()
+	k, h, err := e.resolve("", room)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := req(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := e.replica(h, room)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := rep.BaseFor(r.Type)
+	env, err := e.sign(context.Background(), r, b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.recordOutbox(env, &outboxEntry{Host: k.host, RoomID: room, Envelope: env.AppendJSON(nil), Req: r}); err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
