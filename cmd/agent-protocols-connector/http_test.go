@@ -104,15 +104,7 @@ func TestHTTPStreamableClient(t *testing.T) {
 	ts := serveHTTP(t, c)
 	ctx := context.Background()
 
-	cl := mcp.NewClient(&mcp.Implementation{Name: "agentd-like", Version: "1"}, nil)
-	cs, err := cl.Connect(ctx, &mcp.StreamableClientTransport{
-		Endpoint:   ts.URL,
-		HTTPClient: &http.Client{Transport: bearer{testToken, http.DefaultTransport}},
-		MaxRetries: -1,
-	}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := dialHTTP(t, ts.URL, "agentd-like", nil, "2025-11-25")
 	defer cs.Close()
 
 	tools, err := cs.ListTools(ctx, nil)
@@ -188,15 +180,7 @@ func TestHTTPDefaultClientVersion(t *testing.T) {
 	c := newConnector(t, "http-default", h)
 	ts := serveHTTP(t, c)
 	ctx := context.Background()
-	cl := mcp.NewClient(&mcp.Implementation{Name: "default", Version: "1"}, nil)
-	cs, err := cl.Connect(ctx, &mcp.StreamableClientTransport{
-		Endpoint:   ts.URL,
-		HTTPClient: &http.Client{Transport: bearer{testToken, http.DefaultTransport}},
-		MaxRetries: -1,
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := dialHTTP(t, ts.URL, "default", nil, "")
 	defer cs.Close()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: connector.ToolPrefix + "hosts_list", Arguments: map[string]any{}})
 	if err != nil || res.IsError {
@@ -214,22 +198,14 @@ func TestHTTPSubscription(t *testing.T) {
 	ts := serveHTTP(t, bob)
 	ctx := context.Background()
 	updates := make(chan string, 64)
-	cl := mcp.NewClient(&mcp.Implementation{Name: "sub", Version: "1"}, &mcp.ClientOptions{
+	cs := dialHTTP(t, ts.URL, "sub", &mcp.ClientOptions{
 		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
 			select {
 			case updates <- r.Params.URI:
 			default:
 			}
 		},
-	})
-	cs, err := cl.Connect(ctx, &mcp.StreamableClientTransport{
-		Endpoint:   ts.URL,
-		HTTPClient: &http.Client{Transport: bearer{testToken, http.DefaultTransport}},
-		MaxRetries: -1,
-	}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	}, "2025-11-25")
 	defer cs.Close()
 	roomID := createRoom(t, alice, h, "public")
 	bob.call("room_open", map[string]any{"host": h.url, "room_id": roomID})

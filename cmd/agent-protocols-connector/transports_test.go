@@ -60,19 +60,32 @@ func connectStdio(version string) func(t *testing.T, c *agentConn, opts *mcp.Cli
 
 func connectHTTP(version string) func(t *testing.T, c *agentConn, opts *mcp.ClientOptions) *mcp.ClientSession {
 	return func(t *testing.T, c *agentConn, opts *mcp.ClientOptions) *mcp.ClientSession {
-		ts := serveHTTP(t, c)
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "http-client", Version: "1"}, opts).Connect(context.Background(), &mcp.StreamableClientTransport{
-			Endpoint:   ts.URL,
-			HTTPClient: &http.Client{Transport: bearer{testToken, http.DefaultTransport}},
-			MaxRetries: -1,
-		}, &mcp.ClientSessionOptions{ProtocolVersion: version})
-		if err != nil {
-			t.Fatal(err)
-		}
+		cs := dialHTTP(t, serveHTTP(t, c).URL, "http-client", opts, version)
 		checkNegotiated(t, cs, version)
 		t.Cleanup(func() { cs.Close() })
 		return cs
 	}
+}
+
+// dialHTTP connects a go-sdk Streamable HTTP client named name to the
+// connector's --http front at url, with the test bearer token and no
+// retries, asking for version ("" leaves the client's default). The
+// caller closes the session.
+func dialHTTP(t *testing.T, url, name string, opts *mcp.ClientOptions, version string) *mcp.ClientSession {
+	t.Helper()
+	var so *mcp.ClientSessionOptions
+	if version != "" {
+		so = &mcp.ClientSessionOptions{ProtocolVersion: version}
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, opts).Connect(context.Background(), &mcp.StreamableClientTransport{
+		Endpoint:   url,
+		HTTPClient: &http.Client{Transport: bearer{testToken, http.DefaultTransport}},
+		MaxRetries: -1,
+	}, so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
 }
 
 // checkNegotiated fails unless the client speaks the version it asked
