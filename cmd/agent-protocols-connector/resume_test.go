@@ -126,3 +126,36 @@ func TestHTTPResumeGone(t *testing.T) {
 	}
 	resp.Body.Close()
 }
+
+// TestHTTPReconnectSupersedes (MCP 2025-11-25, Streamable HTTP,
+// resumability): a client reconnecting its GET stream before the server
+// has seen the old connection close (or over a half-open one) gets the
+// stream, not HTTP 409; the old stream ends and the new one carries what
+// comes next.
+func TestHTTPReconnectSupersedes(t *testing.T) {
+	h := newTestHost(t, nil)
+	c := newConnector(t, "http-supersede", h)
+	r := newRawHTTP(t, serveHTTP(t, c))
+	r.post(`{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"`+connector.URIDraftsHeld+`"}}`, nil).Body.Close()
+	old, oldCh := r.getStream("")
+	defer old.Body.Close()
+	resp, ch := r.getStream("") // the old stream is still open
+	defer resp.Body.Close()
+	for range oldCh { // ends: the server closed it
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = c.srv.MCP().ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: connector.URIDraftsHeld})
+		cancel()
+		select {
+		case ev := <-ch:
+			if strings.Contains(ev[1], "resources/updated") {
+				return
+			}
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no notification on the new stream")
+		}
+	}
+}

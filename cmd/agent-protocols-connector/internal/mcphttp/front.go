@@ -70,6 +70,7 @@ type jsonrpcFront struct {
 	mu       sync.Mutex
 	inflight map[inflightKey]*cancelWriter
 	streams  map[string]*sessionStreams // by engine session name
+	gets     map[getKey]*getStream
 	calls    *pendingCalls
 
 	gone  func(session string)
@@ -83,6 +84,17 @@ type sessionStreams struct {
 	pending *time.Timer
 }
 
+// getKey names one resumable stream of one session: its Mcp-Session-Id
+// and the go-sdk's stream id ("" for the standalone GET stream).
+type getKey struct{ session, stream string }
+
+// getStream is a GET being served; cancel ends it, done closes when the
+// go-sdk has released the stream.
+type getStream struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
 type inflightKey struct {
 	session string
 	id      jsonrpc.ID
@@ -90,7 +102,7 @@ type inflightKey struct {
 
 func newJSONRPCFront(sessions, stateless http.Handler, calls *pendingCalls, gone func(session string), grace time.Duration) *jsonrpcFront {
 	return &jsonrpcFront{sessions: sessions, stateless: stateless, max: mcp.DefaultMaxRequestBodyBytes,
-		inflight: map[inflightKey]*cancelWriter{}, streams: map[string]*sessionStreams{}, calls: calls, gone: gone, grace: grace}
+		inflight: map[inflightKey]*cancelWriter{}, streams: map[string]*sessionStreams{}, gets: map[getKey]*getStream{}, calls: calls, gone: gone, grace: grace}
 }
 
 // maxTrackedSessions bounds the stream bookkeeping; past it new sessions
@@ -229,6 +241,11 @@ func (f *jsonrpcFront) serveSessionStream(w http.ResponseWriter, r *http.Request
 		}
 		if sid != "" {
 			defer f.streamOpened(mcptools.HTTPSessionName(sid), true)()
+			var release func()
+			if r, release = f.supersede(r, sid); release == nil {
+				return
+			}
+			defer release()
 		}
 	case http.MethodDelete:
 		f.mu.Lock()
@@ -240,6 +257,45 @@ func (f *jsonrpcFront) serveSessionStream(w http.ResponseWriter, r *http.Request
 		f.mu.Unlock()
 	}
 	f.sessions.ServeHTTP(w, r)
+}
+
+// supersede makes r the one GET serving its stream: a GET already
+// serving it (a connection the client dropped but the server has not yet
+// seen close, or a half-open one) is ended first, so a reconnecting
+// client gets its stream instead of the go-sdk's HTTP 409 "stream ID
+// conflicts with ongoing stream" (MCP 2025-11-25, Streamable HTTP,
+// resumability: the client reconnects with GET; the newest stream is the
+// one it reads). It returns r bound to a context the next GET can cancel,
+// and release, to call once the go-sdk has served r; release is nil when
+// r ended while waiting.
+func (f *jsonrpcFront) supersede(r *http.Request, sid string) (*http.Request, func()) {
+	stream, _, _ := strings.Cut(r.Header.Get("Last-Event-ID"), "_")
+	key := getKey{sid, stream}
+	ctx, cancel := context.WithCancel(r.Context())
+	me := &getStream{cancel: cancel, done: make(chan struct{})}
+	f.mu.Lock()
+	prev := f.gets[key]
+	f.gets[key] = me
+	f.mu.Unlock()
+	release := func() {
+		f.mu.Lock()
+		if f.gets[key] == me {
+			delete(f.gets, key)
+		}
+		f.mu.Unlock()
+		cancel()
+		close(me.done)
+	}
+	if prev != nil {
+		prev.cancel()
+		select {
+		case <-prev.done:
+		case <-ctx.Done():
+			release()
+			return r, nil
+		}
+	}
+	return r.WithContext(ctx), release
 }
 
 // isEventID reports whether id has the form of the go-sdk's SSE event ids,
