@@ -6,12 +6,13 @@
 //
 // Imports only point to the left, and layering_test.go holds them there:
 //
-//	internal/{b64url,strictjson,untrusted} ← identity ← internal/httpc ← envelope
+//	internal/{b64url,strictjson,untrusted} ← identity ← internal/{httpc,typeschema} ← envelope
 //	  ← profile, packs ← adp ← archive, sse ← adphost, connector, adpconform ← examples, cmd, interop
 //
 // internal is two floors: its wire helpers sit below identity, and the one
-// HTTP client layer (internal/httpc) sits above it, because it mints
-// request JWTs and reads the shared error shape. A program's internal
+// HTTP client layer (internal/httpc) and the type-schema engine of packs
+// (internal/typeschema) sit above it, because they mint request JWTs or
+// report the shared error codes. A program's internal
 // packages (cmd/agent-protocols-connector/internal/…) are its own: no other
 // program, example or library package imports them.
 //

@@ -18,7 +18,7 @@ const modulePath = "github.com/agentprotocols/go-sdk"
 
 // layers is the chain the root package doc draws, bottom first:
 //
-//	internal/{b64url,strictjson,untrusted,…} ← identity ← internal/httpc ← envelope
+//	internal/{b64url,strictjson,untrusted,…} ← identity ← internal/{httpc,typeschema} ← envelope
 //	← profile, packs ← adp ← archive, sse ← adphost, connector, adpconform ← examples, cmd, interop
 //
 // A package is placed by the longest entry that is its path or a parent of
@@ -33,7 +33,7 @@ const modulePath = "github.com/agentprotocols/go-sdk"
 var layers = [][]string{
 	{"internal"},
 	{"identity"},
-	{"internal/httpc"},
+	{"internal/httpc", "internal/typeschema"},
 	{"envelope"},
 	{"profile", "packs"},
 	{"adp"},

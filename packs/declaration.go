@@ -12,6 +12,7 @@ import (
 	"github.com/agentprotocols/go-sdk/identity"
 	"github.com/agentprotocols/go-sdk/internal/strictjson"
 	"github.com/agentprotocols/go-sdk/internal/typedjson"
+	"github.com/agentprotocols/go-sdk/internal/typeschema"
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -96,7 +97,7 @@ type Definition struct {
 	// Extra is opaque extension data.
 	Extra jsontext.Value `json:"extra,omitzero"`
 
-	schema *compiledSchema // set by every constructor in this package
+	schema *typeschema.Schema // set by every constructor in this package
 }
 
 // AllowedRoles returns Roles, or the kind's default when Roles is nil.
@@ -223,12 +224,12 @@ func (d *Declaration) UnmarshalJSON(b []byte) error {
 }
 
 func parseDeclaration(b []byte, cache *SchemaCache, lim limits) (Declaration, error) {
-	p := getDecoder(len(b))
-	defer putDecoder(p, len(b))
-	if _, err := p.decode(b, &p.tape, definitionOpaque()); err != nil {
+	p := typeschema.GetDecoder(len(b))
+	defer typeschema.PutDecoder(p, len(b))
+	if _, err := p.Decode(b, &p.Tape, definitionOpaque()); err != nil {
 		return Declaration{}, identity.Wrap(identity.CodeInvalidEvent, "type declaration", err)
 	}
-	return parseDeclarationAt(&p.tape, 0, cache, lim)
+	return parseDeclarationAt(&p.Tape, 0, cache, lim)
 }
 
 // The typed decoding of a payload holding declarations (room.create's
@@ -270,7 +271,7 @@ func parseDeclarationAt(t *typedjson.Tape, i int, cache *SchemaCache, lim limits
 		def, err := parseDefinitionAt(t, i, cache, lim)
 		return Declaration{Definition: def}, err
 	}
-	if se := lim.draft.kernel().packImport.validate(obj); se != nil {
+	if se := lim.draft.kernel().packImport.Validate(obj); se != nil {
 		return Declaration{}, schemaErr(identity.CodeInvalidEvent, "invalid pack import", se)
 	}
 	imp := new(Import)
@@ -306,12 +307,12 @@ func isImport(obj map[string]any) bool {
 // parseDefinition validates a typeDef object given as strict JSON and
 // compiles its schema.
 func parseDefinition(b []byte, cache *SchemaCache, lim limits) (*Definition, error) {
-	p := getDecoder(len(b))
-	defer putDecoder(p, len(b))
-	if _, err := p.decode(b, &p.tape, definitionOpaque()); err != nil {
+	p := typeschema.GetDecoder(len(b))
+	defer typeschema.PutDecoder(p, len(b))
+	if _, err := p.Decode(b, &p.Tape, definitionOpaque()); err != nil {
 		return nil, identity.Wrap(identity.CodeInvalidEvent, "type definition", err)
 	}
-	return parseDefinitionAt(&p.tape, 0, cache, lim)
+	return parseDefinitionAt(&p.Tape, 0, cache, lim)
 }
 
 // parseDefinitionAt is parseDefinition of the value at node i of a tape.
@@ -322,7 +323,7 @@ func parseDefinitionAt(t *typedjson.Tape, i int, cache *SchemaCache, lim limits)
 			return nil, invalidEvent("type name %q is not dotted lowercase, or is reserved (%s, built-in)", clip(name), strings.Join(lim.draft.rules().reserved, ", "))
 		}
 	}
-	if se := lim.draft.kernel().typeDef.validate(v); se != nil {
+	if se := lim.draft.kernel().typeDef.Validate(v); se != nil {
 		return nil, schemaErr(identity.CodeInvalidEvent, "invalid type definition", se)
 	}
 	def := new(Definition)

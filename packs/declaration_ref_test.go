@@ -13,6 +13,7 @@ import (
 	"github.com/agentprotocols/go-sdk/identity"
 	"github.com/agentprotocols/go-sdk/internal/strictjson"
 	"github.com/agentprotocols/go-sdk/internal/typedjson"
+	"github.com/agentprotocols/go-sdk/internal/typeschema"
 )
 
 // The two-pass declaration parse that the one-pass parse replaced (the tree for the
@@ -20,7 +21,7 @@ import (
 // reference FuzzParseDeclarationOnePass compares ParseDeclaration with.
 
 func referenceParseDeclaration(b []byte, cache *SchemaCache, lim limits) (Declaration, error) {
-	v, err := decodeJSON(b)
+	v, err := typeschema.Decode(b)
 	if err != nil {
 		return Declaration{}, identity.Wrap(identity.CodeInvalidEvent, "type declaration", err)
 	}
@@ -32,7 +33,7 @@ func referenceParseDeclaration(b []byte, cache *SchemaCache, lim limits) (Declar
 		def, err := referenceParseDefinition(b, obj, cache, lim)
 		return Declaration{Definition: def}, err
 	}
-	if se := DefaultDraft.kernel().packImport.validate(obj); se != nil {
+	if se := DefaultDraft.kernel().packImport.Validate(obj); se != nil {
 		return Declaration{}, schemaErr(identity.CodeInvalidEvent, "invalid pack import", se)
 	}
 	imp := new(Import)
@@ -52,7 +53,7 @@ func referenceParseDeclaration(b []byte, cache *SchemaCache, lim limits) (Declar
 func referenceParseDefinition(b []byte, v any, cache *SchemaCache, lim limits) (*Definition, error) {
 	if v == nil {
 		var err error
-		if v, err = decodeJSON(b); err != nil {
+		if v, err = typeschema.Decode(b); err != nil {
 			return nil, identity.Wrap(identity.CodeInvalidEvent, "type definition", err)
 		}
 	}
@@ -61,7 +62,7 @@ func referenceParseDefinition(b []byte, v any, cache *SchemaCache, lim limits) (
 			return nil, invalidEvent("type name %q is not dotted lowercase, or is reserved (room., type., built-in)", clip(name))
 		}
 	}
-	if se := DefaultDraft.kernel().typeDef.validate(v); se != nil {
+	if se := DefaultDraft.kernel().typeDef.Validate(v); se != nil {
 		return nil, schemaErr(identity.CodeInvalidEvent, "invalid type definition", se)
 	}
 	def := new(Definition)
@@ -141,12 +142,13 @@ func TestTapeBound(t *testing.T) {
 		ContentType string         `json:"content_type"`
 		Content     jsontext.Value `json:"content"`
 	}
-	p := newPooledDecoder()
-	err := DefaultDraft.checkBuiltin(p, "message.create", payload, &p.tape, typedjson.OpaqueMembers(reflect.TypeFor[message]()))
+	p := typeschema.GetDecoder(len(payload))
+	defer typeschema.PutDecoder(p, len(payload))
+	err := DefaultDraft.checkBuiltin(p, "message.create", payload, &p.Tape, typedjson.OpaqueMembers(reflect.TypeFor[message]()))
 	if err == nil {
 		t.Fatal("an array content passed the kernel schema")
 	}
-	if n := len(p.tape.Nodes); n != 3 {
+	if n := len(p.Tape.Nodes); n != 3 {
 		t.Fatalf("%d nodes on the tape, want 3", n)
 	}
 }

@@ -1,6 +1,7 @@
 package packs
 
 import (
+	"github.com/agentprotocols/go-sdk/internal/typeschema"
 	"github.com/agentprotocols/go-sdk/internal/untrusted"
 
 	"github.com/agentprotocols/go-sdk/identity"
@@ -21,7 +22,7 @@ const (
 	// changes its kind (§12.4), and a type schema outside the type schema
 	// profile (§12.3.1). The seed draft reports both as invalid_event.
 	CodeTypeConflict      identity.Code = "type_conflict"
-	CodeInvalidTypeSchema identity.Code = "invalid_type_schema"
+	CodeInvalidTypeSchema identity.Code = typeschema.CodeInvalidTypeSchema
 )
 
 // CodeSchemaUnsupported is not a protocol code: the SDK reports with it a
@@ -30,7 +31,7 @@ const (
 // RE2 engine lacks. A host refusing such a declaration should answer
 // invalid_event on the wire; an archive verifier reports "this verifier
 // cannot evaluate the room", not "the host broke the protocol".
-const CodeSchemaUnsupported identity.Code = "schema_unsupported"
+const CodeSchemaUnsupported identity.Code = typeschema.CodeSchemaUnsupported
 
 // Sentinels for errors.Is; a returned error carries the same code with a
 // specific message.
@@ -43,31 +44,6 @@ var (
 	ErrTypeConflict           = identity.NewError(CodeTypeConflict, "a declaration duplicates a type or changes an existing type's kind")
 	ErrInvalidTypeSchema      = identity.NewError(CodeInvalidTypeSchema, "a type schema violates the type schema profile")
 )
-
-// SchemaError locates the first failing JSON Schema keyword. It is the Err
-// of payload_schema_violation errors and of invalid_event errors raised by
-// schema checks, and its JSON form is their Data, so a host can return the
-// location to the client unchanged.
-type SchemaError struct {
-	// InstanceLocation is an RFC 6901 pointer into the validated value
-	// ("" is the whole payload).
-	InstanceLocation string `json:"instance_location"`
-	// KeywordLocation is an RFC 6901 pointer to the failing keyword inside
-	// the schema, after following $ref (for example
-	// "/properties/score/maximum").
-	KeywordLocation string `json:"keyword_location"`
-	// Message describes the failure in English.
-	Message string `json:"message"`
-}
-
-// Error formats the error as "at <instance> (<keyword>): <message>".
-func (e *SchemaError) Error() string {
-	loc := e.InstanceLocation
-	if loc == "" {
-		loc = "/"
-	}
-	return "at " + loc + " (" + e.KeywordLocation + "): " + e.Message
-}
 
 // schemaErr wraps a schema failure in an *identity.Error with the location
 // in both Data and Err.

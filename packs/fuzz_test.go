@@ -11,6 +11,7 @@ import (
 	"github.com/agentprotocols/go-sdk/identity"
 	"github.com/agentprotocols/go-sdk/internal/raceflag"
 	"github.com/agentprotocols/go-sdk/internal/strictjson"
+	"github.com/agentprotocols/go-sdk/internal/typeschema"
 )
 
 // declarationSeeds seed the declaration fuzz targets.
@@ -86,7 +87,7 @@ func FuzzParseDeclaration(f *testing.F) {
 // exactly what strictjson.Validate accepts.
 func FuzzValidatePayload(f *testing.F) {
 	reg := allPacksRegistry(f)
-	var schemas []*compiledSchema
+	var schemas []*typeschema.Schema
 	for _, d := range reg.Definitions() {
 		schemas = append(schemas, d.schema)
 	}
@@ -110,15 +111,15 @@ func FuzzValidatePayload(f *testing.F) {
 				t.Fatalf("slow (%v): schema %q payload %q", d, schema, payload)
 			}
 		}()
-		v, err := decodeJSON(payload)
+		v, err := typeschema.Decode(payload)
 		if (err == nil) != (strictjson.Validate(payload) == nil) {
-			t.Fatalf("decodeJSON and strictjson.Validate disagree on %q: %v", payload, err)
+			t.Fatalf("typeschema.Decode and strictjson.Validate disagree on %q: %v", payload, err)
 		}
 		if err != nil {
 			return
 		}
-		check := func(cs *compiledSchema) {
-			if se := cs.validate(v); se != nil && se.Message == "" {
+		check := func(cs *typeschema.Schema) {
+			if se := cs.Validate(v); se != nil && se.Message == "" {
 				t.Fatalf("schema error without a message: %+v", se)
 			}
 		}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/agentprotocols/go-sdk/identity"
 	"github.com/agentprotocols/go-sdk/internal/typedjson"
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/agentprotocols/go-sdk/internal/typeschema"
 )
 
 // kernelJSON is the payload part of the seed-era kernel schema
@@ -107,8 +107,8 @@ var typeRules = [...]draftTypes{
 func (d Draft) rules() *draftTypes { return &typeRules[d.index()] }
 
 type kernelSchemas struct {
-	payload                           map[string]*compiledSchema
-	typeDef, packImport, packDocument *compiledSchema
+	payload                           map[string]*typeschema.Schema
+	typeDef, packImport, packDocument *typeschema.Schema
 }
 
 // kernels compiles each draft's embedded kernel schema once, on first
@@ -124,24 +124,22 @@ func init() {
 }
 
 func compileKernel(rules *draftTypes) *kernelSchemas {
-	doc, err := decodeJSON(rules.kernel)
+	doc, err := typeschema.Decode(rules.kernel)
 	if err != nil {
 		panic("packs: embedded kernel schema: " + err.Error())
 	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.UseLoader(refuseLoader{})
-	if err := c.AddResource(rules.kernelURL, doc); err != nil {
+	c, err := typeschema.CompileTrusted(rules.kernelURL, doc)
+	if err != nil {
 		panic("packs: embedded kernel schema: " + err.Error())
 	}
-	compile := func(def string) *compiledSchema {
-		s, err := c.Compile(rules.kernelURL + "#/$defs/" + def)
+	compile := func(def string) *typeschema.Schema {
+		s, err := c(rules.kernelURL + "#/$defs/" + def)
 		if err != nil {
 			panic("packs: embedded kernel schema: " + err.Error())
 		}
-		return &compiledSchema{s: s}
+		return s
 	}
-	ks := &kernelSchemas{payload: make(map[string]*compiledSchema, len(rules.builtins))}
+	ks := &kernelSchemas{payload: make(map[string]*typeschema.Schema, len(rules.builtins))}
 	for _, b := range rules.builtins {
 		ks.payload[b.typ] = compile(b.def)
 	}
@@ -237,12 +235,12 @@ func DecodeBuiltin(typ string, payload []byte, v any) error {
 
 // DecodeBuiltin is [DecodeBuiltin] against the draft's kernel schema.
 func (d Draft) DecodeBuiltin(typ string, payload []byte, v any) error {
-	p := getDecoder(len(payload))
-	defer putDecoder(p, len(payload))
+	p := typeschema.GetDecoder(len(payload))
+	defer typeschema.PutDecoder(p, len(payload))
 	var tape *typedjson.Tape
 	var opaque []string
 	if v != nil {
-		tape = &p.tape
+		tape = &p.Tape
 		if t := reflect.TypeOf(v); t.Kind() == reflect.Pointer {
 			opaque = typedjson.OpaqueMembers(t.Elem())
 		}
@@ -269,27 +267,27 @@ func ParseTypeDefine(payload []byte) (Declaration, error) {
 
 // ParseTypeDefine is [ParseTypeDefine] in the draft.
 func (d Draft) ParseTypeDefine(payload []byte) (Declaration, error) {
-	p := getDecoder(len(payload))
-	defer putDecoder(p, len(payload))
-	if err := d.checkBuiltin(p, "type.define", payload, &p.tape, definitionOpaque()); err != nil {
+	p := typeschema.GetDecoder(len(payload))
+	defer typeschema.PutDecoder(p, len(payload))
+	if err := d.checkBuiltin(p, "type.define", payload, &p.Tape, definitionOpaque()); err != nil {
 		return Declaration{}, err
 	}
-	return parseDeclarationAt(&p.tape, 0, defaultCache, d.limits())
+	return parseDeclarationAt(&p.Tape, 0, defaultCache, d.limits())
 }
 
 // checkBuiltin parses payload with p, recording it on tape if not nil
 // (without the contents of the opaque top-level members), and evaluates
 // the kernel schema of typ on the tree.
-func (d Draft) checkBuiltin(p *pooledDecoder, typ string, payload []byte, tape *typedjson.Tape, opaque []string) error {
+func (d Draft) checkBuiltin(p *typeschema.Decoder, typ string, payload []byte, tape *typedjson.Tape, opaque []string) error {
 	s := d.kernel().payload[typ]
 	if s == nil {
 		return invalidEvent("%q is not a built-in event type", clip(typ))
 	}
-	tree, err := p.decode(payload, tape, opaque)
+	tree, err := p.Decode(payload, tape, opaque)
 	if err != nil {
 		return identity.Wrap(identity.CodeInvalidEvent, typ+" payload", err)
 	}
-	if se := s.validate(tree); se != nil {
+	if se := s.Validate(tree); se != nil {
 		return schemaErr(identity.CodeInvalidEvent, typ+" payload is invalid", se)
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/internal/typeschema"
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -110,11 +111,11 @@ func (d Draft) RegisteredDocument() []byte { return bytes.Clone(d.rules().regist
 // the document, because an import materializes them side by side.
 // Failures are invalid_event; callers re-label them.
 func parsePackDocument(raw []byte, cache *SchemaCache, lim limits) ([]*Pack, error) {
-	v, err := decodeJSON(raw)
+	v, err := typeschema.Decode(raw)
 	if err != nil {
 		return nil, identity.Wrap(identity.CodeInvalidEvent, "pack document", err)
 	}
-	if se := lim.draft.kernel().packDocument.validate(v); se != nil {
+	if se := lim.draft.kernel().packDocument.Validate(v); se != nil {
 		return nil, schemaErr(identity.CodeInvalidEvent, "invalid pack document", se)
 	}
 	var doc struct {

@@ -78,7 +78,7 @@ func TestRegisteredPacksMatchAppendixA(t *testing.T) {
 				t.Errorf("%s: status %q version %q", d.Type, d.Status, d.Version)
 			}
 			// An empty object must fail exactly on the table's required fields.
-			se := d.schema.validate(map[string]any{})
+			se := d.schema.Validate(map[string]any{})
 			if len(w.required) > 0 && (se == nil || !strings.Contains(se.Message, w.required[0])) {
 				t.Errorf("%s: {} error %v, want missing %v", d.Type, se, w.required)
 			}

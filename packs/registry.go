@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/internal/typeschema"
 	"github.com/go-json-experiment/json"
 )
 
@@ -66,17 +67,18 @@ func (o *Options) limits() limits {
 		return lim
 	}
 	lim.draft = o.Draft.OrDefault()
+	lim.Profile = lim.draft.Known() && lim.draft.rules().profile
 	if o.MaxSchemaBytes > 0 {
-		lim.schemaBytes = o.MaxSchemaBytes
+		lim.SchemaBytes = o.MaxSchemaBytes
 	}
 	if o.MaxSchemaDepth > 0 {
-		lim.depth = o.MaxSchemaDepth
+		lim.Depth = o.MaxSchemaDepth
 	}
 	if o.MaxEvaluationsPerLocation > 0 {
-		lim.evaluations = o.MaxEvaluationsPerLocation
+		lim.Evaluations = o.MaxEvaluationsPerLocation
 	}
 	if o.MaxPatternInsts > 0 {
-		lim.patternInsts = o.MaxPatternInsts
+		lim.PatternInsts = o.MaxPatternInsts
 	}
 	return lim
 }
@@ -373,11 +375,11 @@ func (r *Registry) Validate(typ string, payload []byte) error {
 	if def.Status == StatusDisabled {
 		return identity.Errorf(CodeTypeDisabled, "type %q is disabled in this room", typ)
 	}
-	v, err := decodeJSON(payload)
+	v, err := typeschema.Decode(payload)
 	if err != nil {
 		return identity.Wrap(identity.CodeInvalidEvent, typ+" payload", err)
 	}
-	if se := def.schema.validate(v); se != nil {
+	if se := def.schema.Validate(v); se != nil {
 		return schemaErr(CodePayloadSchemaViolation, typ+" payload violates its schema", se)
 	}
 	return nil

@@ -1,4 +1,4 @@
-package packs
+package typeschema
 
 import (
 	"errors"
@@ -56,13 +56,13 @@ const maxCostStates = 4096
 //     "$ref"-named string inside a const or enum is checked too;
 //   - no reference cycle that never descends into the instance (it cannot
 //     terminate; the library reports it at validation time);
-//   - at most lim.evaluations subschema evaluations at any one location, as
+//   - at most lim.Evaluations subschema evaluations at any one location, as
 //     when allOf:[B,B] chains double the work per $defs level, or a
 //     recursive schema applies itself twice to the same child, which
 //     doubles the work per level of payload nesting;
 //   - every pattern compiles with Go's RE2 (ErrSchemaUnsupported when it
 //     uses ECMA-262 syntax RE2 lacks), and the patterns that can apply to
-//     one location compile to at most lim.patternInsts instructions.
+//     one location compile to at most lim.PatternInsts instructions.
 //
 // The cost analysis follows the payload one level at a time. Its state is
 // the multiset of subschemas that apply to one location, closed under the
@@ -73,8 +73,8 @@ const maxCostStates = 4096
 // every patternProperties schema is assumed to match, and every branch of
 // anyOf/oneOf/if is assumed to run.
 //
-// It also bounds the schema's nesting depth (lim.depth).
-func analyzeSchema(doc any, lim limits) (*schemaAnalysis, error) {
+// It also bounds the schema's nesting depth (lim.Depth).
+func analyzeSchema(doc any, lim Limits) (*schemaAnalysis, error) {
 	g := &schemaGraph{
 		doc: doc, lim: lim,
 		nodes: map[string]*costNode{}, resources: map[string]string{}, anchors: map[string]string{},
@@ -119,7 +119,7 @@ func analyzeSchema(doc any, lim limits) (*schemaAnalysis, error) {
 			for n, c := range st {
 				for _, t := range n.targets(slot) {
 					for m, k := range g.closure(t) {
-						next[m] = min(next[m]+c*k, lim.evaluations+1)
+						next[m] = min(next[m]+c*k, lim.Evaluations+1)
 					}
 				}
 			}
@@ -164,11 +164,11 @@ func (g *schemaGraph) checkState(st map[*costNode]int) error {
 		evals += c
 		insts += c * n.insts
 	}
-	if evals > g.lim.evaluations {
-		return invalidEvent("type schema is too costly: a payload location can be evaluated more than %d times", g.lim.evaluations)
+	if evals > g.lim.Evaluations {
+		return invalidEvent("type schema is too costly: a payload location can be evaluated more than %d times", g.lim.Evaluations)
 	}
-	if insts > g.lim.patternInsts {
-		return invalidEvent("type schema is too costly: the patterns applying to one payload location compile to more than %d instructions", g.lim.patternInsts)
+	if insts > g.lim.PatternInsts {
+		return invalidEvent("type schema is too costly: the patterns applying to one payload location compile to more than %d instructions", g.lim.PatternInsts)
 	}
 	return nil
 }
@@ -248,7 +248,7 @@ var schemaRoot = &url.URL{Scheme: "https", Host: "type-schema.invalid", Path: "/
 // reference resolver of this package (target and resolve).
 type schemaGraph struct {
 	doc       any
-	lim       limits
+	lim       Limits
 	nodes     map[string]*costNode // by JSON pointer from the document root
 	resources map[string]string    // base URI -> pointer of its root
 	anchors   map[string]string    // base URI + "#" + anchor -> pointer
@@ -283,8 +283,8 @@ func (g *schemaGraph) index(v any, ptr string, base *url.URL, depth int) error {
 	}
 	switch v.(type) {
 	case map[string]any, []any:
-		if depth++; depth > g.lim.depth {
-			return invalidEvent("type schema nests deeper than %d levels", g.lim.depth)
+		if depth++; depth > g.lim.Depth {
+			return invalidEvent("type schema nests deeper than %d levels", g.lim.Depth)
 		}
 	}
 	switch x := v.(type) {
@@ -320,7 +320,7 @@ func (g *schemaGraph) index(v any, ptr string, base *url.URL, depth int) error {
 				}
 				// Type schema profile rule 1 (2026-09-24 §12.3.1): a
 				// fragment, resolved inside the schema.
-				if g.lim.draft.rules().profile && kw == "$ref" && !strings.HasPrefix(s, "#") {
+				if g.lim.Profile && kw == "$ref" && !strings.HasPrefix(s, "#") {
 					return invalidEvent("type schema $ref %q is not a fragment (#…) of the schema itself", clip(s))
 				}
 				g.refs = append(g.refs, schemaRef{s, base})
@@ -428,7 +428,7 @@ func (g *schemaGraph) node(v any, ptr string) *costNode {
 	if !ok {
 		return n // boolean schema, or a value the metaschema rejects anyway
 	}
-	profile := g.lim.draft.rules().profile
+	profile := g.lim.Profile
 	if profile {
 		// Type schema profile rule 1 (2026-09-24 §12.3.1).
 		for _, kw := range profileForbidden {
@@ -534,14 +534,14 @@ func (g *schemaGraph) pattern(p string) int {
 	if cp, ok := g.patterns[p]; ok {
 		return cp.insts
 	}
-	if g.lim.draft.rules().profile {
+	if g.lim.Profile {
 		// Type schema profile rule 2 (2026-09-24 §12.3.1).
 		if err := checkIRegexp(p); err != nil {
 			g.fail(invalidEvent("type schema pattern %q is not in the type schema profile's I-Regexp: %v", clip(p), err))
 			return 0
 		}
 	}
-	cp, err := compilePattern(p, g.lim.patternInsts)
+	cp, err := compilePattern(p, g.lim.PatternInsts)
 	if err != nil {
 		g.fail(err)
 		return 0
@@ -564,13 +564,13 @@ func (g *schemaGraph) closure(n *costNode) map[*costNode]int {
 	c := map[*costNode]int{n: 1}
 	for _, s := range n.same {
 		for m, k := range g.closure(s) {
-			c[m] = min(c[m]+k, g.lim.evaluations+1)
+			c[m] = min(c[m]+k, g.lim.Evaluations+1)
 		}
 	}
 	delete(g.onStack, n)
 	g.closures[n] = c
-	if total(c) > g.lim.evaluations {
-		g.fail(invalidEvent("type schema is too costly: a payload location can be evaluated more than %d times", g.lim.evaluations))
+	if total(c) > g.lim.Evaluations {
+		g.fail(invalidEvent("type schema is too costly: a payload location can be evaluated more than %d times", g.lim.Evaluations))
 	}
 	return c
 }

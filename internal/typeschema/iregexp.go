@@ -1,4 +1,4 @@
-package packs
+package typeschema
 
 import (
 	"fmt"
