@@ -106,14 +106,19 @@
 // in their draft: a 2026-09-24 record begins with accepted_at), and a
 // join request as an [adp.JoinRequestResource] whose Signed member holds
 // the signed request and whose ReviewEventID names the review. The host
-// derives the draft's shapes from these. A held request's nonce advances
-// the process's live-write cache, not the Store's (which advances with
-// records); its exact resubmission finds the held copy.
+// derives the draft's shapes from these. A held request advances its
+// applicant's nonce in the Store, with the request ([Store].HoldJoinRequest),
+// so every process on the Store, and this one after a restart, refuses
+// the applicant's envelopes below it; its exact resubmission finds the
+// held copy. The room index keeps the agents policy.invites names
+// ([RoomIndex].Invites), and /v1/me/rooms lists the rooms that invite
+// the agent (§15) with member_status "invited" and the invited role
+// (filter membership=invited), a private one with the summary an
+// invitee may read (§8.2).
 //
-// Not yet in the 2026-09-24 host: /v1/me/rooms does not list rooms that
-// only invite the agent, the manifest has no packs member (the host
-// refuses external packs unless [Options].Packs has a fetcher, and then
-// does not archive their documents), and no record is redacted.
+// Not yet in the 2026-09-24 host: the manifest has no packs member (the
+// host refuses external packs unless [Options].Packs has a fetcher, and
+// then does not archive their documents), and no record is redacted.
 //
 // # What it keeps in memory
 //

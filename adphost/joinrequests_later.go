@@ -22,10 +22,12 @@ import (
 // supersedes the applicant's pending one in the room, which becomes
 // expired. An exact resubmission answers with the held request.
 //
-// The request is not a record, so its nonce advances the Verifier's
-// per-process cache only, not the Store's (which advances with records):
-// a request replayed to another process, or after a restart, within the
-// live-write window finds its own held copy and is answered with it.
+// The request is not a record, but it is a live write: the Store holds it
+// and advances the applicant's nonce in one step (Store.HoldJoinRequest),
+// so that another process on the same Store, or this one after a
+// restart, refuses an envelope of the applicant whose nonce is not
+// greater (nonce_not_greater), while the exact same request finds its
+// held copy and is answered with it.
 func (h *Host) createSignedJoinRequest(w http.ResponseWriter, r *http.Request) {
 	env, ev, err := h.readEnvelope(r)
 	if err == nil {
@@ -89,7 +91,7 @@ func (h *Host) createSignedJoinRequest(w http.ResponseWriter, r *http.Request) {
 		if jr.Request.Extra == nil {
 			jr.Request.Extra = jsontext.Value("{}")
 		}
-		return h.store.PutJoinRequest(ctx, jr)
+		return h.store.HoldJoinRequest(ctx, jr, h.nonceAdvance(ev, now))
 	})
 	if err != nil {
 		writeError(w, err)

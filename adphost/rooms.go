@@ -20,8 +20,9 @@ const (
 )
 
 // index builds a room's index entry from its replica, with its members
-// when members is true. Summary.Status is the stored status, before the
-// clock applies (see listed).
+// and invitations (policy.invites, 2026-09-24 draft) when members is
+// true. Summary.Status is the stored status, before the clock applies
+// (see listed).
 func (h *Host) index(room *adp.Room, members bool) RoomIndex {
 	creator, _ := room.Creator()
 	c := room.Contract()
@@ -38,6 +39,12 @@ func (h *Host) index(room *adp.Room, members bool) RoomIndex {
 	}
 	if members && ix.Members == nil {
 		ix.Members = []MemberIndex{}
+	}
+	if members {
+		for id, role := range c.Policy.Invites {
+			ix.Invites = append(ix.Invites, InviteIndex{Agent: id, Role: role})
+		}
+		slices.SortFunc(ix.Invites, func(a, b InviteIndex) int { return cmp.Compare(a.Agent.String(), b.Agent.String()) })
 	}
 	ix.Summary = adp.RoomSummary{
 		ID: room.ID(), Status: room.Status(time.UnixMilli(0)), URL: h.RoomURL(room.ID()), Creator: creator, Topic: c.Topic,
@@ -232,9 +239,11 @@ func withheld(s adp.RoomSummary) adp.RoomSummary {
 }
 
 // myRooms is GET /v1/me/rooms (§16): rooms the JWT subject created, is or
-// was a member of, or has a pending join request for, with its role and
-// member status ("pending" for a pending request). Filters: status and
-// membership (a member status, "pending" or "creator").
+// was a member of, has a pending join request for, or (2026-09-24 §15)
+// is invited to by policy.invites, with its role and member status
+// ("pending" for a pending request, "invited" with the invited role for
+// an invitation). Filters: status and membership (a member status,
+// "pending", "invited" or "creator").
 func (h *Host) myRooms(w http.ResponseWriter, r *http.Request) {
 	who, err := h.requireCaller(r)
 	if err != nil {
@@ -265,12 +274,17 @@ func (h *Host) myRooms(w http.ResponseWriter, r *http.Request) {
 					s.Role, s.MemberStatus, s.RequestID = jr.Request.Role, "pending", jr.Request.ID
 				}
 			}
+			if s.MemberStatus == "" && len(ix.Invites) > 0 {
+				s.Role, s.MemberStatus = ix.Invites[0].Role, memberInvited
+			}
 			if s.MemberStatus == "" {
 				continue
 			}
 		}
-		active := creator == who || len(ix.Members) > 0 && ix.Members[0].Status == adp.MemberActive
-		if s.Visibility == adp.VisibilityPrivate && !active {
+		// An invited agent reads a private room's resource (2026-09-24
+		// §8.2, §9.2), and so its summary.
+		readable := creator == who || len(ix.Members) > 0 && ix.Members[0].Status == adp.MemberActive || len(ix.Invites) > 0
+		if s.Visibility == adp.VisibilityPrivate && !readable {
 			s = withheld(s)
 		}
 		switch {
@@ -283,3 +297,8 @@ func (h *Host) myRooms(w http.ResponseWriter, r *http.Request) {
 	}
 	h.writeSummaries(w, r, list)
 }
+
+// memberInvited is the member_status of /v1/me/rooms for a room whose
+// policy.invites names the agent, which is not (and was not) a member and
+// has no pending request there.
+const memberInvited = "invited"

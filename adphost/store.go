@@ -72,12 +72,20 @@ type Store interface {
 	// private, without members.
 	PublicRooms(ctx context.Context) ([]RoomIndex, error)
 	// AgentRooms returns the index entries of the rooms agent created, is
-	// or was a member of, or asked to join; Members holds only agent's
-	// own entry, if any.
+	// or was a member of, is invited to, or asked to join; Members and
+	// Invites hold only agent's own entry, if any.
 	AgentRooms(ctx context.Context, agent identity.AgentID) ([]RoomIndex, error)
 
 	// PutJoinRequest creates or replaces a join request.
 	PutJoinRequest(ctx context.Context, jr *adp.JoinRequestResource) error
+	// HoldJoinRequest stores a new signed join request (the 2026-09-24
+	// draft's room.join.request, §10) and advances its applicant's nonce
+	// by n, all or nothing: the request is a live write (Agent Identity
+	// §6.1) that is not a record, so its nonce is checked and advanced
+	// here instead of in Append. It returns nonce_not_greater (with
+	// MaxSeenNonce) as Append does when n.Nonce does not advance, and
+	// then stores nothing.
+	HoldJoinRequest(ctx context.Context, jr *adp.JoinRequestResource, n NonceAdvance) error
 	// JoinRequest returns one join request, or nil when there is none.
 	JoinRequest(ctx context.Context, roomID, id string) (*adp.JoinRequestResource, error)
 	// JoinRequests returns a room's join requests in creation order.
@@ -114,7 +122,8 @@ type Commit struct {
 	// none (an unlimited class).
 	Quota *Quota
 	// Index replaces the room's index entry; nil leaves it (a seq 1
-	// record must carry one). Index.Members nil leaves the members.
+	// record must carry one). Index.Members nil leaves the members and
+	// the invitations; otherwise Index.Invites replaces these.
 	Index *RoomIndex
 }
 
@@ -149,6 +158,17 @@ type RoomIndex struct {
 	Agenda string
 	// Members are the room's members (every status).
 	Members []MemberIndex
+	// Invites are the agents the room's policy.invites names (2026-09-24
+	// draft, §8.3), by Agent ID: /v1/me/rooms lists the rooms that invite
+	// the agent (§15). Stored and replaced together with Members.
+	Invites []InviteIndex
+}
+
+// InviteIndex is one invitation in a RoomIndex: the agent and the role it
+// may take by direct room.join.
+type InviteIndex struct {
+	Agent identity.AgentID `json:"agent"`
+	Role  adp.Role         `json:"role"`
 }
 
 // MemberIndex is one member in a RoomIndex.
@@ -412,9 +432,9 @@ func (m *MemoryStore) Append(_ context.Context, c *Commit) error {
 	if c.Index != nil {
 		ix := *c.Index
 		if ix.Members == nil && old != nil {
-			ix.Members = old.Members
+			ix.Members, ix.Invites = old.Members, old.Invites
 		}
-		ix.Members = slices.Clone(ix.Members)
+		ix.Members, ix.Invites = slices.Clone(ix.Members), slices.Clone(ix.Invites)
 		ix.Summary.Tags = slices.Clone(ix.Summary.Tags)
 		old = &ix
 		m.index[rec.RoomID] = old
@@ -496,7 +516,7 @@ func (m *MemoryStore) PublicRooms(context.Context) ([]RoomIndex, error) {
 	for _, ix := range m.index {
 		if ix.Summary.Visibility != adp.VisibilityPrivate {
 			c := *ix
-			c.Members = nil
+			c.Members, c.Invites = nil, nil
 			out = append(out, c)
 		}
 	}
@@ -511,17 +531,22 @@ func (m *MemoryStore) AgentRooms(_ context.Context, agent identity.AgentID) ([]R
 	var out []RoomIndex
 	for id, ix := range m.index {
 		c := *ix
-		c.Members = nil
+		c.Members, c.Invites = nil, nil
 		for _, mi := range ix.Members {
 			if mi.Agent == agent {
 				c.Members = []MemberIndex{mi}
+			}
+		}
+		for _, in := range ix.Invites {
+			if in.Agent == agent {
+				c.Invites = []InviteIndex{in}
 			}
 		}
 		var applied bool
 		if rs := m.requests[id]; rs != nil {
 			applied = slices.ContainsFunc(rs.order, func(jr *adp.JoinRequestResource) bool { return jr.Request.Applicant == agent })
 		}
-		if c.Members != nil || ix.Summary.Creator == agent || applied {
+		if c.Members != nil || c.Invites != nil || ix.Summary.Creator == agent || applied {
 			out = append(out, c)
 		}
 	}
@@ -538,6 +563,26 @@ func SortIndex(list []RoomIndex) {
 func (m *MemoryStore) PutJoinRequest(_ context.Context, jr *adp.JoinRequestResource) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.putJoinRequest(jr)
+	return nil
+}
+
+// HoldJoinRequest implements Store.
+func (m *MemoryStore) HoldJoinRequest(_ context.Context, jr *adp.JoinRequestResource, n NonceAdvance) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	nv := m.nonces[n.Actor]
+	nonce, err := CheckNonce(n, nv[0], nv[1])
+	if err != nil {
+		return err
+	}
+	m.nonces[n.Actor] = [2]int64{nonce, n.ExpiresAt}
+	m.putJoinRequest(jr)
+	return nil
+}
+
+// putJoinRequest stores a copy of jr (m.mu held).
+func (m *MemoryStore) putJoinRequest(jr *adp.JoinRequestResource) {
 	c := *jr
 	rs := m.requests[jr.Request.RoomID]
 	if rs == nil {
@@ -555,7 +600,6 @@ func (m *MemoryStore) PutJoinRequest(_ context.Context, jr *adp.JoinRequestResou
 	if c.Status == adp.JoinPending {
 		rs.pending[c.Request.ID] = c.Request.ExpiresAt
 	}
-	return nil
 }
 
 // JoinRequest implements Store.

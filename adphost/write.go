@@ -393,7 +393,7 @@ func (h *Host) precheck(ctx context.Context, hr *hostRoom, ev *adp.Event, now ti
 	return &Commit{
 		// The durable nonce cache, checked and advanced atomically with
 		// the append: the Verifier's is per process and lost on restart.
-		Nonce: NonceAdvance{Actor: ev.Actor, Nonce: ev.Nonce, Now: ms, ExpiresAt: now.Add(2 * h.window).UnixMilli()},
+		Nonce: h.nonceAdvance(ev, now),
 		Quota: quota,
 	}, hint, nil
 }
@@ -457,6 +457,13 @@ func (h *Host) checkNonce(ctx context.Context, ev *adp.Event, ms int64) (maxNonc
 		return 0, 0, err
 	}
 	return maxNonce, exp, nil
+}
+
+// nonceAdvance is the Store's nonce rule for ev's live write accepted at
+// now: its entry lives two windows (Agent Identity §6.1), past any
+// created_at the window still admits.
+func (h *Host) nonceAdvance(ev *adp.Event, now time.Time) NonceAdvance {
+	return NonceAdvance{Actor: ev.Actor, Nonce: ev.Nonce, Now: now.UnixMilli(), ExpiresAt: now.Add(2 * h.window).UnixMilli()}
 }
 
 // nonceCheck is checkNonce's rule on the actor's entry (maxNonce, exp).

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -106,6 +108,28 @@ func CheckLaterDraft(t *testing.T, store adphost.Store) {
 		t.Fatalf("join request: %s", w.last)
 	}
 	w.do("POST", room+"/join-requests", req.AppendJSON(nil), nil, 200, &jr)
+	// Another process on the same Store (or this one restarted) refuses an
+	// envelope of the applicant below the held request's nonce: the
+	// request's nonce is in the Store, not only in this process.
+	h2, err := adphost.New(t.Context(), &adphost.Options{Store: store, Draft: d, Now: now, Heartbeat: -1, Origin: h.Origin()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv2 := httptest.NewServer(h2)
+	t.Cleanup(h2.Close)
+	t.Cleanup(srv2.Close)
+	w2 := *w
+	w2.hc, w2.base = srv2.Client(), srv2.URL
+	stale := &envelope.Author{Signer: spk.Signer, Nonces: identity.NewNonceSource(nil), Now: now}
+	replay, err := adp.NewJoinRequest(t.Context(), stale, d, roomID, adp.JoinRequestPayload{Role: adp.RoleObserver})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if replay.Event().Nonce > req.Event().Nonce {
+		t.Fatalf("the stale request's nonce %d is above the held one's %d", replay.Event().Nonce, req.Event().Nonce)
+	}
+	w2.refused("POST", room+"/join-requests", replay, identity.CodeNonceNotGreater)
+	w2.do("POST", room+"/join-requests", req.AppendJSON(nil), nil, 200, &jr)
 	var list identity.List[adp.SignedJoinRequestResource]
 	w.do("GET", room+"/join-requests", nil, creator, 200, &list)
 	if len(list.Result) != 1 || list.Result[0].ID != req.Hash() {
@@ -164,11 +188,29 @@ func CheckLaterDraft(t *testing.T, store adphost.Store) {
 	json.Unmarshal(created["id"], &roomID)
 	proom, phead := "/v1/rooms/"+roomID, w.latest(created)
 	w.do("GET", proom, nil, obs, 200, nil)
+	// /v1/me/rooms lists the room that invites the agent (§15), with the
+	// invited role, and the summary an invitee may read (§8.2).
+	var mine identity.List[adp.RoomSummary]
+	w.do("GET", "/v1/me/rooms?membership=invited", nil, obs, 200, &mine)
+	if len(mine.Result) != 1 || mine.Result[0].ID != roomID || mine.Result[0].Role != adp.RoleSpeaker ||
+		mine.Result[0].MemberStatus != "invited" || mine.Result[0].Topic != pspec.Topic {
+		t.Fatalf("the invitee's rooms: %s", w.last)
+	}
+	w.do("GET", "/v1/me/rooms", nil, spk, 200, &mine)
+	for _, s := range mine.Result {
+		if s.ID == roomID {
+			t.Fatalf("an agent the room does not invite lists it: %s", w.last)
+		}
+	}
 	w.refused("GET", proom, nil, adp.CodeRoomNotFound, spk)
 	w.refused("POST", proom, w.sign(spk, adp.TypeRoomJoin, roomID, phead, `{"role":"observer"}`), adp.CodeApprovalRequired)
 	w.refused("POST", proom, w.sign(spk, adp.TypeMessageCreate, roomID, phead, msg), adp.CodeRoomNotFound)
 	w.refused("POST", proom, w.sign(obs, adp.TypeRoomJoin, roomID, phead, `{"role":"moderator"}`), adp.CodeApprovalRequired)
 	w.write(proom, w.sign(obs, adp.TypeRoomJoin, roomID, phead, `{"role":"speaker"}`))
+	w.do("GET", "/v1/me/rooms?membership=active", nil, obs, 200, &mine)
+	if len(mine.Result) != 2 || !slices.ContainsFunc(mine.Result, func(s adp.RoomSummary) bool { return s.ID == roomID && s.Role == adp.RoleSpeaker }) {
+		t.Fatalf("the invitee's rooms once it joined: %s", w.last)
+	}
 
 	var rooms identity.List[map[string]jsontext.Value]
 	w.do("GET", "/v1/rooms", nil, nil, 200, &rooms)

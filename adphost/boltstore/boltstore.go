@@ -308,18 +308,18 @@ func head(tx *bolt.Tx, room *bolt.Bucket, id []byte) (int64, envelope.Hash, erro
 }
 
 // putIndex replaces a room's index entry, as of rec; ix.Members nil keeps
-// the members. The seq and activity of the records after rec are the
+// the members and the invitations. The seq and activity of the records after rec are the
 // heads entry's (see indexes): a message does not rewrite the entry.
 func putIndex(tx *bolt.Tx, rec *adp.Record, ix *adphost.RoomIndex) error {
 	b := tx.Bucket(bIndex)
-	cur := indexEntry{Summary: ix.Summary, Agenda: ix.Agenda, Members: ix.Members}
+	cur := indexEntry{Summary: ix.Summary, Agenda: ix.Agenda, Members: ix.Members, Invites: ix.Invites}
 	if ix.Members == nil {
 		if old := b.Get([]byte(rec.RoomID)); old != nil {
 			var prev indexEntry
 			if err := strictjson.Unmarshal(old, &prev); err != nil {
 				return err
 			}
-			cur.Members = prev.Members
+			cur.Members, cur.Invites = prev.Members, prev.Invites
 		}
 	}
 	cur.Summary.Seq, cur.Summary.LastActivity = rec.Seq, rec.ReceivedAt
@@ -335,6 +335,9 @@ type indexEntry struct {
 	Summary adp.RoomSummary `json:"summary"`
 	Agenda  string          `json:"agenda,omitzero"`
 	Members []memberEntry   `json:"members,omitzero"`
+	// Invites are the room's invitations (2026-09-24 draft); entries
+	// written before they were indexed have none.
+	Invites []adphost.InviteIndex `json:"invites,omitzero"`
 }
 
 type memberEntry = adphost.MemberIndex
@@ -435,7 +438,7 @@ func (s *Store) indexes(keep func(tx *bolt.Tx, id string, e *indexEntry) bool) (
 				}
 			}
 			if keep(tx, string(k), &e) {
-				out = append(out, adphost.RoomIndex{Summary: e.Summary, Agenda: e.Agenda, Members: e.Members})
+				out = append(out, adphost.RoomIndex{Summary: e.Summary, Agenda: e.Agenda, Members: e.Members, Invites: e.Invites})
 			}
 			return nil
 		})
@@ -446,7 +449,7 @@ func (s *Store) indexes(keep func(tx *bolt.Tx, id string, e *indexEntry) bool) (
 // PublicRooms implements adphost.Store.
 func (s *Store) PublicRooms(context.Context) ([]adphost.RoomIndex, error) {
 	return s.indexes(func(_ *bolt.Tx, _ string, e *indexEntry) bool {
-		e.Members = nil
+		e.Members, e.Invites = nil, nil
 		return e.Summary.Visibility != adp.VisibilityPrivate
 	})
 }
@@ -460,8 +463,14 @@ func (s *Store) AgentRooms(_ context.Context, agent identity.AgentID) ([]adphost
 				mine = []memberEntry{m}
 			}
 		}
-		e.Members = mine
-		if mine != nil || e.Summary.Creator == agent {
+		var invited []adphost.InviteIndex
+		for _, in := range e.Invites {
+			if in.Agent == agent {
+				invited = []adphost.InviteIndex{in}
+			}
+		}
+		e.Members, e.Invites = mine, invited
+		if mine != nil || invited != nil || e.Summary.Creator == agent {
 			return true
 		}
 		return hasApplied(tx, []byte(id), agent)
@@ -657,28 +666,55 @@ func (s *Store) PutJoinRequest(_ context.Context, jr *adp.JoinRequestResource) e
 	if err != nil {
 		return err
 	}
+	return s.db.Update(func(tx *bolt.Tx) error { return putRequest(tx, jr, b) })
+}
+
+// putRequest stores jr, whose JSON is b, with its index entries.
+func putRequest(tx *bolt.Tx, jr *adp.JoinRequestResource, b []byte) error {
 	room, id := []byte(jr.Request.RoomID), []byte(jr.Request.ID)
-	return s.db.Update(func(tx *bolt.Tx) error {
-		r, err := tx.Bucket(bRequests).CreateBucketIfNotExists(room)
+	r, err := tx.Bucket(bRequests).CreateBucketIfNotExists(room)
+	if err != nil {
+		return err
+	}
+	var prev *adp.JoinRequestResource
+	if old := r.Get(id); old != nil {
+		prev = new(adp.JoinRequestResource)
+		if err := strictjson.Unmarshal(old, prev); err != nil {
+			return err
+		}
+		if prev.Request.CreatedAt != jr.Request.CreatedAt || prev.Request.Applicant != jr.Request.Applicant {
+			return errors.New("boltstore: a join request's applicant and created_at are immutable")
+		}
+	} else if err := indexRequest(tx, &jr.Request); err != nil {
+		return err
+	}
+	if err := indexPending(tx, prev, jr); err != nil {
+		return err
+	}
+	return r.Put(id, b)
+}
+
+// HoldJoinRequest implements adphost.Store: the applicant's nonce entry
+// and the request, in one transaction.
+func (s *Store) HoldJoinRequest(_ context.Context, jr *adp.JoinRequestResource, n adphost.NonceAdvance) error {
+	b, err := json.Marshal(jr, json.Deterministic(true))
+	if err != nil {
+		return err
+	}
+	return s.update(func(tx *bolt.Tx) error {
+		nonces, key := tx.Bucket(bNonces), []byte(n.Actor.String())
+		var e nonceEntry
+		if v := nonces.Get(key); len(v) == 16 {
+			e = nonceEntry{int64(binary.BigEndian.Uint64(v)), int64(binary.BigEndian.Uint64(v[8:]))}
+		}
+		nonce, err := adphost.CheckNonce(n, e.nonce, e.exp)
 		if err != nil {
 			return err
 		}
-		var prev *adp.JoinRequestResource
-		if old := r.Get(id); old != nil {
-			prev = new(adp.JoinRequestResource)
-			if err := strictjson.Unmarshal(old, prev); err != nil {
-				return err
-			}
-			if prev.Request.CreatedAt != jr.Request.CreatedAt || prev.Request.Applicant != jr.Request.Applicant {
-				return errors.New("boltstore: a join request's applicant and created_at are immutable")
-			}
-		} else if err := indexRequest(tx, &jr.Request); err != nil {
+		if err := nonces.Put(key, binary.BigEndian.AppendUint64(seqKey(nonce), uint64(n.ExpiresAt))); err != nil {
 			return err
 		}
-		if err := indexPending(tx, prev, jr); err != nil {
-			return err
-		}
-		return r.Put(id, b)
+		return putRequest(tx, jr, b)
 	})
 }
 

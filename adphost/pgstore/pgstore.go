@@ -379,11 +379,7 @@ func (s *Store) Append(ctx context.Context, c *adphost.Commit) error {
 		b.Queue(`WITH w AS (INSERT INTO adp_records (room_id, seq, event_hash, body) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING 1)
 			SELECT adp_assert(count(*) = 1, 'event') FROM w`,
 			rec.RoomID, rec.Seq, evHash[:], rec.AppendJSON(nil))
-		b.Queue(`WITH w AS (INSERT INTO adp_nonces AS n (actor, nonce, expires_at) VALUES ($1, $2, $4)
-			ON CONFLICT (actor) DO UPDATE SET nonce = excluded.nonce, expires_at = excluded.expires_at
-			WHERE n.expires_at <= $3 OR excluded.nonce > n.nonce RETURNING 1)
-			SELECT adp_assert(count(*) = 1, 'nonce') FROM w`,
-			n.Actor.String(), n.Nonce, n.Now, n.ExpiresAt)
+		queueNonce(b, n)
 	}
 	if q := c.Quota; q != nil {
 		queueQuota(b, *q, true)
@@ -394,6 +390,15 @@ func (s *Store) Append(ctx context.Context, c *adphost.Commit) error {
 		b.Queue(`INSERT INTO adp_members (room_id, agent, role, status)
 			SELECT $1, a, r, s FROM unnest($2::text[], $3::text[], $4::text[]) AS m(a, r, s)`,
 			rec.RoomID, agents, roles, statuses)
+		var invited, invitedAs []string
+		for _, in := range c.Index.Invites {
+			invited, invitedAs = append(invited, in.Agent.String()), append(invitedAs, string(in.Role))
+		}
+		b.Queue(`DELETE FROM adp_invites WHERE room_id = $1`, rec.RoomID)
+		if len(invited) > 0 {
+			b.Queue(`INSERT INTO adp_invites (room_id, agent, role) SELECT $1, a, r FROM unnest($2::text[], $3::text[]) AS i(a, r)`,
+				rec.RoomID, invited, invitedAs)
+		}
 	}
 	err := s.pool.SendBatch(ctx, b).Close()
 	if err == nil {
@@ -511,6 +516,17 @@ func assertion(err error) string {
 		}
 	}
 	return ""
+}
+
+// queueNonce queues the check-and-advance statement of an actor's nonce
+// entry, which fails the pipeline (adp_assert 'nonce') when n does not
+// advance a live entry.
+func queueNonce(b *pgx.Batch, n adphost.NonceAdvance) {
+	b.Queue(`WITH w AS (INSERT INTO adp_nonces AS n (actor, nonce, expires_at) VALUES ($1, $2, $4)
+		ON CONFLICT (actor) DO UPDATE SET nonce = excluded.nonce, expires_at = excluded.expires_at
+		WHERE n.expires_at <= $3 OR excluded.nonce > n.nonce RETURNING 1)
+		SELECT adp_assert(count(*) = 1, 'nonce') FROM w`,
+		n.Actor.String(), n.Nonce, n.Now, n.ExpiresAt)
 }
 
 // queueQuota queues the check-and-extend statement of a quota window: it
@@ -679,9 +695,10 @@ func (s *Store) PublicRooms(ctx context.Context) ([]adphost.RoomIndex, error) {
 // AgentRooms implements adphost.Store.
 func (s *Store) AgentRooms(ctx context.Context, agent identity.AgentID) ([]adphost.RoomIndex, error) {
 	a := agent.String()
-	rows, err := s.pool.Query(ctx, `SELECT r.summary, r.last_seq, r.last_activity, m.role, m.status FROM adp_rooms r
+	rows, err := s.pool.Query(ctx, `SELECT r.summary, r.last_seq, r.last_activity, m.role, m.status, i.role FROM adp_rooms r
 		LEFT JOIN adp_members m ON m.room_id = r.room_id AND m.agent = $1
-		WHERE r.creator = $1 OR m.agent IS NOT NULL
+		LEFT JOIN adp_invites i ON i.room_id = r.room_id AND i.agent = $1
+		WHERE r.creator = $1 OR m.agent IS NOT NULL OR i.agent IS NOT NULL
 		   OR EXISTS (SELECT 1 FROM adp_join_requests j WHERE j.room_id = r.room_id AND j.applicant = $1)
 		ORDER BY r.room_id`, a)
 	if err != nil {
@@ -690,13 +707,16 @@ func (s *Store) AgentRooms(ctx context.Context, agent identity.AgentID) ([]adpho
 	return collect(rows, func(r pgx.CollectableRow) (adphost.RoomIndex, error) {
 		var b []byte
 		var seq, at int64
-		var role, status *string
-		if err := r.Scan(&b, &seq, &at, &role, &status); err != nil {
+		var role, status, invited *string
+		if err := r.Scan(&b, &seq, &at, &role, &status, &invited); err != nil {
 			return adphost.RoomIndex{}, err
 		}
 		ix, err := decodeIndex(b, seq, at)
 		if err == nil && role != nil && status != nil {
 			ix.Members = []adphost.MemberIndex{{Agent: agent, Role: adp.Role(*role), Status: adp.MemberStatus(*status)}}
+		}
+		if err == nil && invited != nil {
+			ix.Invites = []adphost.InviteIndex{{Agent: agent, Role: adp.Role(*invited)}}
 		}
 		return ix, err
 	})
@@ -727,6 +747,37 @@ func (s *Store) PutJoinRequest(ctx context.Context, jr *adp.JoinRequestResource)
 		return fmt.Errorf("pgstore: %w", err)
 	}
 	return nil
+}
+
+// HoldJoinRequest implements adphost.Store: the applicant's nonce entry
+// and the request in one pipelined transaction, which the nonce's
+// assertion rolls back.
+func (s *Store) HoldJoinRequest(ctx context.Context, jr *adp.JoinRequestResource, n adphost.NonceAdvance) error {
+	body, err := json.Marshal(jr, json.Deterministic(true))
+	if err != nil {
+		return err
+	}
+	var pendingUntil *int64
+	if jr.Status == adp.JoinPending {
+		pendingUntil = &jr.Request.ExpiresAt
+	}
+	b := &pgx.Batch{}
+	queueNonce(b, n)
+	b.Queue(`INSERT INTO adp_join_requests (room_id, id, applicant, created_at, pending_until, body) VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (room_id, id) DO UPDATE SET body = excluded.body, pending_until = excluded.pending_until`,
+		jr.Request.RoomID, jr.Request.ID, jr.Request.Applicant.String(), jr.Request.CreatedAt, pendingUntil, body)
+	err = s.pool.SendBatch(ctx, b).Close()
+	if err == nil {
+		return nil
+	}
+	if assertion(err) == "nonce" {
+		max, _, rerr := s.MaxNonce(ctx, n.Actor)
+		if rerr != nil {
+			return rerr
+		}
+		return adphost.NonceError(max)
+	}
+	return fmt.Errorf("pgstore: %w", err)
 }
 
 // JoinRequest implements adphost.Store.

@@ -49,6 +49,8 @@ func Run(t *testing.T, open Open) {
 		{"Snapshot", snapshot},
 		{"Index", index},
 		{"JoinRequests", joinRequests},
+		{"HoldJoinRequest", holdJoinRequest},
+		{"Invites", invites},
 		{"JoinRequestIndex", joinRequestIndex},
 		{"Statuses", statuses},
 		{"Paging", paging},
@@ -506,6 +508,100 @@ func index(t *testing.T, s adphost.Store) {
 	ok(t, s.PutJoinRequest(ctx, joinRequest("ix-priv", "jr_1", bob, 10)))
 	if got := try(s.AgentRooms(ctx, bob)).get(t); len(got) != 1 || got[0].Summary.ID != "ix-priv" || got[0].Members != nil {
 		t.Fatalf("an applicant's rooms %+v", got)
+	}
+}
+
+// invites: AgentRooms lists the rooms whose invitations name the agent,
+// with its own invitation only; invitations are replaced with the members
+// and kept when an entry leaves the members.
+func invites(t *testing.T, s adphost.Store) {
+	ctx := t.Context()
+	alice, bob, carol := Author("alice").AgentID(), Author("bob").AgentID(), Author("carol").AgentID()
+	c := newChain(t, "inv")
+	cm := Commit(c.recs[0])
+	cm.Index.Summary.Visibility = adp.VisibilityPrivate
+	cm.Index.Invites = []adphost.InviteIndex{{Agent: alice, Role: adp.RoleSpeaker}, {Agent: bob, Role: adp.RoleModerator}}
+	ok(t, s.Append(ctx, cm))
+	invitedAs := func(who identity.AgentID) []adphost.InviteIndex {
+		t.Helper()
+		list := try(s.AgentRooms(ctx, who)).get(t)
+		if len(list) > 1 || len(list) == 1 && (list[0].Summary.ID != "inv" || list[0].Members != nil) {
+			t.Fatalf("rooms of %s: %+v", who, list)
+		}
+		if len(list) == 0 {
+			return nil
+		}
+		return list[0].Invites
+	}
+	if got := invitedAs(alice); len(got) != 1 || got[0] != (adphost.InviteIndex{Agent: alice, Role: adp.RoleSpeaker}) {
+		t.Fatalf("alice's invitation %+v", got)
+	}
+	if got := invitedAs(bob); len(got) != 1 || got[0].Role != adp.RoleModerator {
+		t.Fatalf("bob's invitation %+v", got)
+	}
+	if got := invitedAs(carol); got != nil {
+		t.Fatalf("carol is not invited: %+v", got)
+	}
+	for _, ix := range try(s.PublicRooms(ctx)).get(t) {
+		if ix.Invites != nil {
+			t.Fatalf("public rooms list invitations: %+v", ix)
+		}
+	}
+	// An entry without members keeps the invitations.
+	r := c.next("alice")
+	cm = Commit(r)
+	ix := *Commit(c.recs[0]).Index
+	ix.Summary.Visibility, ix.Members = adp.VisibilityPrivate, nil
+	cm.Index = &ix
+	ok(t, s.Append(ctx, cm))
+	c.add(r)
+	if got := invitedAs(alice); len(got) != 1 {
+		t.Fatalf("alice's invitation after an entry without members: %+v", got)
+	}
+	// Members replace the invitations: now carol's alone.
+	r = c.next("alice")
+	cm = Commit(r)
+	ix = *Commit(c.recs[0]).Index
+	ix.Summary.Visibility = adp.VisibilityPrivate
+	ix.Invites = []adphost.InviteIndex{{Agent: carol, Role: adp.RoleObserver}}
+	cm.Index = &ix
+	ok(t, s.Append(ctx, cm))
+	if invitedAs(alice) != nil || invitedAs(bob) != nil || len(invitedAs(carol)) != 1 {
+		t.Fatalf("the invitations were not replaced")
+	}
+}
+
+// holdJoinRequest: a held join request advances its applicant's nonce
+// entry, the one Append checks, all or nothing: a nonce that does not
+// advance is nonce_not_greater and stores no request.
+func holdJoinRequest(t *testing.T, s adphost.Store) {
+	ctx := t.Context()
+	alice := Author("alice").AgentID()
+	hold := func(id string, nonce, now int64) error {
+		return s.HoldJoinRequest(ctx, joinRequest("hold", id, alice, now), adphost.NonceAdvance{Actor: alice, Nonce: nonce, Now: now, ExpiresAt: now + 600_000})
+	}
+	ok(t, hold("jr_1", 100, 1000))
+	if n, exp := must2(t)(s.MaxNonce(ctx, alice)); n != 100 || exp != 601_000 {
+		t.Fatalf("nonce entry %d/%d after a held request", n, exp)
+	}
+	var e *identity.Error
+	if err := hold("jr_2", 100, 2000); !errors.As(err, &e) || e.Code != identity.CodeNonceNotGreater || e.MaxSeenNonce != 100 {
+		t.Fatalf("a held request's nonce again: %v", err)
+	}
+	if got := try(s.JoinRequest(ctx, "hold", "jr_2")).get(t); got != nil {
+		t.Fatalf("a refused request was stored: %+v", got)
+	}
+	// A record's nonce is checked against the held request's.
+	c := newChain(t, "hold")
+	ok(t, s.Append(ctx, Commit(c.recs[0])))
+	cm := Commit(c.next("alice"))
+	cm.Nonce = adphost.NonceAdvance{Actor: alice, Nonce: 99, Now: 3000, ExpiresAt: 603_000}
+	if err := s.Append(ctx, cm); !errors.As(err, &e) || e.Code != identity.CodeNonceNotGreater || e.MaxSeenNonce != 100 {
+		t.Fatalf("a write below the held request's nonce: %v", err)
+	}
+	ok(t, hold("jr_3", 101, 4000))
+	if list := try(s.JoinRequests(ctx, "hold")).get(t); len(list) != 2 || list[0].Request.ID != "jr_1" || list[1].Request.ID != "jr_3" {
+		t.Fatalf("held requests %+v", list)
 	}
 }
 
