@@ -4,9 +4,12 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -23,6 +26,15 @@ import (
 type ClientOptions struct {
 	// Signer is the agent's key: it signs events and request JWTs.
 	Signer identity.Signer
+	// Draft is the ADP draft the host serves, whose rules, records and
+	// HTTP shapes the client speaks. The zero Draft means the host's
+	// discovery document decides: the client reads it before its first
+	// request that depends on the draft and recognizes the draft by its
+	// shape ([Discovery].Draft); a host that answers not_found has none,
+	// and is taken to serve the default draft. A Draft set here wins, and the client
+	// then never needs the document; reading one that names another draft
+	// (Client.Discover) is an error wrapping [ErrDraftMismatch].
+	Draft Draft
 	// Nonces issues the agent's nonces; nil means an in-memory source.
 	// Long-lived agents pass a source with a durable store.
 	Nonces *identity.NonceSource
@@ -99,7 +111,11 @@ const (
 	DefaultMaxRecords     = 1 << 20
 )
 
-// Client talks to one ADP host (seed draft) as one agent. Every record it
+// Client talks to one ADP host as one agent, in the draft the host
+// serves (ClientOptions.Draft, else the host's discovery document): that
+// draft's endpoints, record shapes, room rules and join flow — in the
+// 2026-09-24 draft, room.create bound to the host, signed join requests,
+// and bases per freshness class (Room.BaseFor). Every record it
 // returns has been verified — the envelope's hash and signature, the
 // record hash, the chain link and every room rule — against the room's
 // Replica (Client.Replica), which the client builds from the host's own
@@ -112,7 +128,6 @@ const (
 // any two agents, and one gets a *HeadMismatchError.
 type Client struct {
 	origin   identity.Origin
-	api      string
 	hc       *httpc.Client
 	signer   identity.Signer
 	author   *envelope.Author
@@ -127,9 +142,32 @@ type Client struct {
 	oopts    *identity.OriginOptions
 	newRep   func(roomID string) (*Replica, error)
 
+	// draftOpt is ClientOptions.Draft; api, once known, the draft and
+	// its endpoints (set once, under apiMu).
+	draftOpt Draft
+	apiMu    sync.Mutex
+	learned  atomic.Pointer[hostAPI]
+	// discoverWithin bounds the discovery read of a call that has no
+	// context (Replica).
+	discoverWithin time.Duration
+
 	mu    sync.Mutex
 	rooms map[string]*Replica
 }
+
+// hostAPI is what the client speaks to its host: the draft and the URLs
+// of its room collection, public room listing and the agent's rooms.
+type hostAPI struct {
+	draft   Draft
+	rooms   string // POST creates rooms; a room URL extends it with /{room_id}
+	public  string // GET lists discoverable rooms
+	myRooms string // GET lists the agent's rooms
+}
+
+// ErrDraftMismatch is wrapped by the error of a client whose
+// ClientOptions.Draft names another draft than the host's discovery
+// document.
+var ErrDraftMismatch = errors.New("adp: the host serves another ADP draft than the client's options name")
 
 // NewClient returns a client for the host whose API origin is host (such
 // as "https://api.al.ink"): the audience of every request JWT, and the
@@ -138,16 +176,23 @@ func NewClient(host string, opts *ClientOptions) (*Client, error) {
 	if opts == nil || opts.Signer == nil {
 		return nil, errors.New("adp: ClientOptions.Signer is required")
 	}
+	if !opts.Draft.Known() {
+		return nil, fmt.Errorf("adp: ClientOptions.Draft %d is no ADP draft", int(opts.Draft))
+	}
 	oopts := &identity.OriginOptions{AllowLoopbackHTTP: opts.AllowLoopbackHTTP}
 	origin, err := identity.ParseOrigin(host, oopts)
 	if err != nil {
 		return nil, err
 	}
 	c := &Client{
-		origin: origin, api: origin.String() + "/v1", signer: opts.Signer, now: opts.Now,
+		origin: origin, signer: opts.Signer, now: opts.Now,
 		pageSize: cmp.Or(max(opts.PageSize, 0), DefaultPageSize), maxRecs: cmp.Or(max(opts.MaxRecords, 0), DefaultMaxRecords),
 		maxPages: opts.MaxPages, maxItems: opts.MaxListItems, maxBytes: opts.MaxListBytes, maxResp: cmp.Or(max(opts.MaxResponseSize, 0), httpc.DefaultMaxResponseSize),
 		packs: opts.Packs, oopts: oopts, newRep: opts.NewReplica, rooms: map[string]*Replica{},
+		draftOpt: opts.Draft,
+	}
+	if opts.Draft != 0 {
+		c.learned.Store(c.defaultAPI(opts.Draft))
 	}
 	if c.now == nil {
 		c.now = time.Now
@@ -157,6 +202,10 @@ func NewClient(host string, opts *ClientOptions) (*Client, error) {
 		retries = 3
 	}
 	attempt := cmp.Or(opts.AttemptTimeout, DefaultAttemptTimeout)
+	c.discoverWithin = attempt
+	if attempt < 0 {
+		c.discoverWithin = DefaultAttemptTimeout
+	}
 	c.hc = httpc.New(&httpc.Options{
 		HTTPClient: opts.HTTPClient, Origins: oopts, Retries: retries, Backoff: cmp.Or(opts.RetryBackoff, 100*time.Millisecond),
 		MaxWait: cmp.Or(opts.MaxRetryWait, 5*time.Second), MaxResponseSize: opts.MaxResponseSize, Signer: opts.Signer, Now: c.now,
@@ -337,29 +386,144 @@ func decodeAnswer(b []byte, v any) error {
 	return nil
 }
 
-// roomPath returns /v1/rooms/{id} with id escaped.
-func roomPath(id string) string { return "/v1/rooms/" + url.PathEscape(id) }
+// roomURL returns the URL of room id (escaped) on the host: its room
+// collection followed by /{id}.
+func (api *hostAPI) roomURL(id string) string { return api.rooms + "/" + url.PathEscape(id) }
 
-// Discover fetches and strictly parses the host's discovery document.
+// Discover fetches and strictly parses the host's discovery document. A
+// client without ClientOptions.Draft learns the host's draft and endpoints
+// from the first one it reads; one with it refuses a document of another
+// draft (ErrDraftMismatch).
 func (c *Client) Discover(ctx context.Context) (*Discovery, error) {
 	b, _, err := c.do(ctx, request{method: http.MethodGet, path: DiscoveryPath})
 	if err != nil {
 		return nil, err
 	}
-	return ParseDiscovery(b, c.oopts)
-}
-
-// GetRoom fetches the room resource (§16). Its fields are the host's
-// assertions; Sync verifies the history they summarize.
-func (c *Client) GetRoom(ctx context.Context, roomID string) (*RoomResource, error) {
-	var r RoomResource
-	if err := c.getJSON(ctx, roomPath(roomID), true, &r); err != nil {
+	d, err := ParseDiscovery(b, c.oopts)
+	if err != nil {
 		return nil, err
 	}
+	if c.draftOpt != 0 && d.Draft != c.draftOpt.OrDefault() {
+		return nil, fmt.Errorf("%w: %s's discovery document is of the %s draft; ClientOptions.Draft names the %s draft",
+			ErrDraftMismatch, c.origin, d.Draft, c.draftOpt.OrDefault())
+	}
+	api, err := c.apiOf(d)
+	if err != nil {
+		return nil, err
+	}
+	if c.draftOpt == 0 {
+		c.learned.CompareAndSwap(nil, api)
+	}
+	return d, nil
+}
+
+// Draft returns the draft the client speaks to its host: ClientOptions.Draft,
+// or else the one the host's discovery document has (read once; a failed
+// read is tried again by the next call).
+func (c *Client) Draft(ctx context.Context) (Draft, error) {
+	api, err := c.hostAPI(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return api.draft, nil
+}
+
+// KnownDraft returns the client's draft without I/O: false until the
+// client has learned it (ClientOptions.Draft sets it at once).
+func (c *Client) KnownDraft() (Draft, bool) {
+	if api := c.learned.Load(); api != nil {
+		return api.draft, true
+	}
+	return 0, false
+}
+
+// hostAPI returns the draft and endpoints of the host, reading its
+// discovery document the first time when ClientOptions.Draft is zero.
+func (c *Client) hostAPI(ctx context.Context) (*hostAPI, error) {
+	if api := c.learned.Load(); api != nil {
+		return api, nil
+	}
+	c.apiMu.Lock()
+	defer c.apiMu.Unlock()
+	if api := c.learned.Load(); api != nil {
+		return api, nil
+	}
+	if _, err := c.Discover(ctx); err != nil {
+		if !errors.Is(err, identity.ErrNotFound) {
+			return nil, fmt.Errorf("adp: learning the host's ADP draft from its discovery document: %w", err)
+		}
+		// No document (it is a SHOULD in both drafts): the default draft.
+		c.learned.Store(c.defaultAPI(DefaultDraft))
+	}
+	return c.learned.Load(), nil
+}
+
+// defaultAPI is the draft's endpoints at their default paths (seed §16,
+// 2026-09-24 §15, §17).
+func (c *Client) defaultAPI(d Draft) *hostAPI {
+	o := c.origin.String()
+	api := &hostAPI{draft: d.OrDefault(), rooms: o + "/v1/rooms", public: o + "/v1/rooms/public", myRooms: o + "/v1/me/rooms"}
+	if api.draft != Draft20260704 {
+		api.public = api.rooms // §17: GET /v1/rooms
+	}
+	return api
+}
+
+// apiOf is the draft and endpoints a discovery document gives: the
+// 2026-09-24 draft's rooms and my_rooms endpoints replace the default
+// paths, and must be on the host's origin, as its service must be (the
+// origin room.create names, and the audience of request tokens).
+func (c *Client) apiOf(d *Discovery) (*hostAPI, error) {
+	api := c.defaultAPI(d.Draft)
+	if d.Draft == Draft20260704 {
+		return api, nil
+	}
+	if d.Service != c.origin {
+		return nil, identity.Errorf(identity.CodeInvalidRequest, "the discovery document's service %s is not the host origin %s", d.Service, c.origin)
+	}
+	if e := d.Endpoints; e != nil {
+		for _, f := range []struct {
+			u   string
+			dst *string
+		}{{e.Rooms, &api.rooms}, {e.MyRooms, &api.myRooms}} {
+			if f.u == "" {
+				continue
+			}
+			if err := c.sameOrigin(f.u); err != nil {
+				return nil, err
+			}
+			*f.dst = strings.TrimSuffix(f.u, "/")
+		}
+		api.public = api.rooms
+	}
+	return api, nil
+}
+
+// GetRoom fetches the room resource (seed §16, 2026-09-24 §15). Its
+// fields are the host's assertions; Sync verifies the history they
+// summarize. In the 2026-09-24 draft the resource names the latest
+// record's acceptance time accepted_at, which ReceivedAt then holds.
+func (c *Client) GetRoom(ctx context.Context, roomID string) (*RoomResource, error) {
+	api, err := c.hostAPI(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var w struct {
+		RoomResource `json:",inline"`
+		// AcceptedAt is the 2026-09-24 draft's member (§15).
+		AcceptedAt *int64 `json:"accepted_at"`
+	}
+	if err := c.getJSON(ctx, api.roomURL(roomID), true, &w); err != nil {
+		return nil, err
+	}
+	r := &w.RoomResource
 	if r.ID != roomID {
 		return nil, identity.Errorf(identity.CodeInvalidRequest, "host answered room %q for %q", clip(r.ID), clip(roomID))
 	}
-	return &r, nil
+	if api.draft != Draft20260704 && w.AcceptedAt != nil {
+		r.ReceivedAt = *w.AcceptedAt
+	}
+	return r, nil
 }
 
 // marshal encodes a request body deterministically.

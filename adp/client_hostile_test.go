@@ -268,6 +268,11 @@ func rawClient(t *testing.T, url string, o *adp.ClientOptions) *adp.Client {
 		opts = *o
 	}
 	opts.Signer, opts.AllowLoopbackHTTP, opts.Retries = hostileKey("victim"), true, -1
+	// The raw hosts answer in the seed's shapes and serve no discovery
+	// document to learn it from.
+	if opts.Draft == 0 {
+		opts.Draft = adp.Draft20260704
+	}
 	c, err := adp.NewClient(url, &opts)
 	if err != nil {
 		t.Fatal(err)

@@ -20,7 +20,7 @@ func TestParseRecordListOpen(t *testing.T) {
 		{`{"result":[],"next_cursor":""}`, false, false},
 		{`{"next_cursor":null}`, false, false},
 	} {
-		_, more, err := parseRecordList([]byte(c.in))
+		_, more, err := parseRecordList(DefaultDraft, []byte(c.in))
 		if (err == nil) != c.ok || more != c.more {
 			t.Errorf("%s: more %v, err %v", c.in, more, err)
 		}

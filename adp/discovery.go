@@ -14,21 +14,35 @@ import (
 // DiscoveryPath is where a host serves its discovery document (§16.1).
 const DiscoveryPath = "/.well-known/agent-discourse"
 
-// Discovery is the seed draft's ADP discovery document (§16.1, §5.2),
-// served at [DiscoveryPath]. It is not the later Identity-style document
-// ([identity.Discovery] wants a "service" member this draft does not have):
-// the seed names the host and lists the API and SSE endpoints instead.
+// Discovery is a host's ADP discovery document, served at
+// [DiscoveryPath], in the shape of the draft the host serves; Draft says
+// which. The two shapes are told apart by their members:
+//
+//   - the seed's (§16.1, §5.2) names the host ("host") and lists the API
+//     and SSE endpoints; its profile has mode, service and protocol;
+//   - the 2026-09-24 draft's (§15.1) is an Agent Identity discovery
+//     document: a "service" origin, which room.create's host names, and
+//     no "host"; its endpoints are "rooms" (which each room URL extends
+//     with /{room_id}) and "my_rooms"; its profile has service and
+//     required.
 //
 // A discovery document is a service document, to which Agent Identity's
-// "keep unknown members" guidance applies (§6), and the seed-era kernel
-// schema leaves it, its profile and its endpoints open. So members this
-// draft does not define are kept in the Extra fields rather than refused,
-// and encoding a Discovery with json v2 writes them back.
+// "keep unknown members" guidance applies (§6), and the kernel schemas
+// leave it, its profile and its endpoints open. So members a draft does
+// not define are kept in the Extra fields rather than refused, and
+// encoding a Discovery with json v2 writes them back.
 type Discovery struct {
+	// Draft is the draft whose shape the document has (not a member).
+	Draft Draft `json:"-"`
 	// Protocol is always Protocol ("agent-discourse/1.0").
 	Protocol string `json:"protocol"`
-	// Host names the host, such as "al.ink"; required and non-empty.
-	Host string `json:"host"`
+	// Host names the host, such as "al.ink": required and non-empty in
+	// the seed's document (seed draft only).
+	Host string `json:"host,omitzero"`
+	// Service is the host API origin, which room.create's host names:
+	// required in the 2026-09-24 draft's document (2026-09-24 draft
+	// only).
+	Service identity.Origin `json:"service,omitzero"`
 	// Features lists optional host features (§16.1): "rooms",
 	// "join-requests", "registered-packs", "external-packs" and so on.
 	// Unique, non-empty; unknown ones are to be ignored.
@@ -45,27 +59,39 @@ type Discovery struct {
 	Extra map[string]jsontext.Value `json:",embed"`
 }
 
-// DiscoveryProfile is the profile member of the discovery document (§5.2):
-// how the host resolves Agent Profiles. Every member is optional.
+// DiscoveryProfile is the profile member of the discovery document (seed
+// §5.2, 2026-09-24 §4.2): how the host resolves Agent Profiles. Every
+// member is optional.
 type DiscoveryProfile struct {
 	// Mode says whether profile resolution is local, external, optional or
 	// required by local policy (§5.2), for example "external". The draft
-	// fixes no list of values, so any string is kept.
+	// fixes no list of values, so any string is kept (seed draft only).
 	Mode string `json:"mode,omitzero"`
 	// Service is the origin of the profile service ("https://…").
 	Service identity.Origin `json:"service,omitzero"`
-	// Protocol is the profile protocol, such as "agent-profile/1.0".
+	// Protocol is the profile protocol, such as "agent-profile/1.0"
+	// (seed draft only).
 	Protocol string `json:"protocol,omitzero"`
+	// Required says the host requires a resolvable Agent Profile
+	// (2026-09-24 draft only; Agent Profile §8).
+	Required bool `json:"required,omitzero"`
 	// Extra holds members this draft does not define.
 	Extra map[string]jsontext.Value `json:",embed"`
 }
 
 // DiscoveryEndpoints is the endpoints member of the discovery document:
-// absolute URLs under which the host serves its HTTP API (§16) and its
-// SSE streams (§17), such as "https://api.al.ink/v1".
+// in the seed, absolute URLs under which the host serves its HTTP API
+// (§16) and its SSE streams (§17), such as "https://api.al.ink/v1"; in
+// the 2026-09-24 draft (§15.1), the URL of the room collection, such as
+// "https://api.al.ink/v1/rooms", and of the agent's rooms.
 type DiscoveryEndpoints struct {
-	API string `json:"api,omitzero"`
-	SSE string `json:"sse,omitzero"`
+	API string `json:"api,omitzero"` // seed draft only
+	SSE string `json:"sse,omitzero"` // seed draft only
+	// Rooms is where POST creates rooms and GET lists discoverable ones;
+	// each room URL extends it with /{room_id} (2026-09-24 draft only).
+	Rooms string `json:"rooms,omitzero"`
+	// MyRooms is GET /v1/me/rooms (2026-09-24 draft only).
+	MyRooms string `json:"my_rooms,omitzero"`
 	// Extra holds members this draft does not define, unchecked.
 	Extra map[string]jsontext.Value `json:",embed"`
 }
@@ -83,7 +109,10 @@ func (d *Discovery) HasFeature(name string) bool {
 // registeredPackRE is the kernel schema's pattern for registered_packs.
 var registeredPackRE = regexp.MustCompile(`^adp:[a-z0-9-]+/[0-9]+\.[0-9]+$`)
 
-// ParseDiscovery strictly parses a discovery document (§16.1): strict JSON
+// ParseDiscovery strictly parses a discovery document of either draft and
+// says which in [Discovery.Draft]: a document with a "service" member and
+// no "host" member is the 2026-09-24 draft's (§15.1, see
+// parseLaterDiscovery); any other is the seed's (§16.1): strict JSON
 // (internal/strictjson: no duplicate names, safe numbers, valid UTF-8), an
 // object; protocol exactly "agent-discourse/1.0"; host a non-empty
 // string; features unique non-empty strings; registered_packs unique
@@ -114,7 +143,10 @@ func ParseDiscovery(b []byte, opts *identity.OriginOptions) (*Discovery, error) 
 	if err := strictjson.UnmarshalOpen(b, &w); err != nil {
 		return bad("malformed", err)
 	}
-	d := &Discovery{Extra: w.Extra}
+	if _, service := w.Extra["service"]; service && len(w.Host) == 0 {
+		return parseLaterDiscovery(b, opts)
+	}
+	d := &Discovery{Draft: Draft20260704, Extra: w.Extra}
 	var err error
 	if d.Protocol, err = strictjson.String(w.Protocol); err != nil || d.Protocol != Protocol {
 		return bad("protocol is not "+Protocol, err)
@@ -129,7 +161,7 @@ func ParseDiscovery(b []byte, opts *identity.OriginOptions) (*Discovery, error) 
 		return bad("registered_packs are not unique registered pack ids", err)
 	}
 	if len(w.Profile) > 0 {
-		if d.Profile, err = parseDiscoveryProfile(w.Profile, opts); err != nil {
+		if d.Profile, err = parseDiscoveryProfile(w.Profile, opts, false); err != nil {
 			return bad("profile", err)
 		}
 	}
@@ -174,11 +206,14 @@ func uniqueStrings(v jsontext.Value, ok func(string) bool) ([]string, error) {
 	return out, nil
 }
 
-func parseDiscoveryProfile(v jsontext.Value, opts *identity.OriginOptions) (*DiscoveryProfile, error) {
+// parseDiscoveryProfile parses the profile member of a discovery document;
+// later: of the 2026-09-24 draft's, which has required.
+func parseDiscoveryProfile(v jsontext.Value, opts *identity.OriginOptions, later bool) (*DiscoveryProfile, error) {
 	var w struct {
 		Mode     jsontext.Value            `json:"mode"`
 		Service  jsontext.Value            `json:"service"`
 		Protocol jsontext.Value            `json:"protocol"`
+		Required jsontext.Value            `json:"required"`
 		Extra    map[string]jsontext.Value `json:",embed"`
 	}
 	if v.Kind() != '{' {
@@ -197,6 +232,21 @@ func parseDiscoveryProfile(v jsontext.Value, opts *identity.OriginOptions) (*Dis
 	if len(w.Protocol) > 0 {
 		if p.Protocol, err = strictjson.String(w.Protocol); err != nil {
 			return nil, identity.Wrap(identity.CodeInvalidRequest, "protocol", err)
+		}
+	}
+	if len(w.Required) > 0 && !later {
+		// The seed's profile has no required member: kept as unknown.
+		if p.Extra == nil {
+			p.Extra = map[string]jsontext.Value{}
+		}
+		p.Extra["required"] = w.Required
+	} else if len(w.Required) > 0 {
+		switch string(w.Required) {
+		case "true":
+			p.Required = true
+		case "false":
+		default:
+			return nil, identity.NewError(identity.CodeInvalidRequest, "required is not a boolean")
 		}
 	}
 	if len(w.Service) > 0 {
@@ -257,4 +307,64 @@ func checkEndpointURL(s string, opts *identity.OriginOptions) error {
 	}
 	_, err = identity.OriginOf(u, opts)
 	return err
+}
+
+// parseLaterDiscovery parses the 2026-09-24 draft's discovery document
+// (§15.1): an Agent Identity discovery document ([identity.ParseDiscovery]:
+// strict JSON, service an origin valid under opts, endpoints absolute URLs
+// on origins valid under opts, unique non-empty features), whose protocol
+// is exactly Protocol, whose registered_packs are unique registered pack
+// ids, and whose profile, if present, is an object with service an origin
+// valid under opts and required a boolean. Members the draft does not
+// define are kept in the Extra fields.
+func parseLaterDiscovery(b []byte, opts *identity.OriginOptions) (*Discovery, error) {
+	bad := func(msg string, err error) (*Discovery, error) {
+		return nil, &identity.Error{Code: identity.CodeInvalidRequest, Message: "invalid ADP discovery document (2026-09-24 draft): " + msg, Err: err}
+	}
+	doc, err := identity.ParseDiscovery(b, opts)
+	if err != nil {
+		return nil, err
+	}
+	if doc.Protocol != Protocol {
+		return bad("protocol is not "+Protocol, nil)
+	}
+	d := &Discovery{Draft: Draft20260924, Protocol: doc.Protocol, Service: doc.Service, Features: doc.Features}
+	extra := doc.Extra
+	if raw, ok := extra["registered_packs"]; ok {
+		if d.RegisteredPacks, err = uniqueStrings(raw, registeredPackRE.MatchString); err != nil {
+			return bad("registered_packs are not unique registered pack ids", err)
+		}
+	}
+	if raw, ok := extra["profile"]; ok {
+		if d.Profile, err = parseDiscoveryProfile(raw, opts, true); err != nil {
+			return bad("profile", err)
+		}
+	}
+	for name := range extra {
+		if name == "registered_packs" || name == "profile" {
+			continue
+		}
+		if d.Extra == nil {
+			d.Extra = map[string]jsontext.Value{}
+		}
+		d.Extra[name] = extra[name]
+	}
+	if doc.Endpoints != nil {
+		e := &DiscoveryEndpoints{}
+		for name, u := range doc.Endpoints {
+			switch name {
+			case "rooms":
+				e.Rooms = u
+			case "my_rooms":
+				e.MyRooms = u
+			default:
+				if e.Extra == nil {
+					e.Extra = map[string]jsontext.Value{}
+				}
+				e.Extra[name], _ = jsontext.AppendQuote(nil, u)
+			}
+		}
+		d.Endpoints = e
+	}
+	return d, nil
 }

@@ -179,6 +179,8 @@ func TestParseDiscoveryLoopback(t *testing.T) {
 func FuzzParseDiscovery(f *testing.F) {
 	f.Add([]byte(seedDiscovery))
 	f.Add([]byte(`{"protocol":"agent-discourse/1.0","host":"h","profile":{},"endpoints":{}}`))
+	f.Add([]byte(laterDiscovery))
+	f.Add([]byte(`{"protocol":"agent-discourse/1.0","service":"https://h.example","endpoints":{"rooms":"https://h.example/v1/rooms","x":"https://h.example/x"},"profile":{"required":true,"x":1},"n":null}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		d, err := adp.ParseDiscovery(b, nil)
 		if err != nil {
@@ -215,4 +217,86 @@ func ExampleParseDiscovery() {
 	}
 	fmt.Println(d.Host, d.Endpoints.API, d.HasFeature("sse-event-stream"))
 	// Output: al.ink https://api.al.ink/v1 true
+}
+
+// laterDiscovery is the §15.1 example of the 2026-09-24 text, verbatim.
+const laterDiscovery = `{
+  "protocol": "agent-discourse/1.0",
+  "service": "https://api.al.ink",
+  "endpoints": {
+    "rooms": "https://api.al.ink/v1/rooms",
+    "my_rooms": "https://api.al.ink/v1/me/rooms"
+  },
+  "features": [
+    "restricted-rooms",
+    "private-rooms",
+    "public-discovery",
+    "agent-status",
+    "redaction",
+    "markdown-archive",
+    "registered-packs",
+    "external-packs"
+  ],
+  "registered_packs": [
+    "adp:reactions/1.0",
+    "adp:deliberation/1.0",
+    "adp:curation/1.0",
+    "adp:moderation/1.0",
+    "adp:realtime/1.0"
+  ],
+  "profile": {
+    "service": "https://profiles.example.com",
+    "required": false
+  }
+}`
+
+// TestParseDiscoveryDrafts: the shape of a discovery document says the
+// draft (2026-09-24 §15.1: an Agent Identity document, with service and
+// no host), each shape is checked by its draft's rules, and the seed's
+// document keeps what it always had.
+func TestParseDiscoveryDrafts(t *testing.T) {
+	d, err := adp.ParseDiscovery([]byte(laterDiscovery), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Draft != adp.Draft20260924 || d.Service.String() != "https://api.al.ink" || d.Host != "" ||
+		d.Endpoints == nil || d.Endpoints.Rooms != "https://api.al.ink/v1/rooms" || d.Endpoints.MyRooms != "https://api.al.ink/v1/me/rooms" ||
+		len(d.RegisteredPacks) != 5 || d.Profile == nil || d.Profile.Service.String() != "https://profiles.example.com" ||
+		!d.HasFeature("public-discovery") || len(d.Extra) != 0 {
+		t.Fatalf("the 2026-09-24 example: %+v", d)
+	}
+	seed, err := adp.ParseDiscovery([]byte(seedDiscovery), nil)
+	if err != nil || seed.Draft != adp.Draft20260704 {
+		t.Fatalf("the seed example: %+v, %v", seed, err)
+	}
+	// A seed document's service member stays an unknown one.
+	withService := strings.Replace(seedDiscovery, `"host": "al.ink",`, `"host": "al.ink", "service": 1,`, 1)
+	if d, err := adp.ParseDiscovery([]byte(withService), nil); err != nil || d.Draft != adp.Draft20260704 || d.Extra["service"] == nil {
+		t.Fatalf("a seed document with a service member: %+v, %v", d, err)
+	}
+	replace := func(old, new string) string {
+		if !strings.Contains(laterDiscovery, old) {
+			t.Fatalf("%q is not in the 2026-09-24 example", old)
+		}
+		return strings.Replace(laterDiscovery, old, new, 1)
+	}
+	for name, doc := range map[string]string{
+		"service not an origin":    replace(`"https://api.al.ink",`, `"https://api.al.ink/v1",`),
+		"service over http":        replace(`"https://api.al.ink",`, `"http://api.al.ink",`),
+		"another protocol":         replace(`"agent-discourse/1.0"`, `"agent-identity/1.0"`),
+		"rooms relative":           replace(`"https://api.al.ink/v1/rooms"`, `"/v1/rooms"`),
+		"rooms not a string":       replace(`"https://api.al.ink/v1/rooms"`, `1`),
+		"repeated feature":         replace(`"redaction",`, `"redaction", "redaction",`),
+		"pack without version":     replace(`"adp:reactions/1.0",`, `"adp:reactions",`),
+		"profile required string":  replace(`"required": false`, `"required": "no"`),
+		"profile service http":     replace(`"https://profiles.example.com"`, `"http://profiles.example.com"`),
+		"duplicate service member": replace(`"service": "https://api.al.ink",`, `"service": "https://api.al.ink", "service": "https://x.example",`),
+	} {
+		t.Run(name, func(t *testing.T) {
+			d, err := adp.ParseDiscovery([]byte(doc), nil)
+			if !errors.Is(err, identity.ErrInvalidRequest) || d != nil {
+				t.Fatalf("got %+v, %v; want invalid_request", d, err)
+			}
+		})
+	}
 }

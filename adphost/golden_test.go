@@ -82,7 +82,9 @@ func TestGoldenTranscripts(t *testing.T) {
 	rec := &recorder{base: w.hc.Transport, origin: w.url}
 	hc := &http.Client{Transport: rec}
 	ctx := context.Background()
-	alice, bob := w.clientWith("alice", hc), w.clientWith("bob", hc)
+	// The transcript is of the seed's exchanges: alice reads the
+	// discovery document first, bob is told the host's draft.
+	alice, bob := w.clientWith("alice", hc), w.clientIn("bob", hc, adp.Draft20260704)
 
 	mustv(alice.Discover(ctx))
 	room := mustv(alice.CreateRoom(ctx, roomSpec(t, adp.VisibilityRestricted, "Golden"))).RoomID

@@ -76,11 +76,18 @@ func (w *world) client(name string) *adp.Client {
 
 func (w *world) clientWith(name string, hc *http.Client) *adp.Client {
 	w.t.Helper()
+	return w.clientIn(name, hc, 0)
+}
+
+// clientIn is clientWith for a client told the host's draft (0: learned
+// from the discovery document).
+func (w *world) clientIn(name string, hc *http.Client, d adp.Draft) *adp.Client {
+	w.t.Helper()
 	if hc == nil {
 		hc = w.hc
 	}
 	c, err := adp.NewClient(w.url, &adp.ClientOptions{
-		Signer: key(name), HTTPClient: hc, Now: w.clock.Now, AllowLoopbackHTTP: true,
+		Signer: key(name), HTTPClient: hc, Now: w.clock.Now, AllowLoopbackHTTP: true, Draft: d,
 		RetryBackoff: time.Millisecond, MaxRetryWait: 50 * time.Millisecond,
 	})
 	if err != nil {

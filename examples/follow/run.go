@@ -139,12 +139,15 @@ func follow(ctx context.Context, o *options, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "follow: %v\n", err)
 		return exitUsage
 	}
+	// The host's discovery document says which ADP draft it serves.
+	if _, err := client.Draft(ctx); err != nil {
+		return failed(ctx, err, stderr)
+	}
 	// One replica for the client's history and the live stream: live
 	// records are judged by every room rule too, and each is verified once.
 	rep, err := client.Replica(o.room)
 	if err != nil {
-		fmt.Fprintf(stderr, "follow: %v\n", err)
-		return exitUsage
+		return failed(ctx, err, stderr)
 	}
 	so := &sse.Options{Client: client, Replica: rep}
 	if o.tune != nil {
@@ -155,18 +158,7 @@ func follow(ctx context.Context, o *options, stdout, stderr io.Writer) int {
 	for it, err := range sse.Follow(ctx, so) {
 		if err != nil {
 			w.Flush()
-			if ctx.Err() != nil {
-				return exitOK // interrupted
-			}
-			// Error text may be the host's: escaped, so no control
-			// sequence reaches the terminal.
-			fmt.Fprintf(stderr, "follow: %s\n", untrusted.Terminal(err.Error()))
-			var ie *identity.Error
-			if errors.As(err, &ie) {
-				fmt.Fprintf(stderr, "follow: code %s\n", untrusted.Terminal(string(ie.Code)))
-				return exitRefused
-			}
-			return exitUsage
+			return failed(ctx, err, stderr)
 		}
 		switch it.Kind {
 		case sse.KindRecord:
@@ -222,4 +214,21 @@ func summary(typ string, payload jsontext.Value) string {
 		s = string(r[:maxShown]) + "…"
 	}
 	return s
+}
+
+// failed reports err and returns the exit status: exitOK when ctx was
+// interrupted, exitRefused for a host's refusal, exitUsage otherwise.
+func failed(ctx context.Context, err error, stderr io.Writer) int {
+	if ctx.Err() != nil {
+		return exitOK // interrupted
+	}
+	// Error text may be the host's: escaped, so no control sequence
+	// reaches the terminal.
+	fmt.Fprintf(stderr, "follow: %s\n", untrusted.Terminal(err.Error()))
+	var ie *identity.Error
+	if errors.As(err, &ie) {
+		fmt.Fprintf(stderr, "follow: code %s\n", untrusted.Terminal(string(ie.Code)))
+		return exitRefused
+	}
+	return exitUsage
 }
