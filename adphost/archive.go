@@ -40,7 +40,11 @@ func (h *Host) archiveOf(r *http.Request, hr *hostRoom) (*builtArchive, error) {
 	default:
 		return nil, identity.NewError(adp.CodeRoomNotActive, "the room has not ended; its archive does not exist yet")
 	}
-	w := archive.NewWriter(io.Discard, nil, h.archiveOptions(hr.id))
+	opts, err := h.archiveOptions(hr.id, hr.room)
+	if err != nil {
+		return nil, err
+	}
+	w := archive.NewWriter(io.Discard, nil, opts)
 	if err := h.eachRecord(r.Context(), hr.id, hr.room.Latest().Seq, w.Add); err != nil {
 		return nil, err
 	}
@@ -56,17 +60,28 @@ func (h *Host) archiveOf(r *http.Request, hr *hostRoom) (*builtArchive, error) {
 	return hr.archive, nil
 }
 
-// archiveOptions are the archive options of a room of this host.
-func (h *Host) archiveOptions(roomID string) *archive.Options {
+// archiveOptions are the archive options of a room of this host. In the
+// 2026-09-24 draft the manifest commits to the external packs the room
+// imported (§18): one packs entry per document of its registry, served
+// byte for byte at archive.PackURL (getArchivePack).
+func (h *Host) archiveOptions(roomID string, room *adp.Room) (*archive.Options, error) {
 	url := h.RoomURL(roomID)
 	o := &archive.Options{
 		Draft: h.draft, Host: h.origin.Host(), URL: url, Now: h.now,
 		Formats: map[string]string{"jsonl": url + "/archive.jsonl", "markdown": url + "/archive.md"},
 	}
-	if h.laterDraft() {
-		o.Host = "" // the 2026-09-24 manifest has none: room.create names the host (§18)
+	if !h.laterDraft() {
+		return o, nil
 	}
-	return o
+	o.Host = "" // the 2026-09-24 manifest has none: room.create names the host (§18)
+	for _, doc := range room.Registry().Documents() {
+		name, err := archive.PackFileName(doc.Digest)
+		if err != nil {
+			return nil, err
+		}
+		o.Packs = append(o.Packs, archive.ArchivedPack{Pack: doc.Pack, Digest: doc.Digest, URL: archive.PackURL(url, name)})
+	}
+	return o, nil
 }
 
 // eachRecord calls f with the room's records from seq 1 to last, in
@@ -160,4 +175,23 @@ func (h *Host) getArchiveMarkdown(w http.ResponseWriter, r *http.Request) {
 		return nil
 	})
 	t.Close(a.m)
+}
+
+// getArchivePack is GET /v1/rooms/{room_id}/archive/packs/{name} in the
+// 2026-09-24 draft: the exact bytes of an external pack document the room
+// imported, the url of its entry in the manifest's packs (§18), under the
+// archive's read rules. name is the document's archive.PackFileName.
+func (h *Host) getArchivePack(w http.ResponseWriter, r *http.Request) {
+	hr, a := h.archiveFor(w, r)
+	if a == nil {
+		return
+	}
+	name := r.PathValue("name")
+	for _, doc := range hr.current().Registry().Documents() {
+		if n, err := archive.PackFileName(doc.Digest); err == nil && n == name {
+			writeRaw(w, http.StatusOK, doc.Raw)
+			return
+		}
+	}
+	writeError(w, identity.Errorf(identity.CodeNotFound, "the archive has no pack document %.80q", name))
 }

@@ -99,7 +99,14 @@
 //     request, and once accepted the held request reads approved or
 //     rejected with the review's event ID (review_event_id). An agent
 //     named in policy.invites reads a private room's resource;
-//   - the archive manifest is the draft's (§18), committed by last_hash.
+//   - the archive manifest is the draft's (§18), committed by last_hash;
+//     its packs name every external pack the room imported (the
+//     documents of its registry), each with a url under the room's
+//     archive (GET …/archive/packs/{name}, name the document's
+//     archive.PackFileName) that serves the exact bytes the host
+//     verified, under the archive's read rules, so that the manifest, the
+//     JSONL log and those documents verify offline (archive.VerifyFiles,
+//     cmd/adpverify).
 //
 // The Store is the same for both drafts: it keeps a record as the bytes
 // of its canonical JSON and returns them ([ParseStoredRecord] reads them
@@ -116,9 +123,13 @@
 // (filter membership=invited), a private one with the summary an
 // invitee may read (§8.2).
 //
-// Not yet in the 2026-09-24 host: the manifest has no packs member (the
-// host refuses external packs unless [Options].Packs has a fetcher, and
-// then does not archive their documents), and no record is redacted.
+// Redaction (2026-09-24 §14.1) is not implemented: the text says what a
+// redacted record is and that a host MAY serve one, but defines no
+// operation, endpoint or signed event to ask for it and no rule on who
+// may, leaving it to documented host policy (§21). This host never
+// redacts: it serves every record as accepted, so its discovery document
+// does not list the redaction feature. The archive package verifies and
+// reports redacted records of other hosts.
 //
 // # What it keeps in memory
 //

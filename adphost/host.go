@@ -412,6 +412,9 @@ func (h *Host) routes() {
 	m.HandleFunc("GET /v1/rooms/{room_id}/archive", h.getArchive)
 	m.HandleFunc("GET /v1/rooms/{room_id}/archive.jsonl", h.getArchiveJSONL)
 	m.HandleFunc("GET /v1/rooms/{room_id}/archive.md", h.getArchiveMarkdown)
+	if h.laterDraft() {
+		m.HandleFunc("GET /v1/rooms/{room_id}/archive/packs/{name}", h.getArchivePack)
+	}
 	m.HandleFunc("GET /v1/me/rooms", h.myRooms)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, identity.NewError(identity.CodeNotFound, "no such endpoint"))

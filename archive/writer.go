@@ -284,6 +284,15 @@ func admits(d adp.Draft, digest string) bool {
 	return slices.Contains(d.DigestAlgorithms(), alg)
 }
 
+// PackURL is where an archive of the room at roomURL serves the external
+// pack document stored under name (PackFileName) in the 2026-09-24 draft:
+// roomURL + "/archive/packs/" + name, beside the archive's other formats
+// (§18: each packs entry's url serves the exact bytes the host verified).
+// Its last segment is the file name VerifyFiles looks for.
+func PackURL(roomURL, name string) string {
+	return roomURL + "/archive/" + PacksDir + "/" + name
+}
+
 // WriteDir writes a complete archive of records (in seq order, from seq 1)
 // into dir, creating it if needed:
 //
@@ -296,7 +305,7 @@ func admits(d adp.Draft, digest string) bool {
 // docs are the external pack documents the room imported, such as
 // room.Registry().Documents(); each is checked against its digest. In the
 // 2026-09-24 draft they are also the manifest's packs (unless opts.Packs
-// lists them), each served at URL + "/archive/packs/" + its file name.
+// lists them), each served at PackURL(URL, its file name).
 // Existing files are replaced.
 func WriteDir(dir string, records []*adp.Record, docs []packs.PackDocument, opts *Options) (*Manifest, error) {
 	if err := os.MkdirAll(filepath.Join(dir, PacksDir), 0o755); err != nil {
@@ -317,7 +326,7 @@ func WriteDir(dir string, records []*adp.Record, docs []packs.PackDocument, opts
 			return nil, err
 		}
 		if fill {
-			o.Packs = append(o.Packs, ArchivedPack{Pack: doc.Pack, Digest: doc.Digest, URL: o.URL + "/archive/" + PacksDir + "/" + name})
+			o.Packs = append(o.Packs, ArchivedPack{Pack: doc.Pack, Digest: doc.Digest, URL: PackURL(o.URL, name)})
 		}
 		if err := os.WriteFile(filepath.Join(dir, PacksDir, name), doc.Raw, 0o644); err != nil {
 			return nil, err

@@ -7,8 +7,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,6 +25,7 @@ import (
 	"github.com/agentprotocols/go-sdk/archive"
 	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/internal/fixtures"
 	"github.com/agentprotocols/go-sdk/packs"
 )
 
@@ -49,7 +54,9 @@ func CheckLaterDraft(t *testing.T, store adphost.Store) {
 	var clock atomic.Int64
 	clock.Store(time.Date(2026, 10, 1, 12, 0, 0, 0, time.UTC).UnixMilli())
 	now := func() time.Time { return time.UnixMilli(clock.Load()) }
-	h, srv := NewServer(t, &adphost.Options{Store: store, Draft: adp.Draft20260924, Now: now, Heartbeat: -1})
+	triage := packs.PackDocument{Pack: fixtures.TriagePackURI, Digest: packs.Digest(fixtures.TriagePack), Raw: fixtures.TriagePack}
+	pk := &packs.Options{Fetcher: packs.StaticFetcher{triage}}
+	h, srv := NewServer(t, &adphost.Options{Store: store, Draft: adp.Draft20260924, Now: now, Heartbeat: -1, Packs: pk})
 	w := &laterWire{t: t, hc: srv.Client(), base: srv.URL, origin: h.Origin(), now: now}
 	d := adp.Draft20260924
 
@@ -72,11 +79,15 @@ func CheckLaterDraft(t *testing.T, store adphost.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	imp, err := d.ParseDeclaration([]byte(`{"pack":"` + triage.Pack + `","digest":"` + triage.Digest + `"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
 	spec := adp.RoomCreate{
 		Host: "https://elsewhere.example", Topic: "later draft", Visibility: adp.VisibilityRestricted,
 		StartTime: now().UnixMilli(), EndTime: now().Add(time.Hour).UnixMilli(),
 		Policy: &adp.Policy{Invites: map[identity.AgentID]adp.Role{mod.AgentID(): adp.RoleModerator}, OpenRoles: []adp.Role{adp.RoleObserver}},
-		Types:  []packs.Declaration{lock},
+		Types:  []packs.Declaration{lock, imp},
 	}
 	// Host binding: the room.create is signed for another host.
 	w.refused("POST", "/v1/rooms", w.create(creator, spec), adp.CodeHostMismatch)
@@ -111,7 +122,7 @@ func CheckLaterDraft(t *testing.T, store adphost.Store) {
 	// Another process on the same Store (or this one restarted) refuses an
 	// envelope of the applicant below the held request's nonce: the
 	// request's nonce is in the Store, not only in this process.
-	h2, err := adphost.New(t.Context(), &adphost.Options{Store: store, Draft: d, Now: now, Heartbeat: -1, Origin: h.Origin()})
+	h2, err := adphost.New(t.Context(), &adphost.Options{Store: store, Draft: d, Now: now, Heartbeat: -1, Origin: h.Origin(), Packs: pk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,6 +170,9 @@ func CheckLaterDraft(t *testing.T, store adphost.Store) {
 	if _, ok := res["accepted_at"]; !ok || res["received_at"] != nil {
 		t.Fatalf("room resource: %s", w.last)
 	}
+
+	// A type of the imported external pack.
+	w.write(room, w.sign(obs, "triage.label", roomID, head, `{"label":"bug"}`))
 
 	// Two control writes on one head: the first wins, the second is late.
 	first := w.write(room, w.sign(creator, "task.lock", roomID, head, `{"task":"a"}`))
@@ -230,10 +244,47 @@ func CheckLaterDraft(t *testing.T, store adphost.Store) {
 	if m.LastSeq != first.Seq || m.LastHash != first.Hash {
 		t.Fatalf("manifest: last %d %s, want %d %s", m.LastSeq, m.LastHash, first.Seq, first.Hash)
 	}
+	// The manifest commits to the imported external pack, whose url
+	// serves the exact bytes the host verified: the archive verifies
+	// offline from the files the host serves, as adpverify reads them.
+	if len(m.Packs) != 1 || m.Packs[0].Pack != triage.Pack || m.Packs[0].Digest != triage.Digest {
+		t.Fatalf("manifest packs: %s", w.last)
+	}
+	manifest := bytes.Clone(w.last)
+	dir := t.TempDir()
 	w.do("GET", room+"/archive.jsonl", nil, spk, 200, nil)
-	report, err := archive.Verify(t.Context(), m, bytes.NewReader(w.last), &archive.VerifyOptions{Draft: d, AllowLoopbackHTTP: true})
+	log := bytes.Clone(w.last)
+	packURL := m.Packs[0].URL
+	if !strings.HasPrefix(packURL, srv.URL+room+"/") {
+		t.Fatalf("pack url %s is not the room's", packURL)
+	}
+	w.do("GET", strings.TrimPrefix(packURL, srv.URL), nil, spk, 200, nil)
+	if !bytes.Equal(w.last, triage.Raw) {
+		t.Fatalf("the pack url serves %q", w.last)
+	}
+	packDoc := bytes.Clone(w.last)
+	outsider := w.author("outsider")
+	w.refused("GET", room+"/archive", nil, adp.CodeMembershipRequired, outsider)
+	w.refused("GET", strings.TrimPrefix(packURL, srv.URL), nil, adp.CodeMembershipRequired, outsider)
+	w.refused("GET", room+"/archive/packs/sha256-"+strings.Repeat("A", 43)+".json", nil, identity.CodeNotFound, spk)
+	files := map[string][]byte{"manifest.json": manifest, "records.jsonl": log, path.Base(packURL): packDoc}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	report, err := archive.VerifyFiles(t.Context(), filepath.Join(dir, "manifest.json"), filepath.Join(dir, "records.jsonl"),
+		&archive.VerifyOptions{Draft: d, AllowLoopbackHTTP: true})
 	if err != nil || !report.Valid {
 		t.Fatalf("archive: %v, %+v", err, report)
+	}
+	// Without the pack document beside it the archive does not verify.
+	if err := os.Remove(filepath.Join(dir, path.Base(packURL))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := archive.VerifyFiles(t.Context(), filepath.Join(dir, "manifest.json"), filepath.Join(dir, "records.jsonl"),
+		&archive.VerifyOptions{Draft: d, AllowLoopbackHTTP: true}); err == nil {
+		t.Fatal("the archive verified without its pack document")
 	}
 }
 
