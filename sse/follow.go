@@ -39,6 +39,9 @@ import (
 func Follow(ctx context.Context, opts *Options) iter.Seq2[Item, error] {
 	return func(yield func(Item, error) bool) {
 		f, err := newFollower(opts)
+		if err == nil {
+			err = f.settleDraft(ctx)
+		}
 		if err != nil {
 			yield(Item{}, err)
 			return
@@ -193,8 +196,34 @@ func (f *follower) prepare(typ, data string) raw {
 		return r
 	}
 	r.data = ""
-	r.rec, r.err = adp.ParseRecord([]byte(data))
+	r.rec, r.err = adp.ParseRecordIn(f.o.Draft, []byte(data))
 	return r
+}
+
+// settleDraft sets Options.Draft from the replica or the client, refusing
+// an explicit one that disagrees.
+func (f *follower) settleDraft(ctx context.Context) error {
+	o := &f.o
+	var d adp.Draft
+	var from string
+	switch {
+	case o.Replica != nil:
+		d, from = o.Replica.Draft(), "Options.Replica"
+	case o.Client != nil:
+		var err error
+		if d, err = o.Client.Draft(ctx); err != nil {
+			return err
+		}
+		from = "Options.Client's host"
+	default:
+		o.Draft = o.Draft.OrDefault()
+		return nil
+	}
+	if o.Draft != 0 && o.Draft.OrDefault() != d {
+		return fmt.Errorf("sse: Options.Draft is the %s draft; %s follows the %s draft", o.Draft.OrDefault(), from, d)
+	}
+	o.Draft = d
+	return nil
 }
 
 // minPerWorker is the fewest signatures per goroutine: a stream read

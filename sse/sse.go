@@ -128,6 +128,13 @@ type Options struct {
 	// an envelope accepted twice) then goes unnoticed unless History
 	// checks it (the adp.Client's history does).
 	Replica *adp.Replica
+	// Draft is the ADP draft of the room's records (accepted_at in the
+	// 2026-09-24 draft, received_at in the seed). It is taken from
+	// Replica when set, else from Client (the draft its host serves,
+	// read from the host's discovery document if the client has not
+	// learned it yet); a Draft set here must agree with theirs. The zero
+	// Draft, with neither, is the default draft.
+	Draft adp.Draft
 	// Start is the last record the caller already verified, without a
 	// Replica; the client delivers the records after it, checking the
 	// first one's pre_hash against Start.Hash. The zero value starts at
