@@ -280,6 +280,9 @@ func (r *Record) AppendJSON(b []byte) []byte {
 	// Canonical member order: (accepted_at,) envelope, hash, pre_hash,
 	// (received_at,) room_id, seq; extra members are merged in by
 	// canonicalizing.
+	if w := r.canonicalWire(); w != nil {
+		return append(b, w...) // byte for byte what follows (CanonicalInput)
+	}
 	start := len(b)
 	// One allocation for the usual record: the envelope is its canonical
 	// event and about 170 bytes, the record members about 200 more, and
@@ -323,10 +326,12 @@ func (r *Record) AppendJSON(b []byte) []byte {
 // for byte what [Record.AppendJSON] writes, and nil otherwise (a record
 // with white space, members in another order, escapes in its names or
 // hashes, extra members, an envelope not [envelope.Envelope.ParsedCanonical],
-// one built by NewRecord, or a copy with a field changed since). A caller
-// that needs the canonical form, such as the archive digest, uses them
-// instead of re-encoding the record. They
-// alias ParseRecord's input, as the payload does, and must not be
+// one built by NewRecord or [Room.Accept], or a copy with a field changed
+// since). The record of a [Room.Prepare] holds its encoding likewise, made
+// once for every copy a host writes (the Store, the answer, the live
+// stream). A caller that needs the canonical form, such
+// as the archive digest, uses them instead of re-encoding the record.
+// They alias ParseRecord's input, as the payload does, and must not be
 // modified.
 func (r *Record) CanonicalInput() []byte { return r.canonicalWire() }
 

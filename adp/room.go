@@ -312,6 +312,9 @@ func (r *Room) Prepare(ctx context.Context, ev *Event, at time.Time) (*Pending, 
 		return nil, err
 	}
 	rec := r.nextRecord(ev.env, ms)
+	// Encoded once (CanonicalInput): a host writes the record to its
+	// Store, its answer and its live stream.
+	rec.wire, rec.parsed = rec.AppendJSON(nil), rec.fields()
 	return &Pending{Record: rec, room: r, change: c}, nil
 }
 

@@ -369,13 +369,32 @@ func (h *Host) RoomURL(id string) string { return h.API() + "/rooms/" + id }
 
 // ServeHTTP implements http.Handler.
 func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	w.Header()["X-Content-Type-Options"] = []string{"nosniff"} // canonical: Set's work is not needed
+	w.Header()["X-Content-Type-Options"] = hdrNosniff // canonical: Set's work is not needed
 	if h.bodyTime > 0 && r.Method != http.MethodGet && r.Method != http.MethodHead && canDeadline(w) {
 		// Where the server supports it (not a test recorder); a body
 		// read past the deadline fails, and readBody says so.
 		http.NewResponseController(w).SetReadDeadline(time.Now().Add(h.bodyTime))
 	}
+	if id, ok := writeRoom(r); ok {
+		h.postEvent(w, r, id)
+		return
+	}
 	h.mux.ServeHTTP(w, r)
+}
+
+// writeRoom returns the room of a POST /v1/rooms/{room_id}, the route of
+// every write, matched without the mux's pattern search: a path the mux
+// would clean, redirect or unescape differently (a RawPath, a dot
+// segment) is left to it. TestWriteRouteIsTheMuxs pins the two together.
+func writeRoom(r *http.Request) (string, bool) {
+	if r.Method != http.MethodPost || r.URL.RawPath != "" {
+		return "", false
+	}
+	id, ok := strings.CutPrefix(r.URL.Path, "/v1/rooms/")
+	if !ok || id == "" || id == "." || id == ".." || strings.IndexByte(id, '/') >= 0 {
+		return "", false
+	}
+	return id, true
 }
 
 // canDeadline reports whether http.ResponseController can set w's read
@@ -394,7 +413,7 @@ func (h *Host) routes() {
 	m := http.NewServeMux()
 	m.HandleFunc("GET "+adp.DiscoveryPathADP, h.discovery)
 	m.HandleFunc("POST /v1/rooms", h.createRoom)
-	m.HandleFunc("POST /v1/rooms/{room_id}", h.postEvent)
+	m.HandleFunc("POST /v1/rooms/{room_id}", func(w http.ResponseWriter, r *http.Request) { h.postEvent(w, r, r.PathValue("room_id")) })
 	m.HandleFunc("POST /v1/rooms/{room_id}/join-requests", h.createJoinRequest)
 	m.HandleFunc("GET /v1/rooms/{room_id}/join-requests", h.listJoinRequests)
 	m.HandleFunc("GET /v1/rooms/{room_id}/join-requests/{request_id}", h.getJoinRequest)
@@ -501,9 +520,27 @@ const maxBody = envelope.MaxSize
 
 // readBody reads at most limit bytes, or fails with payload_too_large.
 func readBody(r *http.Request, limit int64) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
-	if err != nil {
-		return nil, identity.Wrap(identity.CodeInvalidRequest, "reading the body", err)
+	// A body that gives its length is read into one buffer of that size
+	// (io.ReadAll grows one from 512 bytes), up to presizeBody: beyond
+	// it, bytes must arrive before memory is spent on them.
+	n := int64(512)
+	if r.ContentLength > 0 {
+		n = min(r.ContentLength, limit, presizeBody) + 1
+	}
+	b := make([]byte, 0, n)
+	lr := io.LimitedReader{R: r.Body, N: limit + 1}
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := lr.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, identity.Wrap(identity.CodeInvalidRequest, "reading the body", err)
+		}
 	}
 	if int64(len(b)) > limit {
 		return nil, identity.Errorf(identity.CodePayloadTooLarge, "body exceeds %d bytes", limit)
@@ -580,11 +617,23 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	writeRaw(w, status, append(b, '\n'))
 }
 
+// presizeBody bounds the buffer readBody allocates on a body's word.
+const presizeBody = 64 << 10
+
+// The header values every answer carries, shared rather than allocated
+// per answer: net/http only reads them, and their capacity is their
+// length, so an Add to one copies it.
+var (
+	hdrNosniff = []string{"nosniff"}[:1:1]
+	hdrJSON    = []string{"application/json"}[:1:1]
+	hdrNoStore = []string{"no-store"}[:1:1]
+)
+
 func writeRaw(w http.ResponseWriter, status int, b []byte) {
 	// Assigned, not Set: the keys are canonical already.
 	hd := w.Header()
-	hd["Content-Type"] = []string{"application/json"}
-	hd["Cache-Control"] = []string{"no-store"}
+	hd["Content-Type"] = hdrJSON
+	hd["Cache-Control"] = hdrNoStore
 	w.WriteHeader(status)
 	w.Write(b)
 }

@@ -50,8 +50,7 @@ func (h *Host) createRoom(w http.ResponseWriter, r *http.Request) {
 }
 
 // postEvent is POST /v1/rooms/{room_id}: every write but room.create.
-func (h *Host) postEvent(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("room_id")
+func (h *Host) postEvent(w http.ResponseWriter, r *http.Request, id string) {
 	env, ev, err := h.readEnvelope(r)
 	if err != nil {
 		writeError(w, err)
