@@ -351,7 +351,10 @@ func selected(id string, only []string) bool {
 // Fatalf fails the check and Skipf skips it, both ending the check's
 // goroutine like testing.T's methods.
 type T struct {
-	k        *kit
+	k *kit
+	// draft is the draft of the check's suite: the checks both suites
+	// share sign that draft's events.
+	draft    adp.Draft
 	verdict  Verdict
 	evidence string
 	info     []string
@@ -362,7 +365,10 @@ type T struct {
 func (k *kit) run(ctx context.Context, c Check) Result {
 	ctx, cancel := context.WithTimeout(ctx, k.opts.Timeout)
 	defer cancel()
-	t := &T{k: k, verdict: Pass}
+	t := &T{k: k, verdict: Pass, draft: adp.DefaultDraft}
+	if c.later {
+		t.draft = later
+	}
 	start := time.Now()
 	done := make(chan struct{})
 	go func() {
@@ -385,7 +391,7 @@ func (k *kit) run(ctx context.Context, c Check) Result {
 // ends f, not the check, and its verdict and evidence are returned; its
 // readings join the check's.
 func (t *T) attempt(f func(*T)) (Verdict, string) {
-	sub := &T{k: t.k, verdict: Pass}
+	sub := &T{k: t.k, verdict: Pass, draft: t.draft}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

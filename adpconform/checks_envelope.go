@@ -37,11 +37,21 @@ func (k *kit) createPayload(purpose string) adp.RoomCreate {
 	return adp.RoomCreate{Topic: k.topic(purpose), Visibility: adp.VisibilityPublic, StartTime: k.now(), EndTime: k.now() + time.Hour.Milliseconds()}
 }
 
-// forgedCreate signs a valid room.create as a fresh agent and returns the
-// agent, the envelope and its parts.
+// createPayloadIn is createPayload for the check's draft: the 2026-09-24
+// draft's room.create names the target as its host (§8.1).
+func (t *T) createPayloadIn(purpose string) adp.RoomCreate {
+	p := t.k.createPayload(purpose)
+	if t.draft == later {
+		p.Host = t.k.origin.String()
+	}
+	return p
+}
+
+// forgedCreate signs a valid room.create of the check's draft as a fresh
+// agent and returns the agent, the envelope and its parts.
 func (k *kit) forgedCreate(ctx context.Context, t *T, purpose string) (*agent, *envelope.Envelope) {
 	a := k.newAgent(t)
-	return a, a.sign(ctx, t, adp.TypeRoomCreate, nil, k.createPayload(purpose))
+	return a, a.sign(ctx, t, adp.TypeRoomCreate, nil, t.createPayloadIn(purpose))
 }
 
 // signDigest signs raw event bytes as they are (canonical or not) and
@@ -121,7 +131,7 @@ func checkForgedHash(ctx context.Context, t *T) {
 
 func checkForgedSignature(ctx context.Context, t *T) {
 	a, env := t.k.forgedCreate(ctx, t, "forged signature")
-	other := a.sign(ctx, t, adp.TypeRoomCreate, nil, t.k.createPayload("another event"))
+	other := a.sign(ctx, t, adp.TypeRoomCreate, nil, t.createPayloadIn("another event"))
 	body := wire(env.Hash().String(), env.Canonical(), sigOf(other))
 	t.refused(t.k.post(ctx, t, "", body).err(), identity.CodeInvalidSignature, "room.create signed over another event")
 }
@@ -129,7 +139,7 @@ func checkForgedSignature(ctx context.Context, t *T) {
 func checkJCS(ctx context.Context, t *T) {
 	// The spelled-out create must be accepted: it is the creator's.
 	a := t.k.creator(t)
-	env := a.sign(ctx, t, adp.TypeRoomCreate, nil, t.k.createPayload("JCS"))
+	env := a.sign(ctx, t, adp.TypeRoomCreate, nil, t.createPayloadIn("JCS"))
 	// The same event, spelled non-canonically: indented, the topic's
 	// first letter as a \u escape, the envelope members reordered. The
 	// hash over its JCS form is the one the envelope claims.
@@ -142,12 +152,12 @@ func checkJCS(ctx context.Context, t *T) {
 	body = append(body, `,"hash":"`+env.Hash().String()+`"}`...)
 	ans := t.k.post(ctx, t, "", body)
 	t.ok(ans.err(), "a valid room.create spelled non-canonically (the hash is over its JCS form)")
-	rec, err := adp.ParseRecord(ans.body)
+	rec, err := adp.ParseRecordIn(t.draft, ans.body)
 	if err == nil && rec.Envelope.Hash() != env.Hash() {
 		t.Fatalf("the record's envelope hash is %s, want %s", rec.Envelope.Hash(), env.Hash())
 	}
 	// A hash and signature over the non-canonical bytes themselves.
-	env2 := a.sign(ctx, t, adp.TypeRoomCreate, nil, t.k.createPayload("JCS 2"))
+	env2 := a.sign(ctx, t, adp.TypeRoomCreate, nil, t.createPayloadIn("JCS 2"))
 	raw := jsontext.Value(slices.Clone(env2.Canonical()))
 	t.ok(raw.Indent(jsontext.WithIndent("  ")), "indent an event")
 	h, sig := signDigest(ctx, t, a, raw)

@@ -3,9 +3,11 @@ package adpconform
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -28,6 +30,24 @@ var laterChecks = []Check{
 		Title: "an exact resubmission is answered with the original record", run: checkLaterResubmission},
 	{ID: "envelope.signature", Item: 1, Section: "§5, §22", Level: MUST,
 		Title: "an envelope whose signature does not verify is refused with invalid_signature", run: checkLaterSignature},
+	{ID: "envelope.hash", Item: 1, Section: "§5, §22, Identity §3.1", Level: MUST,
+		Title: "an envelope whose hash is not its event's is refused with invalid_event_hash", run: checkForgedHash},
+	{ID: "envelope.jcs", Item: 1, Section: "§5, Identity §4", Level: MUST,
+		Title: "the event hash is over the JCS form: a non-canonical spelling is accepted, a hash over its bytes is invalid_event_hash", run: checkJCS},
+	{ID: "envelope.duplicate-member", Item: 1, Section: "§5, §22, Identity §4.1", Level: MUST,
+		Title: "an event with a duplicate member is refused with invalid_event (strict I-JSON)", run: checkDuplicate},
+	{ID: "envelope.unsafe-integer", Item: 1, Section: "§5, §22, Identity §4.1", Level: MUST,
+		Title: "an event with an integer beyond 2^53-1 is refused with invalid_event (strict I-JSON)", run: checkUnsafeInteger},
+	{ID: "envelope.closed", Item: 1, Section: "§5, §22", Level: MUST,
+		Title: "an event with an unknown top-level member is refused with invalid_event (closed events)", run: checkClosed},
+	{ID: "envelope.actor", Item: 1, Section: "§5, §22, Identity §3", Level: MUST,
+		Title: "an event whose actor is no Agent ID is refused with invalid_actor", run: checkActor},
+	{ID: "envelope.room-id", Item: 1, Section: "§15, §21, §22", Level: MUST,
+		Title: "an event signed for one room and posted to another is refused and recorded in neither", run: checkLaterRoomID},
+	{ID: "envelope.window", Item: 1, Section: "§21, §22, Identity §6.1", Level: MUST,
+		Title: "an event created an hour before or after now is refused with timestamp_out_of_window", run: checkLaterWindow},
+	{ID: "envelope.nonce", Item: 1, Section: "§10, §21, §22, Identity §6.1", Level: MUST,
+		Title: "a write or join request whose nonce is not greater than the actor's accepted one is refused with nonce_not_greater and Max-Seen-Nonce", run: checkLaterNonce},
 	{ID: "create.host-binding", Item: 2, Section: "§8.1, §19, §21", Level: MUST,
 		Title: "room.create naming another host is refused with host_mismatch; naming this one creates the room", run: checkLaterHostBinding},
 	{ID: "join.open-role", Item: 3, Section: "§8.3, §9.2", Level: MUST,
@@ -48,6 +68,8 @@ var laterChecks = []Check{
 		Title: "of two control writes based on the same head the first is accepted and moves it, the second is room_head_mismatch", run: checkLaterControlFirstWins},
 	{ID: "freshness.anchor", Item: 6, Section: "§5.1, §19", Level: MUST,
 		Title: "a write whose base names no accepted record is refused with base_record_mismatch", run: checkLaterAnchor},
+	{ID: "freshness.stale-base", Item: 6, Section: "§5.1, §19, §21", Level: MUST,
+		Title: "a message based before the head is room_head_mismatch; a base naming another room's record is base_record_mismatch", run: checkLaterStaleBase},
 	{ID: "permissions.observer", Item: 7, Section: "§13", Level: MUST,
 		Title: "an observer's message.create is refused with permission_denied", run: checkLaterObserver},
 	{ID: "states.closed", Item: 8, Section: "§7, §13, §19", Level: MUST,
@@ -62,6 +84,8 @@ var laterChecks = []Check{
 		Title: "the discovery document is an Agent Identity document whose service is the host origin, with rooms and my_rooms", run: checkLaterDiscovery},
 	{ID: "discovery.public-rooms", Section: "§17", Level: SHOULD,
 		Title: "GET /v1/rooms lists public and restricted rooms as room resources, never private ones", run: checkLaterPublicRooms},
+	{ID: "me.rooms", Section: "§15", Level: SHOULD,
+		Title: "GET /v1/me/rooms lists the rooms that invite the agent", run: checkLaterMyRooms},
 	{ID: "status.shapes", Section: "§16.4", Level: SHOULD,
 		Title: "a status write answers the stored status, and the room's statuses are an Identity list", run: checkLaterStatus},
 	{ID: "privacy.reads", Section: "§15, §21", Level: MUST,
@@ -544,4 +568,125 @@ func checkLaterPrivacy(ctx context.Context, t *T) {
 	ans, err := k.do(ctx, http.MethodGet, "/v1/rooms/"+restricted+"/events", nil, tok, nil)
 	t.ok(err, "GET a restricted room's history")
 	t.refusedAny(ans.err(), "a non-member's GET of a restricted room's history")
+}
+
+// laterText is a text message.create payload of the 2026-09-24 draft.
+func laterText(s string) string {
+	q, _ := jsontext.AppendQuote(nil, s)
+	return `{"content_type":"text/plain","content":` + string(q) + `}`
+}
+
+func checkLaterRoomID(ctx context.Context, t *T) {
+	k := t.k
+	c, roomA, headA := k.laterRoom(ctx, t, "room id A", adp.VisibilityPublic, nil)
+	b, roomB, _ := k.laterRoom(ctx, t, "room id B", adp.VisibilityPublic, nil)
+	env := c.laterSign(ctx, t, adp.TypeMessageCreate, roomA, headA, laterText("signed for room A"))
+	t.refusedAny(k.post(ctx, t, roomB, env.AppendJSON(nil)).err(), "a message signed for room A posted to room B")
+	for _, r := range []struct {
+		a    *agent
+		room string
+	}{{c, roomA}, {b, roomB}} {
+		recs, _ := k.laterRecords(ctx, t, r.room, r.a.key)
+		for _, rec := range recs {
+			if rec.EventHash() == env.Hash() {
+				t.Fatalf("room %s holds the refused envelope at seq %d", r.room, rec.Seq)
+			}
+		}
+	}
+}
+
+func checkLaterWindow(ctx context.Context, t *T) {
+	c, room, head := t.k.laterRoom(ctx, t, "window", adp.VisibilityPublic, nil)
+	base := &adp.Base{RoomID: room, Seq: head.Seq, Hash: head.Hash}
+	for _, d := range []time.Duration{-time.Hour, time.Hour} {
+		at := t.k.opts.Now().Add(d).UnixMilli()
+		n, err := c.Author().Nonces.Next(ctx, t.k.opts.Now())
+		t.ok(err, "take a nonce")
+		env := c.signEvent(ctx, t, adp.TypeMessageCreate, base, jsontext.Value(laterText("window")), at, n)
+		t.k.laterRefused(ctx, t, room, env, identity.CodeTimestampOutOfWindow, "a message with created_at "+d.String()+" from now")
+	}
+}
+
+// laterNonceRefused requires nonce_not_greater with a Max-Seen-Nonce of
+// at least accepted.
+func laterNonceRefused(t *T, err error, accepted int64, what string) {
+	t.refused(err, identity.CodeNonceNotGreater, what)
+	var e *identity.Error
+	errors.As(err, &e)
+	if e.MaxSeenNonce < accepted {
+		t.Fatalf("%s: Max-Seen-Nonce %d is below the accepted nonce %d", what, e.MaxSeenNonce, accepted)
+	}
+}
+
+func checkLaterNonce(ctx context.Context, t *T) {
+	k := t.k
+	c, room, head := k.laterRoom(ctx, t, "nonce", adp.VisibilityPublic, nil)
+	base := &adp.Base{RoomID: room, Seq: head.Seq, Hash: head.Hash}
+	n, err := c.Author().Nonces.Next(ctx, k.opts.Now())
+	t.ok(err, "take a nonce")
+	k.laterWrite(ctx, t, room, c.signEvent(ctx, t, adp.TypeMessageCreate, base, jsontext.Value(laterText("nonce 1")), k.now(), n), "a message with a fresh nonce")
+	for _, nonce := range []int64{n, n - 1} {
+		env := c.signEvent(ctx, t, adp.TypeMessageCreate, base, jsontext.Value(laterText("nonce again")), k.now(), nonce)
+		laterNonceRefused(t, k.post(ctx, t, room, env.AppendJSON(nil)).err(), n,
+			"another message with nonce "+strconv.FormatInt(nonce-n, 10)+" from the accepted one")
+	}
+	// A held join request is a live write too (§10): its nonce counts.
+	_, room2, _ := k.laterRoom(ctx, t, "nonce join request", adp.VisibilityRestricted, func(p *adp.RoomCreate) {
+		p.Policy = &adp.Policy{OpenRoles: []adp.Role{}}
+	})
+	app := k.newAgent(t)
+	req, err := adp.NewJoinRequest(ctx, app.Author(), later, room2, adp.JoinRequestPayload{Role: adp.RoleSpeaker})
+	t.ok(err, "sign a room.join.request")
+	path := "/v1/rooms/" + room2 + "/join-requests"
+	ans, err := k.do(ctx, http.MethodPost, path, req.AppendJSON(nil), "", nil)
+	t.ok(err, "POST "+path)
+	t.ok(ans.err(), "a signed room.join.request")
+	roomField, _ := jsontext.AppendQuote(nil, room2)
+	again, err := envelope.Sign(ctx, app.key, envelope.Event{
+		Protocol: adp.Protocol, Type: adp.TypeRoomJoinRequest, Actor: app.AgentID(), CreatedAt: k.now(), Nonce: req.Event().Nonce,
+		Payload: jsontext.Value(`{"role":"observer"}`), Ext: envelope.Fields{{Name: adp.FieldRoomID, Value: roomField}},
+	})
+	t.ok(err, "sign a room.join.request")
+	ans, err = k.do(ctx, http.MethodPost, path, again.AppendJSON(nil), "", nil)
+	t.ok(err, "POST "+path)
+	laterNonceRefused(t, ans.err(), req.Event().Nonce, "another room.join.request with the held request's nonce")
+}
+
+func checkLaterStaleBase(ctx context.Context, t *T) {
+	k := t.k
+	d, err := later.ParseDeclaration([]byte(laterControl))
+	t.ok(err, "declare a control type")
+	c, room, head := k.laterRoom(ctx, t, "stale base", adp.VisibilityPublic, func(p *adp.RoomCreate) { p.Types = []packs.Declaration{d} })
+	k.laterWrite(ctx, t, room, c.laterSign(ctx, t, "conform.lock", room, head, `{"n":1}`), "a control write on the head")
+	k.laterRefused(ctx, t, room, c.laterSign(ctx, t, adp.TypeMessageCreate, room, head, laterText("stale")), adp.CodeRoomHeadMismatch,
+		"a message based on the record before the head")
+	_, _, otherHead := k.laterRoom(ctx, t, "foreign base", adp.VisibilityPublic, nil)
+	k.laterRefused(ctx, t, room, c.laterSign(ctx, t, adp.TypeMessageCreate, room, otherHead, laterText("foreign")), adp.CodeBaseRecordMismatch,
+		"a message whose base is another room's record")
+	k.laterRefused(ctx, t, room, c.laterSign(ctx, t, adp.TypeRoomUpdate, room, otherHead, `{"topic":"foreign"}`), adp.CodeBaseRecordMismatch,
+		"a room.update whose base is another room's record")
+}
+
+func checkLaterMyRooms(ctx context.Context, t *T) {
+	k := t.k
+	guest := k.newAgent(t)
+	_, room, _ := k.laterRoom(ctx, t, "my rooms", adp.VisibilityPrivate, func(p *adp.RoomCreate) {
+		p.Policy = &adp.Policy{Invites: map[identity.AgentID]adp.Role{guest.AgentID(): adp.RoleSpeaker}, OpenRoles: []adp.Role{}}
+	})
+	var list identity.List[map[string]jsontext.Value]
+	k.getJSON(ctx, t, "/v1/me/rooms", guest.key, &list)
+	for _, r := range list.Result {
+		var id string
+		if json.Unmarshal(r["id"], &id) == nil && id == room {
+			t.Infof("the invited agent's entry: %s", short(r["member_status"]))
+			return
+		}
+	}
+	t.Fatalf("the agent's rooms do not list the private room that invites it: %s", short(mustJSON(list)))
+}
+
+// mustJSON encodes v for evidence.
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v, json.Deterministic(true))
+	return b
 }

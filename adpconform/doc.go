@@ -5,16 +5,22 @@
 //
 // A host that serves the 2026-09-24 draft (its discovery document is an
 // Agent Identity document, or [Options].Draft says so) is checked against
-// that draft's §22 instead ([ChecksFor]): host binding, open roles and
-// invitations, the signed join request and its review, the type conflict
-// rules and the type schema profile, the §5.1 freshness classes (messages
-// on one head, control writes first-wins, anchors), the record chain with
-// accepted_at, the archive committed by last_hash, live streams that end
-// with membership, the discovery document, the status shapes, and the
-// privacy of private and restricted rooms' reads. That suite is thinner
-// than the seed's: forged envelopes beyond a signature, quotas and the
-// finer privacy and status checks are not yet ported to it. The rest of
-// this comment describes the seed's suite.
+// that draft's §22 instead ([ChecksFor]): item 1's envelope verification
+// with forged hashes and signatures, non-canonical spellings, duplicate
+// members, unsafe integers, unknown members and bad actors, an event
+// posted to another room than its own, the live-write window, and nonces
+// with Max-Seen-Nonce (a held join request's included); host binding, open
+// roles and invitations, the signed join request and its review, the type
+// conflict rules and the type schema profile, the §5.1 freshness classes
+// (messages on one head, control writes first-wins, anchors, stale and
+// foreign bases), the record chain with accepted_at, the archive committed
+// by last_hash, live streams that end with membership, the discovery
+// document, /v1/me/rooms listing a room that invites the agent, the status
+// shapes, and the privacy of private and restricted rooms' reads. §22
+// names no quota, so that suite checks none (the seed's quota check is a
+// recommendation of its own §24); its privacy and status checks are
+// thinner than the seed's. The rest of this comment describes the seed's
+// suite.
 //
 // # What it checks
 //
