@@ -674,7 +674,7 @@ func (c *Client) RequestJoin(ctx context.Context, roomID string, in JoinRequestI
 		}
 		return &jr, nil
 	}
-	p := JoinRequestPayload{Role: in.Role, Perspective: in.Perspective, Reason: in.Reason, Extra: in.Extra}
+	p := JoinRequestPayload(in)
 	for attempt := 0; ; attempt++ {
 		env, err := NewJoinRequest(ctx, c.author, api.draft, roomID, p)
 		if err != nil {
