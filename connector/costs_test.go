@@ -44,8 +44,11 @@ func startHostProcess(t testing.TB) string {
 
 // TestSendMessageCosts counts the work of one room_send_message through
 // the engine against a host in another process: one Ed25519 verification
-// (the check of the connector's own signature right after signing) and one
-// record-hash computation. The host's answer carries the envelope just
+// (the check of the connector's own signature right after signing), one
+// record-hash computation, and one store commit flushed to the disk (the
+// outbox entry, before the envelope is sent; the accepted record's commit,
+// which removes that entry, needs no flush of its own: until it is durable
+// the entry is, and a replay is answered with the same record). The host's answer carries the envelope just
 // signed, matched by its bytes, and the live stream's copy of the record
 // is matched to the verified record: neither is verified again.
 func TestSendMessageCosts(t *testing.T) {
@@ -89,6 +92,7 @@ func TestSendMessageCosts(t *testing.T) {
 	opcount.Start()
 	defer opcount.Stop()
 	res := say(t, alice, room, "counted")
+	syncs := opcount.Read().SyncedCommits
 	waitFor(sse.KindRecord, res.Sync.HeadSeq)
 	// The host sends the status notice after the record's live copy: once
 	// the engine handled it, the copy was handled too.
@@ -99,5 +103,8 @@ func TestSendMessageCosts(t *testing.T) {
 	got := opcount.Stop()
 	if got.Verifies != 1 || got.RecordHashes != 1 {
 		t.Fatalf("one room_send_message: %d Ed25519 verifications and %d record hashes in the connector, want 1 and 1", got.Verifies, got.RecordHashes)
+	}
+	if syncs != 1 {
+		t.Fatalf("one room_send_message: %d store commits flushed to the disk, want 1", syncs)
 	}
 }

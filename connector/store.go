@@ -14,6 +14,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
+	"github.com/agentprotocols/go-sdk/internal/opcount"
 	"github.com/agentprotocols/go-sdk/internal/strictjson"
 )
 
@@ -22,6 +23,13 @@ import (
 // and deletes land, or none do); View sees a consistent snapshot.
 type stateStore interface {
 	Update(fn func(stateTx) error) error
+	// UpdateUnsynced is Update without flushing the commit to the disk:
+	// the commit survives the process being killed (it is in the page
+	// cache), and the next Update's flush makes it durable. A power loss
+	// or kernel crash before that flush may take it back or, since bbolt
+	// then does not order its pages before its meta page, leave the file
+	// unreadable; use it only for state the engine can fetch again.
+	UpdateUnsynced(fn func(stateTx) error) error
 	View(fn func(stateTx) error) error
 	Close() error
 }
@@ -31,6 +39,8 @@ type stateStore interface {
 type stateTx interface {
 	// Get decodes the value at (bucket, key) into v; false when absent.
 	Get(bucket, key string, v any) (bool, error)
+	// Has reports whether (bucket, key) holds a value, without reading it.
+	Has(bucket, key string) bool
 	// Put stores v as JSON at (bucket, key).
 	Put(bucket, key string, v any) error
 	// Delete removes (bucket, key); absent keys are not an error.
@@ -92,15 +102,29 @@ func openStateStore(dir string, lockTimeout time.Duration) (stateStore, error) {
 
 type boltStore struct{ db *bolt.DB }
 
-func (s *boltStore) Update(fn func(stateTx) error) error {
-	return s.db.Update(func(tx *bolt.Tx) error { return fn(boltTx{tx}) })
+func (s *boltStore) Update(fn func(stateTx) error) error { return s.update(true, fn) }
+
+func (s *boltStore) UpdateUnsynced(fn func(stateTx) error) error { return s.update(false, fn) }
+
+func (s *boltStore) update(sync bool, fn func(stateTx) error) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		// Writers hold bbolt's writer lock from here to the end of their
+		// commit, which is the only place bbolt reads NoSync: each commit
+		// applies its own choice.
+		s.db.NoSync = !sync
+		if sync {
+			opcount.SyncedCommit()
+		}
+		return fn(boltTx{tx})
+	})
 }
 
 func (s *boltStore) View(fn func(stateTx) error) error {
 	return s.db.View(func(tx *bolt.Tx) error { return fn(boltTx{tx}) })
 }
 
-func (s *boltStore) Close() error { return s.db.Close() }
+// Close flushes what unsynced commits left in the page cache, then closes.
+func (s *boltStore) Close() error { return errors.Join(s.db.Sync(), s.db.Close()) }
 
 type boltTx struct{ tx *bolt.Tx }
 
@@ -117,6 +141,11 @@ func (t boltTx) Get(bucket, key string, v any) (bool, error) {
 		return false, fmt.Errorf("connector: stored %s/%s: %w", bucket, key, err)
 	}
 	return true, nil
+}
+
+func (t boltTx) Has(bucket, key string) bool {
+	b := t.tx.Bucket([]byte(bucket))
+	return b != nil && b.Get([]byte(key)) != nil
 }
 
 func (t boltTx) Put(bucket, key string, v any) error {

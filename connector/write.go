@@ -243,20 +243,24 @@ func (e *Engine) write(ctx context.Context, session string, k roomKey, h *hostSt
 // follows the result's sync (§4.2: every result that carries sync
 // presents it).
 func (e *Engine) accepted(ctx context.Context, session string, k roomKey, h *hostState, outboxID string, rec *adp.Record) (*WriteResult, error) {
-	// A record the replica held already (a write re-sent after a crash)
-	// did not reach the hook: its entry goes here.
-	if err := e.dropOutboxIfPresent(outboxID); err != nil {
-		return nil, err
-	}
 	res := &WriteResult{Status: StatusSent, Record: rec.AppendJSON(nil)}
 	it := e.timelineItem(rec, e.registry(k), false)
 	res.Item = &it
-	var err error
-	if err = e.store.View(func(tx stateTx) error {
+	// A record the replica held already (a write re-sent after a crash)
+	// did not reach the hook: its entry goes here.
+	var pending bool
+	if err := e.store.View(func(tx stateTx) error {
+		var err error
+		pending = tx.Has(bOutbox, outboxID)
 		res.Sync, err = e.syncState(tx, k)
 		return err
 	}); err != nil {
 		return nil, err
+	}
+	if pending {
+		if err := e.dropOutbox(outboxID); err != nil {
+			return nil, err
+		}
 	}
 	if session != "" {
 		e.present(session, k, res.Sync)
@@ -304,21 +308,6 @@ func outboxID(n int64) string { return fmt.Sprintf("%020d", n) }
 
 func (e *Engine) dropOutbox(id string) error {
 	return e.store.Update(func(tx stateTx) error { return tx.Delete(bOutbox, id) })
-}
-
-// dropOutboxIfPresent is dropOutbox without a write transaction when the
-// entry is gone already.
-func (e *Engine) dropOutboxIfPresent(id string) error {
-	var present bool
-	if err := e.store.View(func(tx stateTx) error {
-		var ent outboxEntry
-		var err error
-		present, err = tx.Get(bOutbox, id, &ent)
-		return err
-	}); err != nil || !present {
-		return err
-	}
-	return e.dropOutbox(id)
 }
 
 // storedHash returns the hash of the stored record at seq.

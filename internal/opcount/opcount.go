@@ -1,6 +1,7 @@
 // Package opcount counts the costly operations whose number per request
-// tests assert: Ed25519 signature verifications (identity) and record-hash
-// computations (adp). Counting is off unless a test turns it on with
+// tests assert: Ed25519 signature verifications (identity), record-hash
+// computations (adp) and the connector's store commits flushed to the
+// disk. Counting is off unless a test turns it on with
 // Start; off, a counted operation costs one atomic load.
 package opcount
 
@@ -10,6 +11,7 @@ var (
 	on           atomic.Bool
 	verifies     atomic.Int64
 	recordHashes atomic.Int64
+	syncs        atomic.Int64
 )
 
 // Counts are the operations counted since Start.
@@ -18,6 +20,9 @@ type Counts struct {
 	Verifies int64
 	// RecordHashes is the number of record-hash computations.
 	RecordHashes int64
+	// SyncedCommits is the number of store transactions committed with
+	// an fsync.
+	SyncedCommits int64
 }
 
 // Start zeroes the counters and turns counting on, for the whole process:
@@ -26,6 +31,7 @@ type Counts struct {
 func Start() {
 	verifies.Store(0)
 	recordHashes.Store(0)
+	syncs.Store(0)
 	on.Store(true)
 }
 
@@ -37,7 +43,7 @@ func Stop() Counts {
 
 // Read returns what was counted since Start so far.
 func Read() Counts {
-	return Counts{Verifies: verifies.Load(), RecordHashes: recordHashes.Load()}
+	return Counts{Verifies: verifies.Load(), RecordHashes: recordHashes.Load(), SyncedCommits: syncs.Load()}
 }
 
 // Verify counts one Ed25519 signature verification.
@@ -51,5 +57,12 @@ func Verify() {
 func RecordHash() {
 	if on.Load() {
 		recordHashes.Add(1)
+	}
+}
+
+// SyncedCommit counts one store transaction committed with an fsync.
+func SyncedCommit() {
+	if on.Load() {
+		syncs.Add(1)
 	}
 }
