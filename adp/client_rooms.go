@@ -680,22 +680,40 @@ func (c *Client) RequestJoin(ctx context.Context, roomID string, in JoinRequestI
 		if err != nil {
 			return nil, err
 		}
-		b, _, err := c.do(ctx, request{method: http.MethodPost, path: path, body: env.AppendJSON(nil)})
+		jr, err := c.SubmitJoinRequest(ctx, roomID, env)
 		if attempt == 0 && c.observeMaxSeen(ctx, &err) {
 			continue
 		}
-		if err != nil {
-			return nil, err
-		}
-		jr, err := c.signedJoinRequest(api.draft, roomID, b)
-		if err != nil {
-			return nil, err
-		}
-		if jr.Signed.Hash() != env.Hash() {
-			return nil, identity.NewError(identity.CodeInvalidRequest, "host answered with another join request")
-		}
-		return jr, nil
+		return jr, err
 	}
+}
+
+// SubmitJoinRequest sends a signed room.join.request (2026-09-24 §10,
+// NewJoinRequest) to POST …/join-requests and returns the held request,
+// read as RequestJoin's answer is. Transport errors, 429 and 503 are
+// retried with the same envelope, whose exact resubmission the host
+// answers with the request it holds. It does not re-sign: RequestJoin
+// does.
+func (c *Client) SubmitJoinRequest(ctx context.Context, roomID string, env *envelope.Envelope) (*JoinRequestResource, error) {
+	api, err := c.hostAPI(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !rulesOf(api.draft).signedJoin {
+		return nil, identity.Errorf(identity.CodeInvalidEvent, "the %s draft has no room.join.request", api.draft)
+	}
+	b, _, err := c.do(ctx, request{method: http.MethodPost, path: api.roomURL(roomID) + "/join-requests", body: env.AppendJSON(nil)})
+	if err != nil {
+		return nil, err
+	}
+	jr, err := c.signedJoinRequest(api.draft, roomID, b)
+	if err != nil {
+		return nil, err
+	}
+	if jr.Signed.Hash() != env.Hash() {
+		return nil, identity.NewError(identity.CodeInvalidRequest, "host answered with another join request")
+	}
+	return jr, nil
 }
 
 // signedJoinRequest reads a 2026-09-24 join request resource (§10) into

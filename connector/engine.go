@@ -84,6 +84,22 @@ type hostState struct {
 	name   string // origin string
 	cfg    HostConfig
 	client *adp.Client // nil when disabled
+	// stored is the ADP draft (an adp.Draft) the store recorded for the
+	// host (its discovery document at first contact), 0 if none: the
+	// client is told it, so a restart needs no discovery read to speak it.
+	stored atomic.Int32
+}
+
+// draft is the ADP draft the host serves: the client's, once it knows it,
+// else the one stored with the host; a store that recorded none (written
+// before the connector recorded drafts) holds seed rooms.
+func (h *hostState) draft() adp.Draft {
+	if h.client != nil {
+		if d, ok := h.client.KnownDraft(); ok {
+			return d
+		}
+	}
+	return adp.Draft(h.stored.Load()).OrDefault()
 }
 
 type roomKey struct{ host, room string }
@@ -221,8 +237,14 @@ func Open(ctx context.Context, opts *Options) (*Engine, error) {
 			continue
 		}
 		hs := &hostState{name: name, cfg: h}
+		var sh storedHost
+		if err := st.View(func(tx stateTx) error { _, err := tx.Get(bHosts, name, &sh); return err }); err != nil {
+			st.Close()
+			return nil, err
+		}
+		hs.stored.Store(int32(sh.Draft))
 		if !h.Disabled {
-			c, err := adp.NewClient(name, &adp.ClientOptions{Signer: e.key.k, Nonces: e.nonces, HTTPClient: hc,
+			c, err := adp.NewClient(name, &adp.ClientOptions{Signer: e.key.k, Nonces: e.nonces, HTTPClient: hc, Draft: sh.Draft,
 				Now: e.now, AllowLoopbackHTTP: opts.AllowLoopbackHTTP, PageSize: opts.PageSize, MaxResponseSize: opts.MaxResponseSize,
 				// The client verifies into the engine's replicas, whose
 				// hook persists.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -11,8 +12,8 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/identity"
 	"github.com/agentprotocols/go-sdk/internal/strictjson"
-	"github.com/agentprotocols/go-sdk/packs"
 )
 
 func validRole(r string) bool {
@@ -39,18 +40,28 @@ func (e *Engine) CreateRoom(ctx context.Context, session string, in RoomCreateIn
 		}
 		p.Policy = &pol
 	}
+	draft, err := h.client.Draft(ctx)
+	if err != nil {
+		return nil, h.err(err)
+	}
+	if err := e.learnDraft(h); err != nil {
+		return nil, err
+	}
 	for _, t := range in.Types {
-		d, err := packs.ParseDeclaration(t)
+		d, err := draft.ParseDeclaration(t)
 		if err != nil {
 			return nil, err
 		}
 		p.Types = append(p.Types, d)
 	}
+	if draft != adp.Draft20260704 {
+		p.Host = h.name // 2026-09-24 §8.1: the room is bound to its host
+	}
 	if !e.limiter.allow() {
 		return nil, ErrRateLimited
 	}
 	e.writeMu.Lock()
-	env, err := adp.NewRoomCreate(ctx, e.author, p)
+	env, err := adp.NewRoomCreateIn(ctx, e.author, draft, p)
 	if err != nil {
 		e.writeMu.Unlock()
 		return nil, err
@@ -127,11 +138,22 @@ func (e *Engine) Join(ctx context.Context, session string, in RoomJoinInput) (*R
 		return nil, err
 	}
 	join := adp.Join{Role: adp.Role(in.Role)}
-	// ADP §10.2: a direct room.join is for public rooms only, and as
+	draft, err := h.client.Draft(ctx)
+	if err != nil {
+		return nil, h.err(err)
+	}
+	if err := e.learnDraft(h); err != nil {
+		return nil, err
+	}
+	if draft != adp.Draft20260704 && !e.directJoin(res, adp.Role(in.Role)) {
+		return e.requestJoin(ctx, session, k, h, sr, in)
+	}
+	// Seed §10.2: a direct room.join is for public rooms only, and as
 	// moderator only for an agent listed in policy.moderator_agent_ids;
 	// every other path goes through a join request (a listed moderator's
-	// request is what the host may approve at once).
-	if res != nil && res.Visibility == adp.VisibilityPublic && (in.Role != string(adp.RoleModerator) || isPolicyModerator(res.Policy, e)) {
+	// request is what the host may approve at once). 2026-09-24 §9.2: a
+	// role the policy opens, or invites the agent to, in any visibility.
+	if draft != adp.Draft20260704 || res != nil && res.Visibility == adp.VisibilityPublic && (in.Role != string(adp.RoleModerator) || isPolicyModerator(res.Policy, e)) {
 		if in.Perspective != "" {
 			join.Perspective = &in.Perspective
 		}
@@ -211,7 +233,7 @@ func (e *Engine) Join(ctx context.Context, session string, in RoomJoinInput) (*R
 		// Not readable before joining: anchor on the host's latest record.
 		// (A room_open refused before joining leaves an empty replica,
 		// which verifies nothing: it is not readable either.)
-		rec, err = e.blindSignal(ctx, k, h, req, adp.Base{RoomID: k.room, Seq: res.Seq, Hash: res.Hash})
+		rec, err = e.blindSignal(ctx, k, h, req, adp.Base{RoomID: k.room, Seq: res.Seq, Hash: res.Hash, Draft: draft})
 		if err != nil {
 			return nil, err
 		}
@@ -220,7 +242,7 @@ func (e *Engine) Join(ctx context.Context, session string, in RoomJoinInput) (*R
 		if err != nil {
 			return nil, err
 		}
-		if rec, err = adp.ParseRecord(wr.Record); err != nil {
+		if rec, err = adp.ParseRecordIn(h.draft(), wr.Record); err != nil {
 			return nil, err
 		}
 	}
@@ -245,6 +267,121 @@ func (e *Engine) Join(ctx context.Context, session string, in RoomJoinInput) (*R
 	out.Sync = &s
 	e.present(session, k, s)
 	return out, nil
+}
+
+// directJoin reports whether the room resource res (nil when hidden)
+// lets the agent join as role directly in the 2026-09-24 draft (§9.2):
+// the role is one the policy opens, or the one it invites the agent to.
+func (e *Engine) directJoin(res *adp.RoomResource, role adp.Role) bool {
+	if res == nil {
+		return false
+	}
+	return slices.Contains(res.Policy.EffectiveOpenRoles(res.Visibility), role) || res.Policy.Invites[e.agent] == role
+}
+
+// requestJoin is Join in the 2026-09-24 draft for a role that needs
+// approval (§10): the agent's signed room.join.request, held by the host
+// until a room.join.review that embeds it decides, and that review itself
+// makes the agent a member (no room.join follows). A pending request is
+// reported again (approval_required); an approved one opens the room and
+// reports the membership (joined); a rejected or expired one is replaced
+// by a new request unless the caller named it.
+func (e *Engine) requestJoin(ctx context.Context, session string, k roomKey, h *hostState, sr *storedRoom, in RoomJoinInput) (*RoomJoinResult, error) {
+	reqID := in.RequestID
+	if reqID == "" {
+		reqID = sr.JoinRequestID
+	}
+	var jr *adp.JoinRequestResource
+	var err error
+	if reqID != "" {
+		if jr, err = h.client.JoinRequest(ctx, k.room, reqID); err != nil {
+			return nil, h.err(err)
+		}
+		if in.RequestID == "" && jr.Status != adp.JoinPending && jr.Status != adp.JoinApproved {
+			jr = nil
+		}
+	}
+	if jr == nil {
+		p := adp.JoinRequestPayload{Role: adp.Role(in.Role), Extra: in.Extra}
+		if in.Perspective != "" {
+			p.Perspective = &in.Perspective
+		}
+		if in.Reason != "" {
+			p.Reason = &in.Reason
+		}
+		if jr, err = e.submitJoinRequest(ctx, k, h, p); err != nil {
+			return nil, err
+		}
+	}
+	if err := e.store.Update(func(tx stateTx) error {
+		sr, err := loadRoom(tx, k)
+		if err != nil {
+			return err
+		}
+		sr.JoinRequestID, sr.JoinRequestStatus, sr.JoinApprovedRole = jr.Request.ID, string(jr.Status), string(jr.ApprovedRole)
+		return tx.Put(bRooms, rkey(k.host, k.room), sr)
+	}); err != nil {
+		return nil, err
+	}
+	e.rt(k) // known now: its join request is polled and resolvable
+	raw, _ := json.Marshal(jr)
+	if jr.Status != adp.JoinApproved {
+		out := &RoomJoinResult{Status: "approval_required", JoinRequest: raw}
+		if rep := e.openReplica(k); rep != nil && rep.Latest().Seq > 0 {
+			out.Sync = e.syncOf(session, k)
+		}
+		return out, nil
+	}
+	// The approving review made the agent a member.
+	if _, err := e.openRoom(ctx, h, k.room, true); err != nil {
+		return nil, err
+	}
+	out := &RoomJoinResult{Status: "joined", JoinRequest: raw}
+	e.verified(k, func(room *adp.Room) {
+		if room == nil {
+			return
+		}
+		if m, ok := room.Member(e.agent); ok {
+			creator, _ := room.Creator()
+			mv := memberView(m, creator)
+			out.Member = &mv
+		}
+	})
+	out.Sync = e.syncOf(session, k)
+	return out, nil
+}
+
+// submitJoinRequest signs a room.join.request (2026-09-24 §10) and sends
+// it; its nonce is stored before it is sent, like a write's. It is not a
+// record, so it has no outbox entry: a request lost in transport is
+// simply asked again.
+func (e *Engine) submitJoinRequest(ctx context.Context, k roomKey, h *hostState, p adp.JoinRequestPayload) (*adp.JoinRequestResource, error) {
+	if !e.limiter.allow() {
+		return nil, ErrRateLimited
+	}
+	e.writeMu.Lock()
+	defer e.writeMu.Unlock()
+	for retried := false; ; retried = true {
+		env, err := adp.NewJoinRequest(ctx, e.author, h.draft(), k.room, p)
+		if err != nil {
+			return nil, err
+		}
+		if err := e.storeNonce(env.Event().Nonce); err != nil {
+			return nil, err
+		}
+		jr, err := h.client.SubmitJoinRequest(ctx, k.room, env)
+		var ie *identity.Error
+		if !retried && errors.As(err, &ie) && ie.Code == identity.CodeNonceNotGreater && ie.MaxSeenNonce > 0 {
+			if oerr := e.nonces.ObserveMaxSeenNonce(ctx, ie.MaxSeenNonce); oerr != nil {
+				return nil, errors.Join(err, oerr)
+			}
+			continue
+		}
+		if err != nil {
+			return nil, h.err(err)
+		}
+		return jr, nil
+	}
 }
 
 // hiddenRoom reports a room read refused the way a private room answers a
@@ -334,7 +471,11 @@ func (e *Engine) Review(ctx context.Context, session string, in JoinReviewInput)
 	if err != nil {
 		return nil, h.err(err)
 	}
-	rv := adp.JoinReview{Request: jr.Request, Decision: adp.Decision(in.Decision), Role: adp.Role(in.Role), Reason: in.Reason}
+	var rv any = adp.JoinReview{Request: jr.Request, Decision: adp.Decision(in.Decision), Role: adp.Role(in.Role), Reason: in.Reason}
+	if jr.Signed != nil {
+		// 2026-09-24 §10: the review embeds the signed request.
+		rv = adp.SignedJoinReview{Request: jr.Signed, Decision: adp.Decision(in.Decision), Role: adp.Role(in.Role), Reason: in.Reason}
+	}
 	payload, err := json.Marshal(rv)
 	if err != nil {
 		return nil, err

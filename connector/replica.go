@@ -48,9 +48,14 @@ func (e *Engine) replica(h *hostState, roomID string) (*adp.Replica, error) {
 	}); err != nil {
 		return nil, err
 	}
-	opts := &adp.ReplicaOptions{Admitted: func(ctx context.Context, recs []*adp.Record, room *adp.Room) error {
-		return e.admitted(k, recs, room)
-	}}
+	if err := e.learnDraft(h); err != nil {
+		return nil, err
+	}
+	opts := &adp.ReplicaOptions{
+		Room: adp.RoomOptions{Draft: h.draft(), AllowLoopbackHTTP: e.opts.AllowLoopbackHTTP},
+		Admitted: func(ctx context.Context, recs []*adp.Record, room *adp.Room) error {
+			return e.admitted(k, recs, room)
+		}}
 	rep := adp.NewReplica(roomID, opts)
 	if len(snap.Snapshot) > 0 {
 		var err error

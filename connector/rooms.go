@@ -22,6 +22,32 @@ func (e *Engine) IdentityCurrent(ctx context.Context) (*IdentityResult, error) {
 type storedHost struct {
 	Features      []string `json:"features"`
 	LastCheckedAt int64    `json:"last_checked_at"`
+	// Draft is the ADP draft the host's discovery document had at first
+	// contact (absent in stores written before it was recorded).
+	Draft adp.Draft `json:"draft,omitzero"`
+}
+
+// learnDraft records the draft h's client learned from the host's
+// discovery document with the host's stored metadata, once: a restart
+// then tells the client, and needs no discovery read to speak it. Never
+// call it within a store transaction.
+func (e *Engine) learnDraft(h *hostState) error {
+	d, ok := h.client.KnownDraft()
+	if !ok || d == adp.Draft(h.stored.Load()) {
+		return nil
+	}
+	err := e.store.Update(func(tx stateTx) error {
+		var sh storedHost
+		if _, err := tx.Get(bHosts, h.name, &sh); err != nil {
+			return err
+		}
+		sh.Draft = d
+		return tx.Put(bHosts, h.name, &sh)
+	})
+	if err == nil {
+		h.stored.Store(int32(d))
+	}
+	return err
 }
 
 // HostsList is agent_protocols_hosts_list: the operator allowlist with the
@@ -60,10 +86,11 @@ func (e *Engine) CheckHosts(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 			continue
 		}
-		sh := storedHost{Features: nonNil(d.Features), LastCheckedAt: e.now().UnixMilli()}
+		sh := storedHost{Features: nonNil(d.Features), LastCheckedAt: e.now().UnixMilli(), Draft: d.Draft}
 		if err := e.store.Update(func(tx stateTx) error { return tx.Put(bHosts, name, &sh) }); err != nil {
 			return err
 		}
+		h.stored.Store(int32(d.Draft))
 	}
 	e.notify(URIHosts)
 	return errors.Join(errs...)

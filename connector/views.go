@@ -102,8 +102,9 @@ func summarize(s string) string {
 
 // records reads stored records of a room with after < seq < before (0: no bound).
 func (e *Engine) records(tx stateTx, k roomKey, after, before int64, fn func(*adp.Record) bool) error {
+	d := e.draftOf(k.host)
 	return tx.ScanFrom(bRecords, rkey(k.host, k.room), reckey(k.host, k.room, after+1), func(key string, raw []byte) error {
-		rec, err := adp.ParseRecord(raw)
+		rec, err := adp.ParseRecordIn(d, raw)
 		if err != nil {
 			return err
 		}
@@ -345,4 +346,12 @@ func (e *Engine) MarkRead(ctx context.Context, in MarkReadInput) (*MarkReadResul
 	}
 	res.Sync = e.syncOf("", k)
 	return res, nil
+}
+
+// draftOf is the ADP draft of the rooms on host (hostState.draft).
+func (e *Engine) draftOf(host string) adp.Draft {
+	if h := e.hosts[host]; h != nil {
+		return h.draft()
+	}
+	return adp.DefaultDraft
 }

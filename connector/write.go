@@ -62,6 +62,34 @@ func kindOf(typ string, reg *packs.Registry) (string, error) {
 	return "", identity.Errorf(adp.CodeTypeNotDefined, "type %q is not defined in this room", clip(typ))
 }
 
+// staleRule returns when a write of typ based on a record is stale in
+// draft d, given the room head: its freshness class's rule (seed §6.1:
+// every write but a signal is based on the head exactly; 2026-09-24 §5.1:
+// a message or control write is based at or after the head, so a
+// message arriving, which does not move the head, leaves a held message
+// or control draft fresh; contract and signal writes need only an
+// anchor). It is nil for a write the head never makes stale.
+func staleRule(d adp.Draft, typ string, reg *packs.Registry) (func(base, head adp.RecordRef) bool, error) {
+	if _, err := kindOf(typ, reg); err != nil {
+		return nil, err
+	}
+	var def *packs.Definition
+	if !d.IsBuiltin(typ) && reg != nil {
+		def = reg.Lookup(typ)
+	}
+	class, ok := adp.ClassOf(d, typ, def)
+	if !ok {
+		return nil, identity.Errorf(adp.CodeTypeNotDefined, "type %q has no freshness class in the %s draft", clip(typ), d)
+	}
+	switch class.Rule(d).Base {
+	case adp.BaseAtHead:
+		return func(base, head adp.RecordRef) bool { return base != head }, nil
+	case adp.BaseAtOrAfterHead:
+		return func(base, head adp.RecordRef) bool { return base.Seq < head.Seq }, nil
+	}
+	return nil, nil
+}
+
 func parseMentions(ms []string) ([]identity.AgentID, error) {
 	out := make([]identity.AgentID, 0, len(ms))
 	for _, m := range ms {
@@ -134,11 +162,13 @@ func (e *Engine) write(ctx context.Context, session string, k roomKey, h *hostSt
 			return nil, err
 		}
 	}
-	kind, err := kindOf(req.Type, e.registry(k))
+	draft := h.draft()
+	stale, err := staleRule(draft, req.Type, e.registry(k))
 	if err != nil {
 		return nil, err
 	}
-	signal := kind == string(adp.CategorySignal)
+	// headBound: the host checks the base against the room head.
+	headBound := stale != nil
 	// The base: explicit, else the presented head, else the current one.
 	var base adp.RecordRef
 	switch {
@@ -174,7 +204,7 @@ func (e *Engine) write(ctx context.Context, session string, k roomKey, h *hostSt
 			// A room that keeps moving under every attempt: hold, never loop.
 			return e.mismatch(session, k, req, base, OnMismatchHold)
 		}
-		if head := rep.Head(); !signal && base != head {
+		if head := rep.Head(); headBound && stale(base, head) {
 			// The room moved since what the agent saw.
 			if o.policy == OnMismatchSendAnyway && req.Attempts < e.opts.MaxResign {
 				req.Attempts++
@@ -187,14 +217,14 @@ func (e *Engine) write(ctx context.Context, session string, k roomKey, h *hostSt
 		if !adp.IsBuiltin(req.Type) {
 			reg = e.registry(k)
 		}
-		env, err := e.sign(ctx, req, adp.Base{RoomID: k.room, Seq: base.Seq, Hash: base.Hash}, reg)
+		env, err := e.sign(ctx, req, adp.Base{RoomID: k.room, Seq: base.Seq, Hash: base.Hash, Draft: draft}, reg)
 		if err != nil {
 			return nil, err
 		}
 		// Local validation against the verified room (every host rule,
 		// the registry's payload schema included) before anything is sent.
 		if err := rep.Check(ctx, env, e.now()); err != nil {
-			if errors.Is(err, adp.ErrRoomHeadMismatch) && !signal {
+			if errors.Is(err, adp.ErrRoomHeadMismatch) && headBound {
 				continue // the head moved between our check and now
 			}
 			return nil, err
@@ -210,7 +240,7 @@ func (e *Engine) write(ctx context.Context, session string, k roomKey, h *hostSt
 			switch {
 			case transient(err):
 				return nil, fmt.Errorf("%w: %v", ErrPendingOutbox, err)
-			case errors.As(err, &hm) && !signal:
+			case errors.As(err, &hm) && headBound:
 				if derr := e.dropOutbox(id); derr != nil {
 					return nil, derr
 				}
@@ -303,6 +333,21 @@ func (e *Engine) recordOutbox(env *envelope.Envelope, ent *outboxEntry) (string,
 	return id, err
 }
 
+// storeNonce persists nonce n, used by a signed event that has no outbox
+// entry (a join request), before it is sent.
+func (e *Engine) storeNonce(n int64) error {
+	return e.store.Update(func(tx stateTx) error {
+		var saved int64
+		if _, err := tx.Get(bMeta, "nonce", &saved); err != nil {
+			return err
+		}
+		if n <= saved {
+			return fmt.Errorf("connector: nonce %d is not above the stored nonce %d", n, saved)
+		}
+		return tx.Put(bMeta, "nonce", n)
+	})
+}
+
 // outboxID is the outbox key of the write signed with nonce n.
 func outboxID(n int64) string { return fmt.Sprintf("%020d", n) }
 
@@ -320,7 +365,7 @@ func (e *Engine) storedHash(k roomKey, seq int64) (envelope.Hash, error) {
 		if err != nil || !ok {
 			return err
 		}
-		rec, err := adp.ParseRecord(raw)
+		rec, err := adp.ParseRecordIn(e.draftOf(k.host), raw)
 		if err != nil {
 			return err
 		}
