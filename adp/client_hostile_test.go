@@ -448,3 +448,44 @@ func TestClientAttemptTimeout(t *testing.T) {
 		t.Fatalf("GetRoom after %v: %v", time.Since(start), err)
 	}
 }
+
+// TestClientDraftWithoutDiscovery: a client not told its host's draft
+// reads the discovery document once; a host without one (not_found, the
+// document being a SHOULD) serves the default draft, while a failed read
+// (a 503) is an error the next call tries again, never a guess.
+func TestClientDraftWithoutDiscovery(t *testing.T) {
+	var reads atomic.Int64
+	var fail atomic.Bool
+	fail.Store(true)
+	url := rawHost(t, func(w http.ResponseWriter, r *http.Request) {
+		reads.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		if fail.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.Write([]byte(`{"error":{"code":"service_unavailable","message":"later"}}`))
+			return
+		}
+		w.WriteHeader(http.StatusNotFound)
+		w.Write([]byte(`{"error":{"code":"not_found","message":"no document"}}`))
+	})
+	// Not rawClient, which tells the seed draft: this client reads it.
+	c, err := adp.NewClient(url, &adp.ClientOptions{Signer: hostileKey("victim"), AllowLoopbackHTTP: true, Retries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Draft(context.Background()); err == nil {
+		t.Fatal("a failed discovery read gave a draft")
+	}
+	if _, ok := c.KnownDraft(); ok {
+		t.Fatal("a failed discovery read was kept")
+	}
+	fail.Store(false)
+	d, err := c.Draft(context.Background())
+	if err != nil || d != adp.Draft20260704 {
+		t.Fatalf("a host without a discovery document: %v, %v", d, err)
+	}
+	n := reads.Load()
+	if _, err := c.Draft(context.Background()); err != nil || reads.Load() != n {
+		t.Fatalf("the draft was read again: %v, %d reads", err, reads.Load())
+	}
+}

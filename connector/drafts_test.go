@@ -104,6 +104,15 @@ func TestEngineDrafts(t *testing.T) {
 				t.Fatalf("a message on a head a control write moved: %s", w.Status)
 			}
 
+			// A public room: an observer joins directly (seed §10.2; the
+			// 2026-09-24 draft's default open role, §9.2).
+			pub := createRoom(t, alice, host)
+			carol := openTest(t, t.TempDir(), testKey(t, "carol"), host, func(o *Options) { o.NoSubscribe = true })
+			defer carol.Close()
+			if r := must[*RoomJoinResult](t)(carol.Join(ctx, "c", RoomJoinInput{Host: host, RoomID: pub, Role: "observer"})); r.Status != "joined" || len(r.Record) == 0 {
+				t.Fatalf("an observer's join of a public room: %+v", r)
+			}
+
 			// A restart with the host down: the draft is the stored one.
 			bob.Close()
 			down := &http.Client{Transport: roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, errors.New("host down") })}
