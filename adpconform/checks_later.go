@@ -232,18 +232,35 @@ func checkLaterInvite(ctx context.Context, t *T) {
 	t.k.laterWrite(ctx, t, room, guest.laterSign(ctx, t, adp.TypeRoomJoin, room, head, `{"role":"speaker"}`), "the invited agent's room.join")
 }
 
-func checkLaterSignedJoin(ctx context.Context, t *T) {
-	k := t.k
-	c, room, head := k.laterRoom(ctx, t, "signed join", adp.VisibilityRestricted, func(p *adp.RoomCreate) {
+// laterApplied creates a restricted room that opens no role and submits a
+// fresh agent's signed room.join.request for speaker to it, which the host
+// must take; it returns the room's creator, ID and head, the applicant,
+// its request and the answer.
+func (k *kit) laterApplied(ctx context.Context, t *T, purpose string) (c *agent, room string, head adp.RecordRef, app *agent, req *envelope.Envelope, ans *answer) {
+	c, room, head = k.laterRoom(ctx, t, purpose, adp.VisibilityRestricted, func(p *adp.RoomCreate) {
 		p.Policy = &adp.Policy{OpenRoles: []adp.Role{}}
 	})
-	app := k.newAgent(t)
+	app = k.newAgent(t)
 	req, err := adp.NewJoinRequest(ctx, app.Author(), later, room, adp.JoinRequestPayload{Role: adp.RoleSpeaker})
 	t.ok(err, "sign a room.join.request")
-	path := "/v1/rooms/" + room + "/join-requests"
-	ans, err := k.do(ctx, http.MethodPost, path, req.AppendJSON(nil), "", nil)
-	t.ok(err, "POST "+path)
+	ans = k.postJoinRequest(ctx, t, room, req)
 	t.ok(ans.err(), "submit a signed room.join.request without a request JWT")
+	return c, room, head, app, req, ans
+}
+
+// postJoinRequest posts env to the room's join requests, with no request
+// JWT (§10).
+func (k *kit) postJoinRequest(ctx context.Context, t *T, room string, env *envelope.Envelope) *answer {
+	path := "/v1/rooms/" + room + "/join-requests"
+	ans, err := k.do(ctx, http.MethodPost, path, env.AppendJSON(nil), "", nil)
+	t.ok(err, "POST "+path)
+	return ans
+}
+
+func checkLaterSignedJoin(ctx context.Context, t *T) {
+	k := t.k
+	c, room, head, app, req, ans := k.laterApplied(ctx, t, "signed join")
+	path := "/v1/rooms/" + room + "/join-requests"
 	var jr adp.SignedJoinRequestResource
 	if err := json.Unmarshal(ans.body, &jr, json.RejectUnknownMembers(false)); err != nil {
 		t.Fatalf("the join request resource: %v: %s", err, short(ans.body))
@@ -631,25 +648,14 @@ func checkLaterNonce(ctx context.Context, t *T) {
 			"another message with nonce "+strconv.FormatInt(nonce-n, 10)+" from the accepted one")
 	}
 	// A held join request is a live write too (§10): its nonce counts.
-	_, room2, _ := k.laterRoom(ctx, t, "nonce join request", adp.VisibilityRestricted, func(p *adp.RoomCreate) {
-		p.Policy = &adp.Policy{OpenRoles: []adp.Role{}}
-	})
-	app := k.newAgent(t)
-	req, err := adp.NewJoinRequest(ctx, app.Author(), later, room2, adp.JoinRequestPayload{Role: adp.RoleSpeaker})
-	t.ok(err, "sign a room.join.request")
-	path := "/v1/rooms/" + room2 + "/join-requests"
-	ans, err := k.do(ctx, http.MethodPost, path, req.AppendJSON(nil), "", nil)
-	t.ok(err, "POST "+path)
-	t.ok(ans.err(), "a signed room.join.request")
+	_, room2, _, app, req, _ := k.laterApplied(ctx, t, "nonce join request")
 	roomField, _ := jsontext.AppendQuote(nil, room2)
 	again, err := envelope.Sign(ctx, app.key, envelope.Event{
 		Protocol: adp.Protocol, Type: adp.TypeRoomJoinRequest, Actor: app.AgentID(), CreatedAt: k.now(), Nonce: req.Event().Nonce,
 		Payload: jsontext.Value(`{"role":"observer"}`), Ext: envelope.Fields{{Name: adp.FieldRoomID, Value: roomField}},
 	})
 	t.ok(err, "sign a room.join.request")
-	ans, err = k.do(ctx, http.MethodPost, path, again.AppendJSON(nil), "", nil)
-	t.ok(err, "POST "+path)
-	laterNonceRefused(t, ans.err(), req.Event().Nonce, "another room.join.request with the held request's nonce")
+	laterNonceRefused(t, k.postJoinRequest(ctx, t, room2, again).err(), req.Event().Nonce, "another room.join.request with the held request's nonce")
 }
 
 func checkLaterStaleBase(ctx context.Context, t *T) {
