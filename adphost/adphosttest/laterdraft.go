@@ -36,19 +36,24 @@ import (
 // direct joins by an open role and by an invitation, and
 // approval_required for a role neither opens (§9.2); a signed
 // room.join.request held by the host (§10), answered again on exact
-// resubmission, listed for the creator, and decided by a
+// resubmission (by a second Host on the same store too, which refuses
+// another request of the applicant below the held one's nonce with
+// nonce_not_greater), listed for the creator, and decided by a
 // room.join.review that embeds it and itself makes the applicant a
 // member, after which the request reads approved with the review's event
 // ID and a second review is join_request_not_pending; two messages on one
 // head both accepted without moving it, and two control writes on one
 // head of which the first wins and the second is room_head_mismatch
-// (§5.1); records and the room resource carrying accepted_at; public
+// (§5.1); records and the room resource carrying accepted_at; a
 // private room read and joined by the agent it invites, to which an
-// outsider's join is approval_required and any other write room_not_found;
+// outsider's join is approval_required and any other write room_not_found,
+// and which /v1/me/rooms lists for each agent its invitations name, as
+// room.create and room.update set them (§15);
 // public discovery at GET /v1/rooms listing the restricted room's
 // resource and not the private one (§17); and the ended room's archive
-// served as the draft's manifest and record log, which verify (§18).
-// The store must be empty.
+// served as the draft's manifest, record log and the external pack
+// document its packs name, which verify offline (§18). The store must be
+// empty.
 func CheckLaterDraft(t *testing.T, store adphost.Store) {
 	t.Helper()
 	var clock atomic.Int64
@@ -224,6 +229,25 @@ func CheckLaterDraft(t *testing.T, store adphost.Store) {
 	w.do("GET", "/v1/me/rooms?membership=active", nil, obs, 200, &mine)
 	if len(mine.Result) != 2 || !slices.ContainsFunc(mine.Result, func(s adp.RoomSummary) bool { return s.ID == roomID && s.Role == adp.RoleSpeaker }) {
 		t.Fatalf("the invitee's rooms once it joined: %s", w.last)
+	}
+	// A room.update's invitations replace the room's: its new invitee
+	// lists the room, and no longer once the invitation is withdrawn.
+	listed := func(who *envelope.Author) *adp.RoomSummary {
+		w.do("GET", "/v1/me/rooms", nil, who, 200, &mine)
+		for i, s := range mine.Result {
+			if s.ID == roomID {
+				return &mine.Result[i]
+			}
+		}
+		return nil
+	}
+	w.write(proom, w.sign(creator, adp.TypeRoomUpdate, roomID, phead, fmt.Sprintf(`{"policy":{"invites":{%q:"observer"},"open_roles":[]}}`, spk.AgentID())))
+	if s := listed(spk); s == nil || s.MemberStatus != "invited" || s.Role != adp.RoleObserver {
+		t.Fatalf("the room.update's invitee: %s", w.last)
+	}
+	w.write(proom, w.sign(creator, adp.TypeRoomUpdate, roomID, phead, `{"policy":{"open_roles":[]}}`))
+	if s := listed(spk); s != nil {
+		t.Fatalf("a withdrawn invitation still lists the room: %s", w.last)
 	}
 
 	var rooms identity.List[map[string]jsontext.Value]
