@@ -27,7 +27,7 @@ func TestWriteRouteIsTheMuxs(t *testing.T) {
 		{"POST", "/v1/rooms/public"},
 		{"POST", "/v1/rooms/a.b"},
 		{"POST", "/v1/rooms/a%20b"},
-		{"POST", "/v1/rooms/%C3%A9"},
+		{"POST", "/v1/rooms/%c3%a9"}, // é, percent-encoded
 		{"POST", "/v1/rooms/a%2Fb"},
 		{"POST", "/v1/rooms/a%2fb"},
 		{"POST", "/v1/rooms/"},
