@@ -45,10 +45,9 @@ func startHostProcess(t testing.TB) string {
 // TestSendMessageCosts counts the work of one room_send_message through
 // the engine against a host in another process: one Ed25519 verification
 // (the check of the connector's own signature right after signing), one
-// record-hash computation, and one store commit flushed to the disk (the
-// outbox entry, before the envelope is sent; the accepted record's commit,
-// which removes that entry, needs no flush of its own: until it is durable
-// the entry is, and a replay is answered with the same record). The host's answer carries the envelope just
+// record-hash computation, and two store commits flushed to the disk (the
+// outbox entry, before the envelope is sent, and the accepted record with
+// the entry's removal). The host's answer carries the envelope just
 // signed, matched by its bytes, and the live stream's copy of the record
 // is matched to the verified record: neither is verified again.
 func TestSendMessageCosts(t *testing.T) {
@@ -104,7 +103,7 @@ func TestSendMessageCosts(t *testing.T) {
 	if got.Verifies != 1 || got.RecordHashes != 1 {
 		t.Fatalf("one room_send_message: %d Ed25519 verifications and %d record hashes in the connector, want 1 and 1", got.Verifies, got.RecordHashes)
 	}
-	if syncs != 1 {
-		t.Fatalf("one room_send_message: %d store commits flushed to the disk, want 1", syncs)
+	if syncs != 2 {
+		t.Fatalf("one room_send_message: %d store commits flushed to the disk, want 2", syncs)
 	}
 }

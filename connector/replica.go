@@ -131,7 +131,7 @@ func (e *Engine) admitted(k roomKey, add []*adp.Record, room *adp.Room) error {
 	backfilling := e.rooms[k] != nil && e.rooms[k].backfill
 	e.mu.Unlock()
 	var newInbox, changedState bool
-	err := e.store.UpdateUnsynced(func(tx stateTx) error {
+	err := e.store.Update(func(tx stateTx) error {
 		sr, err := loadRoom(tx, k)
 		if err != nil {
 			return err

@@ -23,13 +23,6 @@ import (
 // and deletes land, or none do); View sees a consistent snapshot.
 type stateStore interface {
 	Update(fn func(stateTx) error) error
-	// UpdateUnsynced is Update without flushing the commit to the disk:
-	// the commit survives the process being killed (it is in the page
-	// cache), and the next Update's flush makes it durable. A power loss
-	// or kernel crash before that flush may take it back or, since bbolt
-	// then does not order its pages before its meta page, leave the file
-	// unreadable; use it only for state the engine can fetch again.
-	UpdateUnsynced(fn func(stateTx) error) error
 	View(fn func(stateTx) error) error
 	Close() error
 }
@@ -102,19 +95,14 @@ func openStateStore(dir string, lockTimeout time.Duration) (stateStore, error) {
 
 type boltStore struct{ db *bolt.DB }
 
-func (s *boltStore) Update(fn func(stateTx) error) error { return s.update(true, fn) }
-
-func (s *boltStore) UpdateUnsynced(fn func(stateTx) error) error { return s.update(false, fn) }
-
-func (s *boltStore) update(sync bool, fn func(stateTx) error) error {
+// Update commits with bbolt's flushes: its pages, then its meta page.
+// Every commit is flushed because bbolt orders its pages before its meta
+// page only through those flushes: an unflushed commit that a power loss
+// catches half written back can leave the file unreadable, not merely
+// older.
+func (s *boltStore) Update(fn func(stateTx) error) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
-		// Writers hold bbolt's writer lock from here to the end of their
-		// commit, which is the only place bbolt reads NoSync: each commit
-		// applies its own choice.
-		s.db.NoSync = !sync
-		if sync {
-			opcount.SyncedCommit()
-		}
+		opcount.SyncedCommit()
 		return fn(boltTx{tx})
 	})
 }
@@ -123,8 +111,7 @@ func (s *boltStore) View(fn func(stateTx) error) error {
 	return s.db.View(func(tx *bolt.Tx) error { return fn(boltTx{tx}) })
 }
 
-// Close flushes what unsynced commits left in the page cache, then closes.
-func (s *boltStore) Close() error { return errors.Join(s.db.Sync(), s.db.Close()) }
+func (s *boltStore) Close() error { return s.db.Close() }
 
 type boltTx struct{ tx *bolt.Tx }
 
