@@ -188,24 +188,8 @@ func (e *Engine) Join(ctx context.Context, session string, in RoomJoinInput) (*R
 				return nil, h.err(err)
 			}
 		}
-		if err := e.store.Update(func(tx stateTx) error {
-			sr, err := loadRoom(tx, k)
-			if err != nil {
-				return err
-			}
-			sr.JoinRequestID, sr.JoinRequestStatus, sr.JoinApprovedRole = jr.Request.ID, string(jr.Status), string(jr.ApprovedRole)
-			return tx.Put(bRooms, rkey(k.host, k.room), sr)
-		}); err != nil {
-			return nil, err
-		}
-		e.rt(k) // known now: its join request is polled and resolvable
-		raw, _ := json.Marshal(jr)
-		if jr.Status != adp.JoinApproved {
-			out := &RoomJoinResult{Status: "approval_required", JoinRequest: raw}
-			if rep := e.openReplica(k); rep != nil && rep.Latest().Seq > 0 {
-				out.Sync = e.syncOf(session, k)
-			}
-			return out, nil
+		if out, err := e.keepJoinRequest(session, k, jr); out != nil || err != nil {
+			return out, err
 		}
 		if res == nil {
 			// An approved applicant may read the room (§11).
@@ -250,16 +234,7 @@ func (e *Engine) Join(ctx context.Context, session string, in RoomJoinInput) (*R
 		return nil, err
 	}
 	out := &RoomJoinResult{Status: "joined", Record: rec.AppendJSON(nil)}
-	e.verified(k, func(room *adp.Room) {
-		if room == nil {
-			return
-		}
-		if m, ok := room.Member(e.agent); ok {
-			creator, _ := room.Creator()
-			mv := memberView(m, creator)
-			out.Member = &mv
-		}
-	})
+	out.Member = e.ownMember(k)
 	var s SyncState
 	if err := e.store.View(func(tx stateTx) error { s, err = e.syncState(tx, k); return err }); err != nil {
 		return nil, err
@@ -313,6 +288,41 @@ func (e *Engine) requestJoin(ctx context.Context, session string, k roomKey, h *
 			return nil, err
 		}
 	}
+	if out, err := e.keepJoinRequest(session, k, jr); out != nil || err != nil {
+		return out, err
+	}
+	// The approving review made the agent a member.
+	if _, err := e.openRoom(ctx, h, k.room, true); err != nil {
+		return nil, err
+	}
+	raw, _ := json.Marshal(jr)
+	out := &RoomJoinResult{Status: "joined", JoinRequest: raw}
+	out.Member = e.ownMember(k)
+	out.Sync = e.syncOf(session, k)
+	return out, nil
+}
+
+// ownMember is the agent's member view in the room's verified state, nil
+// if it is not a member there.
+func (e *Engine) ownMember(k roomKey) *RoomMemberView {
+	var out *RoomMemberView
+	e.verified(k, func(room *adp.Room) {
+		if room == nil {
+			return
+		}
+		if m, ok := room.Member(e.agent); ok {
+			creator, _ := room.Creator()
+			mv := memberView(m, creator)
+			out = &mv
+		}
+	})
+	return out
+}
+
+// keepJoinRequest stores the agent's join request of the room (its id,
+// status and approved role) and, unless it is approved, returns the
+// approval_required result with it.
+func (e *Engine) keepJoinRequest(session string, k roomKey, jr *adp.JoinRequestResource) (*RoomJoinResult, error) {
 	if err := e.store.Update(func(tx stateTx) error {
 		sr, err := loadRoom(tx, k)
 		if err != nil {
@@ -324,30 +334,14 @@ func (e *Engine) requestJoin(ctx context.Context, session string, k roomKey, h *
 		return nil, err
 	}
 	e.rt(k) // known now: its join request is polled and resolvable
+	if jr.Status == adp.JoinApproved {
+		return nil, nil
+	}
 	raw, _ := json.Marshal(jr)
-	if jr.Status != adp.JoinApproved {
-		out := &RoomJoinResult{Status: "approval_required", JoinRequest: raw}
-		if rep := e.openReplica(k); rep != nil && rep.Latest().Seq > 0 {
-			out.Sync = e.syncOf(session, k)
-		}
-		return out, nil
+	out := &RoomJoinResult{Status: "approval_required", JoinRequest: raw}
+	if rep := e.openReplica(k); rep != nil && rep.Latest().Seq > 0 {
+		out.Sync = e.syncOf(session, k)
 	}
-	// The approving review made the agent a member.
-	if _, err := e.openRoom(ctx, h, k.room, true); err != nil {
-		return nil, err
-	}
-	out := &RoomJoinResult{Status: "joined", JoinRequest: raw}
-	e.verified(k, func(room *adp.Room) {
-		if room == nil {
-			return
-		}
-		if m, ok := room.Member(e.agent); ok {
-			creator, _ := room.Creator()
-			mv := memberView(m, creator)
-			out.Member = &mv
-		}
-	})
-	out.Sync = e.syncOf(session, k)
 	return out, nil
 }
 
