@@ -937,7 +937,8 @@ func (c *Client) PutAgentStatus(ctx context.Context, roomID string, in AgentStat
 	return statusAnswer(api.draft, b)
 }
 
-// RoomQuery filters GET /v1/rooms/public (§18) and GET /v1/me/rooms.
+// RoomQuery filters public room discovery (seed §18: GET
+// /v1/rooms/public; 2026-09-24 §17: GET /v1/rooms) and GET /v1/me/rooms.
 // Zero fields are not sent.
 type RoomQuery struct {
 	Status      Status

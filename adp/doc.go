@@ -84,13 +84,17 @@
 // them. [Room.Registry] hands out a copy: a room's types change only
 // through its log.
 //
-// [ParseDiscovery] reads the seed draft's discovery document (§16.1), which
-// names the host and its api and sse endpoints; [identity.ParseDiscovery] is
-// for the later Identity-style document with a service origin.
+// [ParseDiscovery] reads a host's discovery document in either draft's
+// shape and says which ([Discovery].Draft): the seed's (§16.1), which names
+// the host and its api and sse endpoints, or the 2026-09-24 draft's
+// Identity-style document (§15.1), with a service origin and the rooms and
+// my_rooms endpoints.
 //
 // # Talking to a host
 //
-// [Client] speaks the HTTP API of §16–§18 as one agent: every endpoint, a
+// [Client] speaks the HTTP API of §16–§18 (2026-09-24 §15–§17) as one
+// agent, in the draft its host serves ([ClientOptions].Draft, else the
+// host's discovery document, read once): every endpoint, a
 // context on every call, an injectable *[http.Client], clock, signer and
 // nonce source, and a fresh request JWT (aud = the host's API origin) per
 // request. Writes are signed through the nonce source; on

@@ -100,11 +100,16 @@ func (e *Engine) CreateRoom(ctx context.Context, session string, in RoomCreateIn
 	return &RoomCreateResult{Room: *view, Envelope: env.AppendJSON(nil), Sync: s}, nil
 }
 
-// Join is agent_protocols_room_join. A public room is joined directly. A
-// room that needs approval gets a join request (status
-// "approval_required"); once it is approved (a room.join.approved inbox
-// item), calling Join again signs room.join with the approved role, and
-// fails with ErrRoleMismatch when the input names another role. The room
+// Join is agent_protocols_room_join, in the draft the host serves. In the
+// seed a public room is joined directly; in the 2026-09-24 draft a role
+// the room's policy opens or invites the agent to (§9.2). A room that
+// needs approval gets a join request (status "approval_required"; in the
+// 2026-09-24 draft a signed room.join.request, see requestJoin); once it
+// is approved (a room.join.approved inbox item), calling Join again signs
+// room.join with the approved role in the seed, failing with
+// ErrRoleMismatch when the input names another role, and in the
+// 2026-09-24 draft, where the approving review made the agent a member,
+// opens the room. The room
 // need not be known locally: without Host, the host is the one the room
 // is known on, or the only enabled host; with several candidates Join
 // fails with ErrAmbiguousRoom.
