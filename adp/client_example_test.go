@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"strings"
 	"time"
 
 	"github.com/agentprotocols/go-sdk/adp"
+	"github.com/agentprotocols/go-sdk/adphost"
 	"github.com/agentprotocols/go-sdk/adphost/adphosttest"
 	"github.com/agentprotocols/go-sdk/identity"
 )
@@ -105,4 +107,43 @@ func ExampleReplica() {
 	// persist 1 room.create
 	// persist 2 message.create
 	// latest 2
+}
+
+// A Client learns the draft its host serves from the host's discovery
+// document and speaks it: here a host of the 2026-09-24 draft, whose
+// room.create the client binds to the host and whose records carry
+// accepted_at.
+func ExampleClient_Draft() {
+	ctx := context.Background()
+	host, srv, err := adphosttest.NewUnstarted(&adphost.Options{Draft: adp.Draft20260924})
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv.Start()
+	defer srv.Close()
+	defer host.Close()
+
+	key, err := identity.NewKeyFromSeed(make([]byte, identity.SeedSize))
+	if err != nil {
+		log.Fatal(err)
+	}
+	client, err := adp.NewClient(srv.URL, &adp.ClientOptions{Signer: key, AllowLoopbackHTTP: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	d, err := client.Draft(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	now := time.Now()
+	created, err := client.CreateRoom(ctx, adp.RoomCreate{
+		Topic: "Release checklist", Visibility: adp.VisibilityPublic,
+		StartTime: now.UnixMilli(), EndTime: now.Add(time.Hour).UnixMilli(),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(d, created.Draft, strings.Contains(string(created.AppendJSON(nil)), `"accepted_at"`))
+	// Output:
+	// 2026-09-24 2026-09-24 true
 }
