@@ -45,20 +45,7 @@ func TestHTTPResumableStream(t *testing.T) {
 	// The stream may not be attached yet when GET's headers arrive; a
 	// notification before that is stored, not lost, but only a resumed
 	// stream replays it, so poke until the live stream carries one.
-	var ev [2]string
-	for deadline := time.Now().Add(10 * time.Second); ev[1] == ""; {
-		notify()
-		select {
-		case e := <-ch:
-			if strings.Contains(e[1], "resources/updated") {
-				ev = e
-			}
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no notification on the GET stream")
-		}
-	}
+	ev := notifiedOn(t, c, ch)
 	t.Logf("first event %q", ev[0])
 	if ev[0] == "" {
 		t.Fatalf("SSE event without id: %v", ev)
@@ -87,28 +74,9 @@ func TestHTTPResumeGone(t *testing.T) {
 	c.http.ReplayBytes = 1024
 	r := newRawHTTP(t, serveHTTP(t, c))
 	get := r.getStream
-	// Waits for a notification on ch, poking until one arrives (the
-	// stream may attach after its headers).
-	notified := func(ch chan [2]string) [2]string {
-		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_ = c.srv.MCP().ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: connector.URIDraftsHeld})
-			cancel()
-			select {
-			case ev := <-ch:
-				if strings.Contains(ev[1], "resources/updated") {
-					return ev
-				}
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-		t.Fatal("no notification on the stream")
-		return [2]string{}
-	}
 	r.post(`{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"`+connector.URIDraftsHeld+`"}}`, nil).Body.Close()
 	resp, ch := get("")
-	seen := notified(ch)[0]
+	seen := notifiedOn(t, c, ch)[0]
 	resp.Body.Close()
 	// Other traffic evicts the stream's events from the 1 KiB buffer.
 	for i := range 3 {
@@ -116,7 +84,7 @@ func TestHTTPResumeGone(t *testing.T) {
 	}
 	for _, lastID := range []string{seen, "not an event id", "_"} {
 		resp, ch := get(lastID)
-		notified(ch)
+		notifiedOn(t, c, ch)
 		resp.Body.Close()
 	}
 	// An id of a stream the session never had resumes nothing: the
@@ -143,19 +111,25 @@ func TestHTTPReconnectSupersedes(t *testing.T) {
 	defer resp.Body.Close()
 	for range oldCh { // ends: the server closed it
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	notifiedOn(t, c, ch)
+}
+
+// notifiedOn pokes c with a drafts-held update until ch carries one (the
+// stream may attach after its headers arrive) and returns that event.
+func notifiedOn(t *testing.T, c *agentConn, ch chan [2]string) [2]string {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = c.srv.MCP().ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: connector.URIDraftsHeld})
 		cancel()
 		select {
 		case ev := <-ch:
 			if strings.Contains(ev[1], "resources/updated") {
-				return
+				return ev
 			}
 		case <-time.After(100 * time.Millisecond):
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("no notification on the new stream")
-		}
 	}
+	t.Fatal("no notification on the stream")
+	return [2]string{}
 }
