@@ -375,26 +375,7 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// read past the deadline fails, and readBody says so.
 		http.NewResponseController(w).SetReadDeadline(time.Now().Add(h.bodyTime))
 	}
-	if id, ok := writeRoom(r); ok {
-		h.postEvent(w, r, id)
-		return
-	}
 	h.mux.ServeHTTP(w, r)
-}
-
-// writeRoom returns the room of a POST /v1/rooms/{room_id}, the route of
-// every write, matched without the mux's pattern search: a path the mux
-// would clean, redirect or unescape differently (a RawPath, a dot
-// segment) is left to it. TestWriteRouteIsTheMuxs pins the two together.
-func writeRoom(r *http.Request) (string, bool) {
-	if r.Method != http.MethodPost || r.URL.RawPath != "" {
-		return "", false
-	}
-	id, ok := strings.CutPrefix(r.URL.Path, "/v1/rooms/")
-	if !ok || id == "" || id == "." || id == ".." || strings.IndexByte(id, '/') >= 0 {
-		return "", false
-	}
-	return id, true
 }
 
 // canDeadline reports whether http.ResponseController can set w's read
