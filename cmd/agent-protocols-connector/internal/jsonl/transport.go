@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -147,11 +146,7 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 			msg = &jsonrpc.Response{ID: resp.ID, Result: resp.Result, Error: CodedError(resp.Error, jsonrpc.CodeInvalidRequest)}
 		}
 	}
-	b, ok := encodeResult(resp)
-	var err error
-	if !ok {
-		b, err = jsonrpc.EncodeMessage(msg)
-	}
+	b, err := jsonrpc.EncodeMessage(msg)
 	if err == nil {
 		err = c.writeLine(b)
 	}
@@ -172,39 +167,6 @@ func (c *conn) answered(id jsonrpc.ID) {
 		close(c.idle)
 		c.idle = nil
 	}
-}
-
-// encodeResult is jsonrpc.EncodeMessage of a successful response, which
-// the go-sdk answers with a Result it marshalled itself, compact: written
-// around it instead of through encoding/json, which would scan and copy
-// the whole result again (a tool result is most of what the connector
-// writes). It declines (ok false) what it does not write byte for byte as
-// EncodeMessage does: an error response, an id that is neither a number
-// nor a string, an empty result, a result with a line break.
-func encodeResult(resp *jsonrpc.Response) (b []byte, ok bool) {
-	if resp == nil || resp.Error != nil || len(resp.Result) == 0 || bytes.ContainsAny(resp.Result, "\r\n") {
-		return nil, false
-	}
-	b = make([]byte, 0, len(resp.Result)+48)
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	switch id := resp.ID.Raw().(type) {
-	case int64:
-		b = strconv.AppendInt(b, id, 10)
-	case string:
-		// As EncodeMessage writes it: encoding/json without HTML escaping.
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		if enc.Encode(id) != nil {
-			return nil, false
-		}
-		b = append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
-	default:
-		return nil, false
-	}
-	b = append(b, `,"result":`...)
-	b = append(b, resp.Result...)
-	return append(b, '}'), true
 }
 
 func (c *conn) writeLine(b []byte) error {
