@@ -121,8 +121,16 @@ func NewServer(eng *connector.Engine, opts *Options) *Server {
 			if err != nil {
 				return res, internalError(err)
 			}
-			if cacheableResults[method] && requestProtocolVersion(req) < StatelessVersion {
-				return withoutCacheFields(res)
+			if requestProtocolVersion(req) < StatelessVersion {
+				// From 2026-07-28 on the go-sdk adds members to a
+				// result after this middleware: only the results of
+				// earlier versions are final here.
+				if cacheableResults[method] {
+					return withoutCacheFields(res)
+				}
+				if enc, ok := encodeToolResult(res); ok && method == "tools/call" {
+					return enc, nil
+				}
 			}
 			return res, nil
 		}

@@ -50,10 +50,51 @@ func (s *Server) toolHandler(t *connector.Tool) mcp.ToolHandler {
 			return toolResultError(err)
 		}
 		return &mcp.CallToolResult{
-			StructuredContent: out,
+			StructuredContent: encodedJSON(out),
 			Content:           []mcp.Content{&mcp.TextContent{Text: string(out)}},
 		}, nil
 	}
+}
+
+// encodedJSON is a tool's structured result as encoding/json wrote it:
+// compact, with <, > and & escaped, so it is what the go-sdk would make
+// of it (a json.RawMessage it compacts and escapes again) byte for byte.
+// encodeToolResult writes it as it is.
+type encodedJSON []byte
+
+// MarshalJSON returns the encoded value.
+func (e encodedJSON) MarshalJSON() ([]byte, error) { return e, nil }
+
+// encodeToolResult is the JSON of a tool result made by toolHandler or
+// toolResultError, byte for byte what the go-sdk's CallToolResult
+// encoding writes (TestEncodeToolResult), without its encoding/json
+// passes over the result: it compacts the structured result, quotes the
+// text and compacts that, then compacts the whole result once more, each
+// a byte-at-a-time scan. ok is false for any other result, which the
+// go-sdk encodes.
+func encodeToolResult(res mcp.Result) (enc *encodedResult, ok bool) {
+	r, _ := res.(*mcp.CallToolResult)
+	if r == nil || r.Meta != nil || r.InputRequests != nil || r.RequestState != "" || len(r.Content) != 1 {
+		return nil, false
+	}
+	sc, ok := r.StructuredContent.(encodedJSON)
+	tc, _ := r.Content[0].(*mcp.TextContent)
+	if !ok || tc == nil || tc.Meta != nil || tc.Annotations != nil {
+		return nil, false
+	}
+	text, err := json.Marshal(tc.Text) // quoted as the go-sdk's TextContent is
+	if err != nil {
+		return nil, false
+	}
+	b := make([]byte, 0, len(text)+len(sc)+64)
+	b = append(b, `{"content":[{"type":"text","text":`...)
+	b = append(b, text...)
+	b = append(b, `}],"structuredContent":`...)
+	b = append(b, sc...)
+	if r.IsError {
+		b = append(b, `,"isError":true`...)
+	}
+	return &encodedResult{json: append(b, '}')}, true
 }
 
 // isObjectOrAbsent reports whether raw tool arguments are a JSON object,
@@ -76,7 +117,7 @@ func toolResultError(err error) (*mcp.CallToolResult, error) {
 	}
 	return &mcp.CallToolResult{
 		IsError:           true,
-		StructuredContent: json.RawMessage(b),
+		StructuredContent: encodedJSON(b),
 		Content:           []mcp.Content{&mcp.TextContent{Text: string(b)}},
 	}, nil
 }
