@@ -98,6 +98,15 @@ func parse(b []byte, protos []Protocol, prefix bool) (env *Envelope, n int, err 
 }
 
 func parseEnvelope(b []byte, protos []Protocol, prefix bool) (*Envelope, int, error) {
+	if env, n, ok := parseWire(b, protos, prefix); ok {
+		return env, n, nil
+	}
+	return parseGeneral(b, protos, prefix)
+}
+
+// parseGeneral is parseEnvelope for any text: the strict jsontext decoder
+// reads it token by token and names the first violation.
+func parseGeneral(b []byte, protos []Protocol, prefix bool) (*Envelope, int, error) {
 	pd := strictjson.GetDecoder(b)
 	defer pd.Release()
 	d := pd.Decoder
@@ -168,6 +177,72 @@ func parseEnvelope(b []byte, protos []Protocol, prefix bool) (*Envelope, int, er
 	env.wire = ordered && pe.wire && hashPlain && sigPlain &&
 		n == len(`{"event":,"hash":,"signature":}`)+len(pe.canon)+len(hash)+len(sig)
 	return env, n, nil
+}
+
+// The text of AppendJSON around the event, the hash and the signature.
+const (
+	wireHead = `{"event":`
+	wireHash = `,"hash":"`
+	wireSig  = `","signature":"`
+	wireEnd  = `"}`
+	// wireTail is the length of what follows the event.
+	wireTail = len(wireHash) + hashText + len(wireSig) + sigText + len(wireEnd)
+	hashText = 43 // unpadded base64url of 32 bytes
+	sigText  = 86 // of 64 bytes
+)
+
+// parseWire reads an envelope whose text is AppendJSON's exactly (ok
+// reports it): a canonical event, which the canonical checker validates
+// strictly on its own (strictjson.IsCanonical), then the hash and the
+// signature. That is what signers and hosts send, and it costs one pass
+// over the bytes. For any other text, valid or not, ok is false and the
+// general parse reads it and gives the verdict; FuzzParseWire checks that
+// this path never decides otherwise than that one.
+func parseWire(b []byte, protos []Protocol, prefix bool) (env *Envelope, n int, ok bool) {
+	if !bytes.HasPrefix(b, []byte(wireHead)) {
+		return nil, 0, false
+	}
+	var mbuf [12]strictjson.CanonicalMember
+	ms, evLen, ok := strictjson.CanonicalObject(mbuf[:0], b[len(wireHead):])
+	if !ok {
+		return nil, 0, false
+	}
+	event := b[len(wireHead) : len(wireHead)+evLen]
+	tail := b[len(wireHead)+evLen:]
+	if len(tail) < wireTail || !prefix && len(bytes.TrimLeft(tail[wireTail:], " \t\r\n")) > 0 {
+		return nil, 0, false
+	}
+	hash := tail[len(wireHash) : len(wireHash)+hashText]
+	sig := tail[len(wireHash)+hashText+len(wireSig) : wireTail-len(wireEnd)]
+	if string(tail[:len(wireHash)]) != wireHash || string(tail[len(wireHash)+hashText:len(wireHash)+hashText+len(wireSig)]) != wireSig ||
+		string(tail[wireTail-len(wireEnd):wireTail]) != wireEnd {
+		return nil, 0, false
+	}
+	env = new(Envelope)
+	// The base64url alphabet has no byte that a JSON string would need
+	// to escape, so decoding the text validates the string too.
+	if b64url.DecodeFixedBytes(env.hash[:], hash) != nil || b64url.DecodeFixedBytes(env.sig[:], sig) != nil {
+		return nil, 0, false
+	}
+	pe := parsedEvent{ext: &env.ext}
+	var seen uint8
+	for _, m := range ms {
+		name := internName(event[m.NameStart:m.NameEnd])
+		bit, err := pe.member(name, event[m.Start:m.End:m.End])
+		if err != nil {
+			return nil, 0, false
+		}
+		if bit == bitPayload {
+			env.payload = [2]int{m.Start, m.End}
+		}
+		seen |= bit
+	}
+	if pe.check(seen, protos) != nil {
+		return nil, 0, false
+	}
+	env.event, env.canon, env.wire = pe.Event, bytes.Clone(event), true
+	env.sum = Sum(env.canon)
+	return env, len(wireHead) + evLen + wireTail, true
 }
 
 // readStringValue reads a JSON string value without decoding it.

@@ -119,6 +119,8 @@ type parsedEvent struct {
 	ext *[4]Field
 	// payloadEnd > 0 locates the payload in canon when wire is set.
 	payloadStart, payloadEnd int
+	// actor is the actor member's JSON string, decoded by check.
+	actor jsontext.Value
 }
 
 // parseEvent decodes one event object strictly (duplicates, Unicode, number
@@ -148,67 +150,36 @@ func decodeEvent(d *jsontext.Decoder, buf []byte, protos []Protocol, pe *parsedE
 	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
 		return identity.NewError(identity.CodeInvalidEvent, "event is not a JSON object")
 	}
-	e := &pe.Event
 	var seen uint8
-	var actor jsontext.Value
 	for d.PeekKind() != '}' {
 		name, err := readName(d)
 		if err != nil {
 			return identity.Wrap(identity.CodeInvalidEvent, "event", err)
 		}
-		var bit uint8
+		var v jsontext.Value
 		switch name {
-		case "protocol":
-			bit = 1
-			e.Protocol, err = readProtocol(d)
-		case "type":
-			bit = 2
-			e.Type, err = readString(d)
-		case "actor":
-			bit = 4
-			actor, err = readStringValue(d)
-		case "created_at":
-			bit = 8
-			e.CreatedAt, err = readInt(d)
-		case "nonce":
-			bit = 16
-			e.Nonce, err = readInt(d)
-		case "payload":
-			bit = 32
-			e.Payload, err = walkValue(d, buf)
-			pe.payloadEnd = int(d.InputOffset() - begin)
-			pe.payloadStart = pe.payloadEnd - len(e.Payload)
-		default:
-			var v jsontext.Value
+		case "protocol", "type", "actor", "created_at", "nonce":
+			v, err = d.ReadValue() // member checks its kind
+		default: // payload and protocol fields: any value, within the number policy
 			v, err = walkValue(d, buf)
-			if e.Ext == nil {
-				if pe.ext != nil {
-					e.Ext = pe.ext[:0]
-				} else {
-					e.Ext = make(Fields, 0, 4) // ADP's four: one allocation
-				}
-			}
-			e.Ext = append(e.Ext, Field{Name: name, Value: v})
+		}
+		var bit uint8
+		if err == nil {
+			bit, err = pe.member(name, v)
 		}
 		if err != nil {
 			return identity.Wrap(identity.CodeInvalidEvent, "event."+name, err)
+		}
+		if bit == bitPayload {
+			pe.payloadEnd = int(d.InputOffset() - begin)
+			pe.payloadStart = pe.payloadEnd - len(v)
 		}
 		seen |= bit
 	}
 	if _, err := d.ReadToken(); err != nil {
 		return identity.Wrap(identity.CodeInvalidEvent, "event", err)
 	}
-	if seen != 63 {
-		for i, n := range []string{"protocol", "type", "actor", "created_at", "nonce", "payload"} {
-			if seen&(1<<i) == 0 {
-				return identity.Errorf(identity.CodeInvalidEvent, "event has no %q member", n)
-			}
-		}
-	}
-	if err := checkShape(e, protos); err != nil {
-		return err
-	}
-	if err := parseActor(&e.Actor, actor); err != nil {
+	if err := pe.check(seen, protos); err != nil {
 		return err
 	}
 	raw := buf[begin:d.InputOffset()]
@@ -222,6 +193,73 @@ func decodeEvent(d *jsontext.Decoder, buf []byte, protos []Protocol, pe *parsedE
 		return identity.Wrap(identity.CodeInvalidEvent, "event", err)
 	}
 	return nil
+}
+
+// The bit each common member sets in decodeEvent's record of those seen.
+const (
+	bitProtocol uint8 = 1 << iota
+	bitType
+	bitActor
+	bitCreatedAt
+	bitNonce
+	bitPayload
+	allCommon = 1<<iota - 1
+)
+
+// member decodes the event member name, whose raw value v is a JSON value
+// that passed the strict checks (a payload or protocol field's numbers
+// included), into pe, and returns the member's bit if it is one of the
+// six common ones.
+func (pe *parsedEvent) member(name string, v jsontext.Value) (bit uint8, err error) {
+	e := &pe.Event
+	switch name {
+	case "protocol":
+		e.Protocol, err = protocolName(v)
+		return bitProtocol, err
+	case "type":
+		e.Type, err = strictjson.String(v)
+		return bitType, err
+	case "actor":
+		if v.Kind() != '"' {
+			return 0, strictjson.ErrWrongKind
+		}
+		pe.actor = v
+		return bitActor, nil
+	case "created_at":
+		e.CreatedAt, err = strictjson.Int(v)
+		return bitCreatedAt, err
+	case "nonce":
+		e.Nonce, err = strictjson.Int(v)
+		return bitNonce, err
+	case "payload":
+		e.Payload = v
+		return bitPayload, nil
+	}
+	if e.Ext == nil {
+		if pe.ext != nil {
+			e.Ext = pe.ext[:0]
+		} else {
+			e.Ext = make(Fields, 0, 4) // ADP's four: one allocation
+		}
+	}
+	e.Ext = append(e.Ext, Field{Name: name, Value: v})
+	return 0, nil
+}
+
+// check applies the rules on the event as a whole once its members are
+// read: all six common members, the shape rules and the actor's form.
+func (pe *parsedEvent) check(seen uint8, protos []Protocol) error {
+	if seen != allCommon {
+		for i, n := range []string{"protocol", "type", "actor", "created_at", "nonce", "payload"} {
+			if seen&(1<<i) == 0 {
+				return identity.Errorf(identity.CodeInvalidEvent, "event has no %q member", n)
+			}
+		}
+	}
+	if err := checkShape(&pe.Event, protos); err != nil {
+		return err
+	}
+	return parseActor(&pe.Actor, pe.actor)
 }
 
 // readName reads an object member name without allocating when it has no
@@ -250,13 +288,9 @@ func internName(b []byte) string {
 var knownNames = []string{"protocol", "type", "actor", "created_at", "nonce", "payload",
 	"hash", "event", "signature", "room_id", "base_seq", "base_hash", "mentions"}
 
-// readProtocol is readString that does not allocate for the built-in
-// protocols' names.
-func readProtocol(d *jsontext.Decoder) (string, error) {
-	v, err := d.ReadValue()
-	if err != nil {
-		return "", err
-	}
+// protocolName decodes the JSON string v, without allocating for the
+// built-in protocols' names.
+func protocolName(v jsontext.Value) (string, error) {
 	if len(v) > 2 && v[0] == '"' {
 		switch string(v[1 : len(v)-1]) {
 		case DiscourseName:
@@ -282,22 +316,6 @@ func parseActor(id *identity.AgentID, v jsontext.Value) error {
 	a, err := identity.ParseAgentID(s)
 	*id = a
 	return err
-}
-
-func readString(d *jsontext.Decoder) (string, error) {
-	v, err := d.ReadValue()
-	if err != nil {
-		return "", err
-	}
-	return strictjson.String(v)
-}
-
-func readInt(d *jsontext.Decoder) (int64, error) {
-	v, err := d.ReadValue()
-	if err != nil {
-		return 0, err
-	}
-	return strictjson.Int(v)
 }
 
 // walkValue consumes one value, applying the number policy, and returns its

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -119,25 +121,99 @@ func FuzzCanonicalize(f *testing.F) {
 }
 
 func TestIsCanonical(t *testing.T) {
-	for _, s := range []string{`{"a":1,"b":[true,false,null],"c":"x\n\u001f"}`, `[]`, `{}`, `0`, `-1`, `1.5`, `1e-7`, `"é"`, `{"a":{"b":{}}}`} {
+	for _, s := range []string{`{"a":1,"b":[true,false,null],"c":"x\n\u001f"}`, `[]`, `{}`, `0`, `-1`, `1.5`, `1e-7`, `"é"`, `{"a":{"b":{}}}`,
+		`9007199254740991`, `-9007199254740991`, "\"\u007f\ud7ff\"", "\"\u007f\U0010ffff\ufffd\"", `"\u0000\u001e"`, `[0,-0.5,0.5,1e-7,123.25]`} {
 		if !IsCanonical([]byte(s)) {
 			t.Errorf("%s: want canonical", s)
 		}
 	}
-	for _, s := range []string{`{"b":1,"a":2}`, `{"a":1,"a":2}`, `{ "a":1}`, `{ ":0,00":0}`, `{"a":1, "b":2}`, `[1, 2]`, `1.0`, `-0`, `-0.0`, `-0e0`, `0.0`, `[-0]`, `1E2`, `"\/"`, `"\u0041"`, `"\u001F"`, `"\u000a"`, `0.10`} {
+	for _, s := range []string{`{"b":1,"a":2}`, `{"a":1,"a":2}`, `{ "a":1}`, `{ ":0,00":0}`, `{"a":1, "b":2}`, `[1, 2]`, `1.0`, `-0`, `-0.0`, `-0e0`, `0.0`, `[-0]`, `1E2`, `"\/"`, `"\u0041"`, `"\u001F"`, `"\u000a"`, `0.10`,
+		// Not strict JSON at all: the checker needs no Validate first.
+		"\"\x01\"", "\"\xff\"", "\"\xed\xa0\x80\"", "\"\xc3\"", `"\ud800"`, `"\ud83d\ude00"`, `"\u00g0"`, `"\u0020"`, `"\x"`, `"abc`, `"\`, `"\u00`,
+		`1-2`, `01`, `-01`, `00`, `-`, `1.`, `.5`, `1e`, `1e+`, `--1`, `+1`, `9007199254740992`, `-9007199254740992`, `1e400`, `12345678901234567`,
+		`[1,]`, `[,1]`, `{"a":}`, `{"a"}`, `{"a" :1}`, `{"a":1,}`, `{,}`, `tru`, `nul`, `[`, `{`, `{"a":1`, `[1`, ``, ` `, `1 `, `[]]`, `{}}`,
+		`{"\u0061":1}`, `{"é":1}`, strings.Repeat("[", maxCanonicalDepth+1) + strings.Repeat("]", maxCanonicalDepth+1)} {
 		if IsCanonical([]byte(s)) {
-			t.Errorf("%s: want not canonical", s)
+			t.Errorf("%q: want not canonical", s)
+		}
+	}
+	if s := strings.Repeat("[", maxCanonicalDepth) + strings.Repeat("]", maxCanonicalDepth); !IsCanonical([]byte(s)) {
+		t.Errorf("%d levels: want canonical", maxCanonicalDepth)
+	}
+}
+
+func TestCanonicalObject(t *testing.T) {
+	b := []byte(`{"a":1,"b":{"c":[2]},"d":"x"},"rest":[`)
+	ms, n, ok := CanonicalObject(nil, b)
+	if !ok || n != len(`{"a":1,"b":{"c":[2]},"d":"x"}`) {
+		t.Fatalf("ok %v, length %d", ok, n)
+	}
+	var got []string
+	for _, m := range ms {
+		got = append(got, string(b[m.NameStart:m.NameEnd])+"="+string(b[m.Start:m.End]))
+	}
+	if want := []string{"a=1", `b={"c":[2]}`, `d="x"`}; !slices.Equal(got, want) {
+		t.Fatalf("members %q, want %q", got, want)
+	}
+	for _, s := range []string{`[1]`, `{"b":1,"a":2}`, ` {}`, `{"a":01}`, `"x"`} {
+		if _, _, ok := CanonicalObject(nil, []byte(s)); ok {
+			t.Errorf("%s: accepted", s)
 		}
 	}
 }
 
-// FuzzIsCanonical: IsCanonical never claims canonical for input whose
-// canonical form differs.
+// FuzzIsCanonical is the differential test of the canonical checker
+// against the reference: what IsCanonical accepts, the jsontext-based
+// strict parse (Validate) accepts and canonicalizes to the same bytes;
+// what CanonicalObject accepts is such an object, members and length
+// included; and canonical ASCII text is recognized.
 func FuzzIsCanonical(f *testing.F) {
-	for _, s := range []string{`{"a":1,"b":[true,false,null],"c":"x\n\u001f"}`, `{"b":1,"a":2}`, `1.5`, `"\u00e9"`, `{"é":1,"z":2}`, `[1e-7,0.1,100]`} {
+	for _, s := range []string{`{"a":1,"b":[true,false,null],"c":"x\n\u001f"}`, `{"b":1,"a":2}`, `1.5`, `"\u00e9"`, `{"é":1,"z":2}`, `[1e-7,0.1,100]`,
+		"\"\xed\xa0\x80\"", `"\ud800"`, `9007199254740992`, `{"a":1,"a":1}`, `-0`, `01`, `{"a":[{"b":"\u001f"}],"c":-1.5e-7}x`} {
 		f.Add([]byte(s))
 	}
+	// The identity vectors: every event, canonical and not.
+	var vectors struct {
+		Events []struct {
+			Event jsontext.Value `json:"event"`
+			JCS   string         `json:"jcs"`
+		} `json:"events"`
+	}
+	raw, err := os.ReadFile("../../identity/testdata/identity-1.0.vectors.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &vectors); err != nil {
+		f.Fatal(err)
+	}
+	for _, e := range vectors.Events {
+		f.Add([]byte(e.Event))
+		f.Add([]byte(e.JCS))
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		if IsCanonical(b) {
+			if err := Validate(b); err != nil {
+				t.Fatalf("IsCanonical(%q) but Validate refuses it: %v", b, err)
+			}
+			if canon, err := Canonicalize(b); err != nil || !bytes.Equal(canon, b) {
+				t.Fatalf("IsCanonical(%q) but canonical form is %q (%v)", b, canon, err)
+			}
+		}
+		if ms, n, ok := CanonicalObject(nil, b); ok {
+			obj := b[:n]
+			if !IsCanonical(obj) || obj[0] != '{' {
+				t.Fatalf("CanonicalObject accepted %q, which IsCanonical refuses", obj)
+			}
+			want, err := SplitObject(obj)
+			if err != nil || len(want) != len(ms) {
+				t.Fatalf("CanonicalObject found %d members in %q, SplitObject %d (%v)", len(ms), obj, len(want), err)
+			}
+			for i, m := range ms {
+				if string(obj[m.NameStart:m.NameEnd]) != want[i].Name || !bytes.Equal(obj[m.Start:m.End], want[i].Value) {
+					t.Fatalf("member %d: %q=%q, want %q=%q", i, obj[m.NameStart:m.NameEnd], obj[m.Start:m.End], want[i].Name, want[i].Value)
+				}
+			}
+		}
 		if Validate(b) != nil {
 			return
 		}
@@ -145,10 +221,7 @@ func FuzzIsCanonical(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if IsCanonical(b) && !bytes.Equal(canon, b) {
-			t.Fatalf("IsCanonical(%q) but canonical form is %q", b, canon)
-		}
-		if !IsCanonical(canon) && !bytes.ContainsAny(canon, "\\\u0080") && asciiOnly(canon) {
+		if !IsCanonical(canon) && !bytes.ContainsAny(canon, "\\\u0080") && asciiOnly(canon) && Depth(canon) <= maxCanonicalDepth {
 			t.Fatalf("canonical ASCII text %q not recognized", canon)
 		}
 	})
