@@ -36,6 +36,10 @@ type Envelope struct {
 	// wire is set when the text Parse read was exactly what AppendJSON
 	// writes (see ParsedCanonical).
 	wire bool
+	// text, when the wire path read the envelope, is that text: a slice
+	// of Parse's input, which canon then slices too, and which AppendJSON
+	// copies rather than encoding the hash and signature again.
+	text []byte
 	// ext holds the event's protocol fields (ADP's four) in the same
 	// allocation as the envelope.
 	ext [4]Field
@@ -240,9 +244,10 @@ func parseWire(b []byte, protos []Protocol, prefix bool) (env *Envelope, n int, 
 	if pe.check(seen, protos) != nil {
 		return nil, 0, false
 	}
-	env.event, env.canon, env.wire = pe.Event, bytes.Clone(event), true
+	n = len(wireHead) + evLen + wireTail
+	env.event, env.canon, env.text, env.wire = pe.Event, event[:evLen:evLen], b[:n:n], true
 	env.sum = Sum(env.canon)
-	return env, len(wireHead) + evLen + wireTail, true
+	return env, n, true
 }
 
 // readStringValue reads a JSON string value without decoding it.
@@ -425,6 +430,9 @@ func (e *Envelope) CanonicalPayload() []byte {
 // parsed envelope is therefore stable and preserves the payload exactly,
 // and records and archives built from it need no re-encoding.
 func (e *Envelope) AppendJSON(b []byte) []byte {
+	if e.text != nil {
+		return append(b, e.text...)
+	}
 	b = append(b, `{"event":`...)
 	b = append(b, e.canon...)
 	b = append(b, `,"hash":"`...)

@@ -93,6 +93,7 @@ func envelopeDiff(a, b *envelope.Envelope) string {
 	check("canonical", bytes.Equal(a.Canonical(), b.Canonical()))
 	check("canonical payload", bytes.Equal(a.CanonicalPayload(), b.CanonicalPayload()))
 	check("parsed canonical", a.ParsedCanonical() == b.ParsedCanonical())
+	check("JSON", bytes.Equal(a.AppendJSON(nil), b.AppendJSON(nil)))
 	return strings.Join(diffs, ", ")
 }
 
