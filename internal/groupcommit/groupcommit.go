@@ -3,10 +3,18 @@
 // so that one costly step (a durable commit) serves every item that
 // arrived during the previous one, with no added delay and no goroutine
 // of its own.
+//
+// A leader takes its group only after the goroutines that are ready to
+// run have had their turn (runtime.Gosched): on a host with one core the
+// writes whose signatures are being checked reach the queue and join the
+// group, instead of each waiting a whole commit for the next one. With
+// nothing else ready, Gosched returns at once, so an idle queue adds no
+// latency.
 package groupcommit
 
 import (
 	"context"
+	"runtime"
 	"sync"
 
 	"github.com/agentprotocols/go-sdk/internal/pulse"
@@ -31,8 +39,9 @@ type waiter[T any] struct {
 // group is running, the caller leads one at once; otherwise item waits
 // (whatever its caller's context: the group it joins may be running it),
 // and when the running group is done, the caller of the first waiting
-// item leads the next. A leader's group is its item and the waiting items
-// after it, in order, as long as more(lead, next, n) accepts them, where
+// item leads the next. A leader first lets the goroutines that are ready
+// to run go (see the package comment); its group is then its item and the
+// waiting items after it, in order, as long as more(lead, next, n) accepts them, where
 // n is the group's length so far. run runs the group, in the leader's
 // goroutine, and must settle every item's outcome, which each caller then
 // reads from its own item. Groups run one at a time.
@@ -51,6 +60,9 @@ func (q *Queue[T]) Do(item T, more func(lead, next T, n int) bool, run func(grou
 	} else {
 		q.running = true
 	}
+	q.mu.Unlock()
+	runtime.Gosched() // the items about to arrive join this group
+	q.mu.Lock()
 	group := []T{item}
 	n := 0
 	for n < len(q.waiting) && more(item, q.waiting[n].item, len(group)) {

@@ -2,6 +2,8 @@ package groupcommit
 
 import (
 	"context"
+	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -96,4 +98,23 @@ func TestWaitQueued(t *testing.T) {
 		close(release)
 		wg.Wait()
 	})
+}
+
+// TestReadyItemJoinsTheLeader: on one core, an item whose goroutine is
+// ready to run when a leader starts joins the leader's group, rather than
+// waiting for the group after it (a write whose signature is being
+// checked while a commit begins).
+func TestReadyItemJoinsTheLeader(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	var q Queue[int]
+	var groups [][]int
+	run := func(g []int) { groups = append(groups, slices.Clone(g)) }
+	all := func(_, _ int, _ int) bool { return true }
+	var wg sync.WaitGroup
+	wg.Go(func() { q.Do(1, all, run) }) // ready to run, not yet running
+	q.Do(0, all, run)
+	wg.Wait()
+	if !slices.EqualFunc(groups, [][]int{{0, 1}}, slices.Equal) {
+		t.Fatalf("groups %v, want one: [0 1]", groups)
+	}
 }
