@@ -57,7 +57,7 @@ func PutDecoder(p *Decoder, n int) {
 // records every value for the typed mapping (internal/typedjson), in the
 // same pass, leaving out the contents of the opaque top-level members.
 func (p *Decoder) Decode(b []byte, tape *typedjson.Tape, opaque []string) (any, error) {
-	p.r.Reset(b)
+	p.r = *bytes.NewBuffer(b)
 	p.d.Reset(&p.r, jsontext.AllowDuplicateNames(true))
 	if tape != nil {
 		tape.Reset(b, opaque)
@@ -66,7 +66,7 @@ func (p *Decoder) Decode(b []byte, tape *typedjson.Tape, opaque []string) (any, 
 	if err == nil {
 		err = strictjson.End(p.d)
 	}
-	p.r.Reset(nil)
+	p.r = bytes.Buffer{}
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +82,9 @@ const maxPooledNodes = 4096
 // Decoder is a reusable Decode with a tape for the typed mapping; get one
 // with GetDecoder and return it with PutDecoder.
 type Decoder struct {
-	r bytes.Reader
+	// r is a bytes.Buffer, which the decoder reads in place rather
+	// than copying it into a buffer of its own.
+	r bytes.Buffer
 	d *jsontext.Decoder
 	// Tape is the decoder's own tape, for Decode's tape argument.
 	Tape typedjson.Tape
