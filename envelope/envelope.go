@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentprotocols/go-sdk/identity"
 	"github.com/agentprotocols/go-sdk/internal/b64url"
+	"github.com/agentprotocols/go-sdk/internal/opcount"
 	"github.com/agentprotocols/go-sdk/internal/strictjson"
 )
 
@@ -111,6 +112,7 @@ func parseEnvelope(b []byte, protos []Protocol, prefix bool) (*Envelope, int, er
 // parseGeneral is parseEnvelope for any text: the strict jsontext decoder
 // reads it token by token and names the first violation.
 func parseGeneral(b []byte, protos []Protocol, prefix bool) (*Envelope, int, error) {
+	opcount.GeneralParse()
 	pd := strictjson.GetDecoder(b)
 	defer pd.Release()
 	d := pd.Decoder

@@ -1,7 +1,7 @@
 // Package opcount counts the costly operations whose number per request
 // tests assert: Ed25519 signature verifications (identity), record-hash
-// computations (adp) and the connector's store commits flushed to the
-// disk. Counting is off unless a test turns it on with
+// computations (adp), envelopes read by the general token-by-token parse
+// (envelope) and the connector's store commits flushed to the disk. Counting is off unless a test turns it on with
 // Start; off, a counted operation costs one atomic load.
 package opcount
 
@@ -12,6 +12,7 @@ var (
 	verifies     atomic.Int64
 	recordHashes atomic.Int64
 	syncs        atomic.Int64
+	generalParse atomic.Int64
 )
 
 // Counts are the operations counted since Start.
@@ -23,6 +24,10 @@ type Counts struct {
 	// SyncedCommits is the number of store transactions committed with
 	// an fsync.
 	SyncedCommits int64
+	// GeneralParses is the number of envelopes read by the general
+	// (token-by-token) parse rather than by the path for AppendJSON's
+	// own text.
+	GeneralParses int64
 }
 
 // Start zeroes the counters and turns counting on, for the whole process:
@@ -32,6 +37,7 @@ func Start() {
 	verifies.Store(0)
 	recordHashes.Store(0)
 	syncs.Store(0)
+	generalParse.Store(0)
 	on.Store(true)
 }
 
@@ -43,7 +49,7 @@ func Stop() Counts {
 
 // Read returns what was counted since Start so far.
 func Read() Counts {
-	return Counts{Verifies: verifies.Load(), RecordHashes: recordHashes.Load(), SyncedCommits: syncs.Load()}
+	return Counts{Verifies: verifies.Load(), RecordHashes: recordHashes.Load(), SyncedCommits: syncs.Load(), GeneralParses: generalParse.Load()}
 }
 
 // Verify counts one Ed25519 signature verification.
@@ -64,5 +70,12 @@ func RecordHash() {
 func SyncedCommit() {
 	if on.Load() {
 		syncs.Add(1)
+	}
+}
+
+// GeneralParse counts one envelope read by the general parse.
+func GeneralParse() {
+	if on.Load() {
+		generalParse.Add(1)
 	}
 }
