@@ -128,8 +128,8 @@ func NewServer(eng *connector.Engine, opts *Options) *Server {
 				if cacheableResults[method] {
 					return withoutCacheFields(res)
 				}
-				if enc, ok := encodeToolResult(res); ok && method == "tools/call" {
-					return enc, nil
+				if tr, ok := asToolResult(res); ok && method == "tools/call" {
+					return tr, nil
 				}
 			}
 			return res, nil

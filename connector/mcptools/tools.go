@@ -57,44 +57,48 @@ func (s *Server) toolHandler(t *connector.Tool) mcp.ToolHandler {
 }
 
 // encodedJSON is a tool's structured result as encoding/json wrote it:
-// compact, with <, > and & escaped, so it is what the go-sdk would make
-// of it (a json.RawMessage it compacts and escapes again) byte for byte.
-// encodeToolResult writes it as it is.
+// compact, with <, > and & escaped, so the go-sdk (which compacts it
+// again) and toolResult write it as it is.
 type encodedJSON []byte
 
 // MarshalJSON returns the encoded value.
 func (e encodedJSON) MarshalJSON() ([]byte, error) { return e, nil }
 
-// encodeToolResult is the JSON of a tool result made by toolHandler or
-// toolResultError, byte for byte what the go-sdk's CallToolResult
-// encoding writes (TestEncodeToolResult), without its encoding/json
-// passes over the result: it compacts the structured result, quotes the
-// text and compacts that, then compacts the whole result once more, each
-// a byte-at-a-time scan. ok is false for any other result, which the
-// go-sdk encodes.
-func encodeToolResult(res mcp.Result) (enc *encodedResult, ok bool) {
+// toolResult is a result of toolHandler or toolResultError with the
+// members and order of the go-sdk's CallToolResult encoding, which the
+// go-sdk's encoding/json writes byte for byte as it writes the
+// CallToolResult (TestEncodeToolResult) but with fewer passes over the
+// result: the text is quoted once, where the go-sdk quotes it, compacts
+// the quoted copy and compacts the whole result again (each a
+// byte-at-a-time scan).
+type toolResult struct {
+	mcp.ResultBase
+	Content           [1]toolText `json:"content"`
+	StructuredContent encodedJSON `json:"structuredContent"`
+	IsError           bool        `json:"isError,omitempty"`
+}
+
+// toolText is a text content item.
+type toolText struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// asToolResult is res as a toolResult when it is a result toolHandler or
+// toolResultError made (its one text item the structured result's JSON,
+// which holds no <, > or & for the go-sdk's HTML escaping to change); ok
+// is false for any other result, which the go-sdk encodes.
+func asToolResult(res mcp.Result) (tr *toolResult, ok bool) {
 	r, _ := res.(*mcp.CallToolResult)
 	if r == nil || r.Meta != nil || r.InputRequests != nil || r.RequestState != "" || len(r.Content) != 1 {
 		return nil, false
 	}
 	sc, ok := r.StructuredContent.(encodedJSON)
 	tc, _ := r.Content[0].(*mcp.TextContent)
-	if !ok || tc == nil || tc.Meta != nil || tc.Annotations != nil {
+	if !ok || tc == nil || tc.Meta != nil || tc.Annotations != nil || tc.Text != string(sc) {
 		return nil, false
 	}
-	text, err := json.Marshal(tc.Text) // quoted as the go-sdk's TextContent is
-	if err != nil {
-		return nil, false
-	}
-	b := make([]byte, 0, len(text)+len(sc)+64)
-	b = append(b, `{"content":[{"type":"text","text":`...)
-	b = append(b, text...)
-	b = append(b, `}],"structuredContent":`...)
-	b = append(b, sc...)
-	if r.IsError {
-		b = append(b, `,"isError":true`...)
-	}
-	return &encodedResult{json: append(b, '}')}, true
+	return &toolResult{Content: [1]toolText{{Type: "text", Text: tc.Text}}, StructuredContent: sc, IsError: r.IsError}, true
 }
 
 // isObjectOrAbsent reports whether raw tool arguments are a JSON object,
