@@ -45,9 +45,10 @@ func startHostProcess(t testing.TB) string {
 // TestSendMessageCosts counts the work of one room_send_message through
 // the engine against a host in another process: one Ed25519 verification
 // (the check of the connector's own signature right after signing), one
-// record-hash computation, and two store commits flushed to the disk (the
-// outbox entry, before the envelope is sent, and the accepted record with
-// the entry's removal). The host's answer carries the envelope just
+// record-hash computation, one outbox journal write flushed to the disk
+// (the outbox entry, before the envelope is sent) and one store commit
+// flushed to the disk (the accepted record, which settles the journaled
+// entry: it never reaches the outbox bucket). The host's answer carries the envelope just
 // signed, matched by its bytes, and the live stream's copy of the record
 // is matched to the verified record: neither is verified again.
 func TestSendMessageCosts(t *testing.T) {
@@ -91,7 +92,7 @@ func TestSendMessageCosts(t *testing.T) {
 	opcount.Start()
 	defer opcount.Stop()
 	res := say(t, alice, room, "counted")
-	syncs := opcount.Read().SyncedCommits
+	flushed := opcount.Read()
 	waitFor(sse.KindRecord, res.Sync.HeadSeq)
 	// The host sends the status notice after the record's live copy: once
 	// the engine handled it, the copy was handled too.
@@ -103,7 +104,13 @@ func TestSendMessageCosts(t *testing.T) {
 	if got.Verifies != 1 || got.RecordHashes != 1 {
 		t.Fatalf("one room_send_message: %d Ed25519 verifications and %d record hashes in the connector, want 1 and 1", got.Verifies, got.RecordHashes)
 	}
-	if syncs != 2 {
-		t.Fatalf("one room_send_message: %d store commits flushed to the disk, want 2", syncs)
+	if flushed.SyncedCommits != 1 || flushed.JournalFlushes != 1 {
+		t.Fatalf("one room_send_message: %d store commits and %d outbox journal writes flushed to the disk, want 1 and 1",
+			flushed.SyncedCommits, flushed.JournalFlushes)
+	}
+	var left int
+	alice.store.View(func(tx stateTx) error { return tx.Scan(bOutbox, "", func(string, []byte) error { left++; return nil }) })
+	if left != 0 || len(alice.journal().taken()) != 0 {
+		t.Fatalf("after room_send_message the outbox holds %d entries and the journal %d", left, len(alice.journal().taken()))
 	}
 }

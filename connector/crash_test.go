@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,6 +29,7 @@ const (
 	envCrashDir  = "ENGINE_CRASH_DIR"
 	envCrashHost = "ENGINE_CRASH_HOST"
 	envCrashRoom = "ENGINE_CRASH_ROOM"
+	envCrashKey  = "ENGINE_CRASH_KEY" // the test key's name; bob when unset
 )
 
 // TestCrashChild is the child process of TestCrashDuringWrite: it opens the
@@ -38,7 +40,11 @@ func TestCrashChild(t *testing.T) {
 	if dir == "" {
 		t.Skip("crash child: only run by TestCrashDuringWrite")
 	}
-	e, err := Open(context.Background(), &Options{Dir: dir, Key: testKey(t, "bob"),
+	name := os.Getenv(envCrashKey)
+	if name == "" {
+		name = "bob"
+	}
+	e, err := Open(context.Background(), &Options{Dir: dir, Key: testKey(t, name),
 		Hosts: []HostConfig{{Host: os.Getenv(envCrashHost)}}, AllowLoopbackHTTP: true, WritesPerMinute: -1, NoSubscribe: true})
 	if err != nil {
 		fmt.Println("open failed:", err)
@@ -68,6 +74,9 @@ type recordingHost struct {
 	hits    int
 	// before, when set, runs before a POSTed envelope reaches the host.
 	before func(actor identity.AgentID)
+	// after, when set, runs after the host answered a POSTed envelope,
+	// before the answer is sent.
+	after func(actor identity.AgentID)
 	// down answers every POST with 503 without passing it on.
 	down bool
 }
@@ -79,6 +88,8 @@ func (rh *recordingHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v1/rooms") {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		var after func(identity.AgentID)
+		var actor identity.AgentID
 		if env, err := envelope.Parse(body); err == nil {
 			ev := env.Event()
 			rh.mu.Lock()
@@ -91,6 +102,7 @@ func (rh *recordingHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			rh.nonces[a][ev.Nonce] = env.Hash()
 			before, down := rh.before, rh.down
+			after, actor = rh.after, ev.Actor
 			rh.mu.Unlock()
 			if down {
 				http.Error(w, `{"error":{"code":"unavailable","message":"down"}}`, http.StatusServiceUnavailable)
@@ -106,6 +118,9 @@ func (rh *recordingHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			rh.mu.Lock()
 			rh.nonceNG++
 			rh.mu.Unlock()
+		}
+		if after != nil {
+			after(actor)
 		}
 		for k, v := range rec.Header() {
 			w.Header()[k] = v
@@ -256,3 +271,134 @@ func TestCrashDuringWrite(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestCrashAfterJournal SIGKILLs the engine's process while its write's
+// outbox entry is only in the outbox journal (flushed, not yet moved into
+// the outbox bucket by a commit): once while the envelope is on its way to
+// the host, which never takes it, and once after the host accepted it,
+// before its answer reached the connector. The restarted engine sends the
+// entry again: either way the write is accepted exactly once, and the
+// outbox is empty, with no refused write held.
+func TestCrashAfterJournal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns child processes")
+	}
+	rh, srv := newRecordingServer(t)
+	ctx := ctxT(t)
+	alice := openTest(t, t.TempDir(), testKey(t, "alice"), srv.URL)
+	defer alice.Close()
+	room := createRoom(t, alice, srv.URL)
+	for _, accepted := range []bool{false, true} {
+		name := map[bool]string{false: "bob", true: "carol"}[accepted]
+		key := testKey(t, name)
+		dir := t.TempDir()
+		bob := openTest(t, dir, key, srv.URL, func(o *Options) { o.NoSubscribe = true })
+		must[*RoomJoinResult](t)(bob.Join(ctx, "b", RoomJoinInput{Host: srv.URL, RoomID: room, Role: "speaker"}))
+		before := bob.head(t, room)
+		bob.Close()
+
+		// The first write's POST stops in the host until the child is
+		// dead, then ends without an answer.
+		reached := make(chan struct{}, 1)
+		release := make(chan struct{})
+		hold := func(actor identity.AgentID) {
+			if actor != key.AgentID() {
+				return
+			}
+			select {
+			case reached <- struct{}{}:
+				<-release
+				panic(http.ErrAbortHandler)
+			default:
+			}
+		}
+		rh.mu.Lock()
+		if accepted {
+			rh.after = hold
+		} else {
+			rh.before = hold
+		}
+		rh.mu.Unlock()
+		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
+		cmd.Env = append(os.Environ(), envCrashDir+"="+dir, envCrashHost+"="+srv.URL, envCrashRoom+"="+room, envCrashKey+"="+name)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go io.Copy(io.Discard, out)
+		select {
+		case <-reached:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatal("the child's write did not reach the host")
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+		rh.mu.Lock()
+		rh.before, rh.after = nil, nil
+		rh.mu.Unlock()
+		close(release)
+
+		// The entry is in the journal alone.
+		raw, err := os.ReadFile(filepath.Join(dir, journalName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ent, n := readJournalFrame(raw)
+		if n == 0 {
+			t.Fatal("no outbox entry in the journal")
+		}
+		st, err := openStateStore(dir, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var inBucket int
+		var stored int64
+		st.View(func(tx stateTx) error {
+			tx.Get(bMeta, "nonce", &stored)
+			return tx.Scan(bOutbox, "", func(string, []byte) error { inBucket++; return nil })
+		})
+		st.Close()
+		if inBucket != 0 || ent.Nonce <= stored {
+			t.Fatalf("accepted=%v: the outbox bucket holds %d entries, the journaled nonce %d against the stored %d", accepted, inBucket, ent.Nonce, stored)
+		}
+
+		// Restart: Open moves the entry into the outbox and replays it.
+		e := openTest(t, dir, key, srv.URL, func(o *Options) { o.NoSubscribe = true })
+		var left, drafts int
+		e.store.View(func(tx stateTx) error {
+			tx.Scan(bOutbox, "", func(string, []byte) error { left++; return nil })
+			return tx.Scan(bDrafts, "", func(string, []byte) error { drafts++; return nil })
+		})
+		tl := must[*TimelineResult](t)(e.Timeline(ctx, "b", TimelineInput{RoomID: room, Refresh: true, AfterSeq: &before,
+			Actors: []string{key.AgentID().String()}}))
+		var contents []string
+		for _, it := range tl.Items {
+			contents = append(contents, string(it.Content))
+		}
+		e.Close()
+		if left != 0 || drafts != 0 {
+			t.Fatalf("accepted=%v: after restart the outbox holds %d entries and %d were refused", accepted, left, drafts)
+		}
+		if len(contents) != 1 || contents[0] != `"crash 0"` {
+			t.Fatalf("accepted=%v: bob's records after the restart: %q, want the one write", accepted, contents)
+		}
+	}
+	rh.mu.Lock()
+	defer rh.mu.Unlock()
+	if len(rh.reused) > 0 || rh.nonceNG > 0 {
+		t.Fatalf("nonce reuse: %v; nonce_not_greater answers: %d", rh.reused, rh.nonceNG)
+	}
+}
+
+// head is the seq of the room's latest record as the engine has it.
+func (e *Engine) head(t testing.TB, room string) int64 {
+	t.Helper()
+	st := must[*RoomStateResult](t)(e.RoomState(ctxT(t), "b", RoomStateInput{RoomID: room, Refresh: true}))
+	return st.Sync.SyncedSeq
+}

@@ -202,6 +202,11 @@ func (e *Engine) ownWriteDone(tx stateTx, k roomKey, rec *adp.Record) error {
 		return nil
 	}
 	id := outboxID(rec.Envelope.Event().Nonce)
+	if settleJournaled(tx, id, func(ent *outboxEntry) bool {
+		return ent.Host == k.host && bytes.Equal(ent.Envelope, rec.Envelope.AppendJSON(nil))
+	}) {
+		return nil
+	}
 	var ent outboxEntry
 	ok, err := tx.Get(bOutbox, id, &ent)
 	if err != nil || !ok || ent.Host != k.host || !bytes.Equal(ent.Envelope, rec.Envelope.AppendJSON(nil)) {

@@ -1,7 +1,8 @@
 // Package opcount counts the costly operations whose number per request
 // tests assert: Ed25519 signature verifications (identity), record-hash
 // computations (adp), envelopes read by the general token-by-token parse
-// (envelope) and the connector's store commits flushed to the disk. Counting is off unless a test turns it on with
+// (envelope) and the connector's store commits and outbox journal writes
+// flushed to the disk. Counting is off unless a test turns it on with
 // Start; off, a counted operation costs one atomic load.
 package opcount
 
@@ -13,6 +14,7 @@ var (
 	recordHashes atomic.Int64
 	syncs        atomic.Int64
 	generalParse atomic.Int64
+	journal      atomic.Int64
 )
 
 // Counts are the operations counted since Start.
@@ -28,6 +30,9 @@ type Counts struct {
 	// (token-by-token) parse rather than by the path for AppendJSON's
 	// own text.
 	GeneralParses int64
+	// JournalFlushes is the number of outbox journal writes flushed to
+	// the disk.
+	JournalFlushes int64
 }
 
 // Start zeroes the counters and turns counting on, for the whole process:
@@ -38,6 +43,7 @@ func Start() {
 	recordHashes.Store(0)
 	syncs.Store(0)
 	generalParse.Store(0)
+	journal.Store(0)
 	on.Store(true)
 }
 
@@ -49,7 +55,8 @@ func Stop() Counts {
 
 // Read returns what was counted since Start so far.
 func Read() Counts {
-	return Counts{Verifies: verifies.Load(), RecordHashes: recordHashes.Load(), SyncedCommits: syncs.Load(), GeneralParses: generalParse.Load()}
+	return Counts{Verifies: verifies.Load(), RecordHashes: recordHashes.Load(), SyncedCommits: syncs.Load(), GeneralParses: generalParse.Load(),
+		JournalFlushes: journal.Load()}
 }
 
 // Verify counts one Ed25519 signature verification.
@@ -77,5 +84,12 @@ func SyncedCommit() {
 func GeneralParse() {
 	if on.Load() {
 		generalParse.Add(1)
+	}
+}
+
+// JournalFlush counts one outbox journal write flushed to the disk.
+func JournalFlush() {
+	if on.Load() {
+		journal.Add(1)
 	}
 }
