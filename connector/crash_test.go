@@ -150,6 +150,23 @@ func newRecordingServer(t testing.TB) (*recordingHost, *httptest.Server) {
 	return rh, srv
 }
 
+// startCrashChild starts TestCrashChild in a child process writing to room
+// on host as the test key name, with its state in dir; out is its stdout.
+func startCrashChild(t *testing.T, dir, host, room, name string) (cmd *exec.Cmd, out io.ReadCloser) {
+	t.Helper()
+	cmd = exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), envCrashDir+"="+dir, envCrashHost+"="+host, envCrashRoom+"="+room, envCrashKey+"="+name)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, out
+}
+
 // TestCrashDuringWrite SIGKILLs a child process running the engine while
 // it writes (50 repetitions, about 3 s; ENGINE_CRASH_REPS overrides), restarting
 // the engine after each kill: no nonce is ever used for two envelopes, no
@@ -177,16 +194,7 @@ func TestCrashDuringWrite(t *testing.T) {
 	replayed := 0
 	start := time.Now()
 	for i := range reps {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-		cmd.Env = append(os.Environ(), envCrashDir+"="+dir, envCrashHost+"="+srv.URL, envCrashRoom+"="+room)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		cmd, out := startCrashChild(t, dir, srv.URL, room, "bob")
 		sc := bufio.NewScanner(out)
 		if !sc.Scan() || sc.Text() != "ready" {
 			cmd.Process.Kill()
@@ -319,16 +327,7 @@ func TestCrashAfterJournal(t *testing.T) {
 			rh.before = hold
 		}
 		rh.mu.Unlock()
-		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-		cmd.Env = append(os.Environ(), envCrashDir+"="+dir, envCrashHost+"="+srv.URL, envCrashRoom+"="+room, envCrashKey+"="+name)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		cmd, out := startCrashChild(t, dir, srv.URL, room, name)
 		go io.Copy(io.Discard, out)
 		select {
 		case <-reached:
