@@ -39,7 +39,8 @@ type stateTx interface {
 	// Delete removes (bucket, key); absent keys are not an error.
 	Delete(bucket, key string) error
 	// Scan calls fn for every key with the prefix, in key order, with the
-	// raw JSON value; fn returning errStop ends the scan early.
+	// raw JSON value, which fn may keep; fn returning errStop ends the
+	// scan early.
 	Scan(bucket, prefix string, fn func(key string, raw []byte) error) error
 	// ScanFrom is Scan starting at the first key >= from.
 	ScanFrom(bucket, prefix, from string, fn func(key string, raw []byte) error) error
@@ -117,6 +118,11 @@ func (s *boltStore) View(fn func(stateTx) error) error {
 
 func (s *boltStore) Close() error { return s.db.Close() }
 
+// boltTx reads and writes one bbolt transaction. A value bbolt returns
+// lives in its memory map, which is unmapped when the file grows and
+// remapped: every value leaves a boltTx as a copy, because the decoded
+// records, payloads and timeline items that reference their input bytes
+// outlive the transaction.
 type boltTx struct{ tx *bolt.Tx }
 
 func (t boltTx) Get(bucket, key string, v any) (bool, error) {
@@ -128,7 +134,7 @@ func (t boltTx) Get(bucket, key string, v any) (bool, error) {
 	if raw == nil {
 		return false, nil
 	}
-	if err := strictjson.Unmarshal(raw, v); err != nil {
+	if err := strictjson.Unmarshal(bytes.Clone(raw), v); err != nil {
 		return false, fmt.Errorf("connector: stored %s/%s: %w", bucket, key, err)
 	}
 	return true, nil
@@ -177,7 +183,7 @@ func (t boltTx) ScanFrom(bucket, prefix, from string, fn func(key string, raw []
 		from = prefix
 	}
 	for k, v := c.Seek([]byte(from)); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
-		if err := fn(string(k), v); err != nil {
+		if err := fn(string(k), bytes.Clone(v)); err != nil {
 			if err == errStop {
 				return nil
 			}
