@@ -37,7 +37,8 @@ import (
 // serializes its writers.
 //
 // Layout: bucket "rooms" holds one bucket per room (key: big-endian seq,
-// value: record JSON); "events" maps an envelope hash to room ID and seq;
+// value: record JSON); "events" and "events-recent" map an envelope hash
+// to room ID and seq (see recentEvents);
 // "requests" and "statuses" hold one bucket per room of JSON values,
 // keyed by request ID and Agent ID; "request-order" indexes each room's
 // requests by creation (key: big-endian created_at and the ID) and
@@ -65,6 +66,9 @@ type Store struct {
 	// updates is the group commit: the updates that wait while a
 	// transaction commits share the next one.
 	updates groupcommit.Queue[*update]
+
+	// recent is the event index's newest entries.
+	recent recentEvents
 }
 
 var (
@@ -125,7 +129,7 @@ func Open(path string, opts *Options) (*Store, error) {
 		return nil, err
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bRooms, bEvents, bRequests, bStatuses, bNonces, bQuotas, bSnaps, bIndex, bHeads} {
+		for _, b := range [][]byte{bRooms, bEvents, bRecent, bRequests, bStatuses, bNonces, bQuotas, bSnaps, bIndex, bHeads} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -136,11 +140,26 @@ func Open(path string, opts *Options) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	return &Store{db: db}, nil
+	s := &Store{db: db}
+	db.View(func(tx *bolt.Tx) error { s.recent.load(tx); return nil })
+	return s, nil
 }
 
-// Close closes the file.
-func (s *Store) Close() error { return s.db.Close() }
+// Close folds the event index's newest entries into "events" (so that
+// the file is whole for a version without "events-recent") and closes
+// the file.
+func (s *Store) Close() error {
+	err := s.update(func(tx *bolt.Tx) error {
+		if len(s.recent.m) == 0 {
+			return nil
+		}
+		return s.recent.foldInto(tx)
+	})
+	if errors.Is(err, bolterrors.ErrDatabaseNotOpen) {
+		err = nil // closed already
+	}
+	return errors.Join(err, s.db.Close())
+}
 
 func seqKey(n int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(n)) }
 
@@ -150,7 +169,7 @@ func (s *Store) Append(_ context.Context, c *adphost.Commit) error {
 	if c.Record.Seq == 1 && c.Index == nil {
 		return errors.New("boltstore: a room's first record needs its index entry")
 	}
-	return s.update(func(tx *bolt.Tx) error { return appendCommits(tx, []*adphost.Commit{c}) })
+	return s.update(func(tx *bolt.Tx) error { return s.appendCommits(tx, []*adphost.Commit{c}) })
 }
 
 // AppendBatch implements adphost.BatchAppender: the records of cs, which
@@ -169,7 +188,7 @@ func (s *Store) AppendBatch(ctx context.Context, cs []*adphost.Commit) error {
 			return errors.New("boltstore: a batch is consecutive records of one room, without index entries")
 		}
 	}
-	return s.update(func(tx *bolt.Tx) error { return appendCommits(tx, cs) })
+	return s.update(func(tx *bolt.Tx) error { return s.appendCommits(tx, cs) })
 }
 
 // nonceEntry is an actor's entry in the nonce cache.
@@ -180,7 +199,7 @@ type nonceEntry struct{ nonce, exp int64 }
 // and quotas. Every check is made before the first change, so that a
 // refusal (a moved head, a duplicate envelope, a used nonce or quota)
 // leaves the transaction as it was.
-func appendCommits(tx *bolt.Tx, cs []*adphost.Commit) error {
+func (s *Store) appendCommits(tx *bolt.Tx, cs []*adphost.Commit) error {
 	first, last := cs[0].Record, cs[len(cs)-1].Record
 	id := []byte(first.RoomID)
 	rooms := tx.Bucket(bRooms)
@@ -192,11 +211,10 @@ func appendCommits(tx *bolt.Tx, cs []*adphost.Commit) error {
 	if first.Seq != seq+1 || (seq > 0 && first.PreHash != hash) {
 		return adphost.ErrHeadMoved
 	}
-	events := tx.Bucket(bEvents)
 	hashes := make([]envelope.Hash, len(cs))
 	for i, c := range cs {
 		hashes[i] = c.Record.Envelope.Hash()
-		if events.Get(hashes[i][:]) != nil || slices.Contains(hashes[:i], hashes[i]) {
+		if s.recent.getW(tx, hashes[i]) != nil || slices.Contains(hashes[:i], hashes[i]) {
 			return adphost.ErrDuplicateEvent
 		}
 	}
@@ -255,7 +273,7 @@ func appendCommits(tx *bolt.Tx, cs []*adphost.Commit) error {
 		if err := room.Put(seqKey(rec.Seq), rec.AppendJSON(nil)); err != nil {
 			return err
 		}
-		if err := events.Put(hashes[i][:], append(seqKey(rec.Seq), rec.RoomID...)); err != nil {
+		if err := s.recent.put(tx, hashes[i], append(seqKey(rec.Seq), rec.RoomID...)); err != nil {
 			return err
 		}
 	}
@@ -505,11 +523,13 @@ func (s *Store) Records(_ context.Context, roomID string, after int64, limit, ma
 
 // RecordByEvent implements adphost.Store.
 func (s *Store) RecordByEvent(ctx context.Context, h envelope.Hash) (*adp.Record, error) {
-	var ref []byte
-	s.db.View(func(tx *bolt.Tx) error {
-		ref = bytes.Clone(tx.Bucket(bEvents).Get(h[:]))
-		return nil
-	})
+	ref := s.recent.lookup(h)
+	if ref == nil {
+		s.db.View(func(tx *bolt.Tx) error {
+			ref = bytes.Clone(tx.Bucket(bEvents).Get(h[:]))
+			return nil
+		})
+	}
 	if len(ref) < 8 {
 		return nil, nil
 	}
@@ -526,8 +546,13 @@ func (s *Store) RecordByEvent(ctx context.Context, h envelope.Hash) (*adp.Record
 // transaction instead of three.
 func (s *Store) WriteState(_ context.Context, roomID string, actor identity.AgentID, event envelope.Hash) (adphost.WriteState, error) {
 	var st adphost.WriteState
+	recent := s.recent.lookup(event)
 	err := s.db.View(func(tx *bolt.Tx) error {
-		if ref := tx.Bucket(bEvents).Get(event[:]); len(ref) >= 8 {
+		ref := recent
+		if ref == nil {
+			ref = tx.Bucket(bEvents).Get(event[:])
+		}
+		if len(ref) >= 8 {
 			if room := tx.Bucket(bRooms).Bucket(ref[8:]); room != nil {
 				if v := room.Get(ref[:8]); v != nil {
 					rec, err := adphost.ParseStoredRecord(bytes.Clone(v))

@@ -47,7 +47,7 @@ func (s *Store) update(fn func(*bolt.Tx) error) error {
 // commit runs the group's updates in one transaction, setting each one's
 // error.
 func (s *Store) commit(group []*update) {
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.recent.write(s.db, func(tx *bolt.Tx) error {
 		for _, g := range group {
 			if g.err = g.fn(tx); g.err != nil && !refusal(g.err) {
 				return g.err
@@ -63,7 +63,7 @@ func (s *Store) commit(group []*update) {
 		return
 	}
 	for _, g := range group {
-		g.err = s.db.Update(g.fn)
+		g.err = s.recent.write(s.db, g.fn)
 	}
 }
 
