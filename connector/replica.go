@@ -202,14 +202,16 @@ func (e *Engine) ownWriteDone(tx stateTx, k roomKey, rec *adp.Record) error {
 		return nil
 	}
 	id := outboxID(rec.Envelope.Event().Nonce)
-	if settleJournaled(tx, id, func(ent *outboxEntry) bool {
+	// sentAs: the entry is the one this record's envelope was sent from.
+	sentAs := func(ent *outboxEntry) bool {
 		return ent.Host == k.host && bytes.Equal(ent.Envelope, rec.Envelope.AppendJSON(nil))
-	}) {
+	}
+	if settleJournaled(tx, id, sentAs) {
 		return nil
 	}
 	var ent outboxEntry
 	ok, err := tx.Get(bOutbox, id, &ent)
-	if err != nil || !ok || ent.Host != k.host || !bytes.Equal(ent.Envelope, rec.Envelope.AppendJSON(nil)) {
+	if err != nil || !ok || !sentAs(&ent) {
 		return err
 	}
 	return tx.Delete(bOutbox, id)

@@ -320,19 +320,25 @@ func (e *Engine) recordOutbox(env *envelope.Envelope, ent *outboxEntry) (string,
 	id := outboxID(n)
 	ent.CreatedAt = e.now().UnixMilli()
 	err := e.store.Update(func(tx stateTx) error {
-		var saved int64
-		if _, err := tx.Get(bMeta, "nonce", &saved); err != nil {
-			return err
-		}
-		if n <= saved {
-			return fmt.Errorf("connector: nonce %d is not above the stored nonce %d", n, saved)
-		}
-		if err := tx.Put(bMeta, "nonce", n); err != nil {
+		if err := raiseNonce(tx, n); err != nil {
 			return err
 		}
 		return tx.Put(bOutbox, id, ent)
 	})
 	return id, err
+}
+
+// raiseNonce stores nonce n, which must be above the stored one: a nonce
+// is persisted before anything signed with it is sent.
+func raiseNonce(tx stateTx, n int64) error {
+	var saved int64
+	if _, err := tx.Get(bMeta, "nonce", &saved); err != nil {
+		return err
+	}
+	if n <= saved {
+		return fmt.Errorf("connector: nonce %d is not above the stored nonce %d", n, saved)
+	}
+	return tx.Put(bMeta, "nonce", n)
 }
 
 // journalOutbox is recordOutbox through the outbox journal: one flush
@@ -359,16 +365,7 @@ func (e *Engine) moveJournal() error { return e.store.Update(func(stateTx) error
 // storeNonce persists nonce n, used by a signed event that has no outbox
 // entry (a join request), before it is sent.
 func (e *Engine) storeNonce(n int64) error {
-	return e.store.Update(func(tx stateTx) error {
-		var saved int64
-		if _, err := tx.Get(bMeta, "nonce", &saved); err != nil {
-			return err
-		}
-		if n <= saved {
-			return fmt.Errorf("connector: nonce %d is not above the stored nonce %d", n, saved)
-		}
-		return tx.Put(bMeta, "nonce", n)
-	})
+	return e.store.Update(func(tx stateTx) error { return raiseNonce(tx, n) })
 }
 
 // outboxID is the outbox key of the write signed with nonce n.

@@ -60,36 +60,23 @@ func Read() Counts {
 }
 
 // Verify counts one Ed25519 signature verification.
-func Verify() {
-	if on.Load() {
-		verifies.Add(1)
-	}
-}
+func Verify() { count(&verifies) }
 
 // RecordHash counts one record-hash computation.
-func RecordHash() {
-	if on.Load() {
-		recordHashes.Add(1)
-	}
-}
+func RecordHash() { count(&recordHashes) }
 
 // SyncedCommit counts one store transaction committed with an fsync.
-func SyncedCommit() {
-	if on.Load() {
-		syncs.Add(1)
-	}
-}
+func SyncedCommit() { count(&syncs) }
 
 // GeneralParse counts one envelope read by the general parse.
-func GeneralParse() {
-	if on.Load() {
-		generalParse.Add(1)
-	}
-}
+func GeneralParse() { count(&generalParse) }
 
 // JournalFlush counts one outbox journal write flushed to the disk.
-func JournalFlush() {
+func JournalFlush() { count(&journal) }
+
+// count adds one to c while counting is on.
+func count(c *atomic.Int64) {
 	if on.Load() {
-		journal.Add(1)
+		c.Add(1)
 	}
 }
