@@ -3,6 +3,7 @@ package connector
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 
 	"github.com/agentprotocols/go-sdk/internal/strictjson"
+	"github.com/agentprotocols/go-sdk/internal/typeschema"
 )
 
 // A tiny builder for the tools' input schemas. The schemas are data (what
@@ -102,11 +104,12 @@ func compileSchema(name string, s schema) (raw json.RawMessage, cs *jsonschema.S
 	return raw, cs, nil
 }
 
-// validateArgs checks a call's arguments: size and strict JSON first
-// (duplicate names, bad Unicode, unsafe integers), then depth, then the
-// schema. A failure is a [*ToolError] with [CodeInvalidArguments] naming
-// the field (a JSON Pointer into the arguments) and the reason, so a model
-// can correct its call (MCP 2025-11-25, SEP-1303).
+// validateArgs checks a call's arguments: size, then strict JSON
+// (duplicate names, bad Unicode, unsafe integers) and depth while they are
+// decoded, once, into the schema library's instance form, then the schema.
+// A failure is a [*ToolError] with [CodeInvalidArguments] naming the field
+// (a JSON Pointer into the arguments) and the reason, so a model can
+// correct its call (MCP 2025-11-25, SEP-1303).
 func validateArgs(cs *jsonschema.Schema, args json.RawMessage) error {
 	if len(args) > maxArgsBytes {
 		return argError("", fmt.Sprintf("arguments are larger than %d bytes", maxArgsBytes))
@@ -114,22 +117,17 @@ func validateArgs(cs *jsonschema.Schema, args json.RawMessage) error {
 	if t := bytes.TrimSpace(args); len(t) == 0 || string(t) == "null" {
 		args = json.RawMessage("{}")
 	}
-	if err := strictjson.Validate(args); err != nil {
-		// strictjson says "json at <pointer>: <reason>".
-		field, reason := "", err.Error()
-		if rest, ok := strings.CutPrefix(reason, "json at "); ok {
-			if p, r, ok := strings.Cut(rest, ": "); ok && strings.HasPrefix(p, "/") {
-				field, reason = p, r
-			}
+	inst, err := typeschema.DecodeInstance(args, maxArgsDepth)
+	if errors.Is(err, typeschema.ErrTooDeep) {
+		// A strict-JSON violation anywhere in the arguments is reported
+		// before their depth: the decoder stopped where they got too deep.
+		err = strictjson.Validate(args)
+		if err == nil {
+			return argError("", fmt.Sprintf("arguments are nested deeper than %d", maxArgsDepth))
 		}
-		return argError(field, clipMessage(reason))
 	}
-	if strictjson.Depth(args) > maxArgsDepth {
-		return argError("", fmt.Sprintf("arguments are nested deeper than %d", maxArgsDepth))
-	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
 	if err != nil {
-		return argError("", clipMessage(err.Error()))
+		return strictArgError(err)
 	}
 	if err := cs.Validate(inst); err != nil {
 		ve, ok := err.(*jsonschema.ValidationError)
@@ -140,6 +138,18 @@ func validateArgs(cs *jsonschema.Schema, args json.RawMessage) error {
 		return argError(field, clipMessage(reason))
 	}
 	return nil
+}
+
+// strictArgError is the argument error for arguments that are not strict
+// JSON: strictjson says "json at <pointer>: <reason>".
+func strictArgError(err error) error {
+	field, reason := "", err.Error()
+	if rest, ok := strings.CutPrefix(reason, "json at "); ok {
+		if p, r, ok := strings.Cut(rest, ": "); ok && strings.HasPrefix(p, "/") {
+			field, reason = p, r
+		}
+	}
+	return argError(field, clipMessage(reason))
 }
 
 // firstCause is the first leaf of a validation error tree: the JSON

@@ -2,6 +2,7 @@ package typeschema
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -32,6 +33,27 @@ func Decode(b []byte) (any, error) {
 	return p.Decode(b, nil, nil)
 }
 
+// ErrTooDeep is the reason DecodeInstance gives for a value nested deeper
+// than its bound.
+var ErrTooDeep = errors.New("nested too deeply")
+
+// DecodeInstance is Decode in the form the schema library's own
+// jsonschema.UnmarshalJSON gives (UseNumber: every number a json.Number
+// holding its literal, so integer and bound checks see the exact text),
+// for a caller that must also report strictjson.Validate's errors as
+// Validate words them: duplicate member names are refused by the jsontext
+// decoder, when the second name is read. Objects and arrays nested deeper
+// than maxDepth (1 for an object of scalars) fail with ErrTooDeep as soon
+// as the decoder enters one; the rest of b is then not read, so a
+// strictjson violation after that point is not reported.
+func DecodeInstance(b []byte, maxDepth int) (any, error) {
+	p := GetDecoder(len(b))
+	defer PutDecoder(p, len(b))
+	p.instance, p.maxDepth = true, maxDepth
+	defer func() { p.instance, p.maxDepth = false, 0 }()
+	return p.Decode(b, nil, nil)
+}
+
 // GetDecoder returns a decoder for an input of n bytes: a pooled one
 // unless the input is large.
 func GetDecoder(n int) *Decoder {
@@ -58,11 +80,11 @@ func PutDecoder(p *Decoder, n int) {
 // same pass, leaving out the contents of the opaque top-level members.
 func (p *Decoder) Decode(b []byte, tape *typedjson.Tape, opaque []string) (any, error) {
 	p.r = *bytes.NewBuffer(b)
-	p.d.Reset(&p.r, jsontext.AllowDuplicateNames(true))
+	p.d.Reset(&p.r, jsontext.AllowDuplicateNames(!p.instance))
 	if tape != nil {
 		tape.Reset(b, opaque)
 	}
-	v, err := decodeValue(p.d, tape)
+	v, err := p.decodeValue(tape)
 	if err == nil {
 		err = strictjson.End(p.d)
 	}
@@ -88,6 +110,9 @@ type Decoder struct {
 	d *jsontext.Decoder
 	// Tape is the decoder's own tape, for Decode's tape argument.
 	Tape typedjson.Tape
+	// instance and maxDepth select DecodeInstance's form and bound.
+	instance bool
+	maxDepth int
 }
 
 func newDecoder() *Decoder {
@@ -102,23 +127,24 @@ var decoderPool = sync.Pool{New: func() any { return newDecoder() }}
 // not nil. parseValue's loops make the same choice inline, so that a parse
 // without a tape (a room-defined type's payload) pays one nil check per
 // value.
-func decodeValue(d *jsontext.Decoder, tape *typedjson.Tape) (any, error) {
+func (p *Decoder) decodeValue(tape *typedjson.Tape) (any, error) {
 	if tape != nil {
-		return recordValue(d, tape)
+		return p.recordValue(tape)
 	}
-	return parseValue(d, nil)
+	return p.parseValue(nil)
 }
 
 // recordValue is parseValue with the value's node on tape.
-func recordValue(d *jsontext.Decoder, tape *typedjson.Tape) (any, error) {
+func (p *Decoder) recordValue(tape *typedjson.Tape) (any, error) {
+	d := p.d
 	at, opaque := tape.Begin(byte(d.PeekKind()), int(d.InputOffset()))
 	var v any
 	var err error
 	if opaque { // kept as bytes by the typed value: only the tree needs it
-		v, err = parseValue(d, nil)
+		v, err = p.parseValue(nil)
 	} else {
 		tape.Enter()
-		v, err = parseValue(d, tape)
+		v, err = p.parseValue(tape)
 		tape.Leave()
 	}
 	if err == nil {
@@ -129,14 +155,21 @@ func recordValue(d *jsontext.Decoder, tape *typedjson.Tape) (any, error) {
 
 // parseValue decodes the next value, and its members and elements as
 // decodeValue does.
-func parseValue(d *jsontext.Decoder, tape *typedjson.Tape) (any, error) {
+func (p *Decoder) parseValue(tape *typedjson.Tape) (any, error) {
+	d := p.d
 	kind := d.PeekKind()
 	switch kind {
 	case '{':
 		if _, err := d.ReadToken(); err != nil {
 			return nil, syntaxErr(d, err)
 		}
-		m := make(map[string]any)
+		if err := p.checkDepth(); err != nil {
+			return nil, err
+		}
+		// Containers are made when their first member or element is
+		// read, so a document refused for its depth costs no allocation
+		// per level on the way down.
+		var m map[string]any
 		for d.PeekKind() != '}' {
 			tok, err := d.ReadToken()
 			if err != nil {
@@ -146,43 +179,59 @@ func parseValue(d *jsontext.Decoder, tape *typedjson.Tape) (any, error) {
 			var v any
 			if tape != nil {
 				tape.Member(name)
-				v, err = recordValue(d, tape)
+				v, err = p.recordValue(tape)
 			} else {
-				v, err = parseValue(d, nil)
+				v, err = p.parseValue(nil)
 			}
 			if err != nil {
 				return nil, err
 			}
+			if m == nil {
+				m = make(map[string]any)
+			}
 			n := len(m)
 			m[name] = v
 			if len(m) == n { // one hash instead of a lookup plus an insert
-				return nil, &strictjson.Error{Pointer: string(d.StackPointer()) + "/" + escapePointer(name), Err: fmt.Errorf("duplicate member name %q", clip(name))}
+				// The decoder's pointer is the member's value just read.
+				return nil, &strictjson.Error{Pointer: string(d.StackPointer()), Err: fmt.Errorf("duplicate member name %q", clip(name))}
 			}
 		}
 		if _, err := d.ReadToken(); err != nil {
 			return nil, syntaxErr(d, err)
+		}
+		if m == nil {
+			m = map[string]any{}
 		}
 		return m, nil
 	case '[':
 		if _, err := d.ReadToken(); err != nil {
 			return nil, syntaxErr(d, err)
 		}
-		a := make([]any, 0, 4)
+		if err := p.checkDepth(); err != nil {
+			return nil, err
+		}
+		var a []any
 		for d.PeekKind() != ']' {
 			var v any
 			var err error
 			if tape != nil {
-				v, err = recordValue(d, tape)
+				v, err = p.recordValue(tape)
 			} else {
-				v, err = parseValue(d, nil)
+				v, err = p.parseValue(nil)
 			}
 			if err != nil {
 				return nil, err
+			}
+			if a == nil {
+				a = make([]any, 0, 4)
 			}
 			a = append(a, v)
 		}
 		if _, err := d.ReadToken(); err != nil {
 			return nil, syntaxErr(d, err)
+		}
+		if a == nil {
+			a = []any{}
 		}
 		return a, nil
 	case '0':
@@ -192,6 +241,9 @@ func parseValue(d *jsontext.Decoder, tape *typedjson.Tape) (any, error) {
 		}
 		if err := strictjson.CheckNumber(raw); err != nil {
 			return nil, &strictjson.Error{Pointer: string(d.StackPointer()), Err: err}
+		}
+		if p.instance {
+			return json.Number(raw), nil
 		}
 		f, err := strconv.ParseFloat(string(raw), 64)
 		if err != nil {
@@ -215,6 +267,15 @@ func parseValue(d *jsontext.Decoder, tape *typedjson.Tape) (any, error) {
 		}
 		return v, nil
 	}
+}
+
+// checkDepth applies DecodeInstance's bound to the object or array just
+// entered.
+func (p *Decoder) checkDepth() error {
+	if p.maxDepth > 0 && p.d.StackDepth() > p.maxDepth {
+		return &strictjson.Error{Pointer: string(p.d.StackPointer()), Err: ErrTooDeep}
+	}
+	return nil
 }
 
 func syntaxErr(d *jsontext.Decoder, err error) error {

@@ -1,11 +1,13 @@
 package typeschema
 
 import (
+	"bytes"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sync/atomic"
 	"testing"
 
@@ -111,15 +113,40 @@ func TestSchemaReferencesRefusedWithoutIO(t *testing.T) {
 }
 
 // FuzzDecode: Decode, the single-pass decoder payloads are validated on,
-// accepts exactly what strictjson.Validate accepts, and never panics.
+// accepts exactly what strictjson.Validate accepts, and never panics;
+// DecodeInstance refuses with Validate's very error, or with ErrTooDeep
+// only past its bound, and otherwise builds the tree the schema library's
+// own UnmarshalJSON builds.
 func FuzzDecode(f *testing.F) {
-	for _, s := range []string{`{"a":[1,2.5,-0,"x",null,true]}`, `{"a":1,"a":2}`, `{"\u0061":1,"a":2}`, `[1e400]`, `01`, `"\ud800"`, ``, `{} {}`} {
+	for _, s := range []string{`{"a":[1,2.5,-0,"x",null,true]}`, `{"a":1,"a":2}`, `{"\u0061":1,"a":2}`, `[1e400]`, `01`, `"\ud800"`, ``, `{} {}`,
+		`{"x":{"a":1.0000000000000001,"a":1e400}}`, `[[[[1E2]]],{"b":[[]]}]`, `[[[[[[`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_, err := Decode(b)
-		if (err == nil) != (strictjson.Validate(b) == nil) {
+		verr := strictjson.Validate(b)
+		if (err == nil) != (verr == nil) {
 			t.Fatalf("Decode and strictjson.Validate disagree on %q: %v", b, err)
+		}
+		inst, err := DecodeInstance(b, 3)
+		if errors.Is(err, ErrTooDeep) {
+			if strictjson.Depth(b) <= 3 {
+				t.Fatalf("DecodeInstance(%q, 3): %v", b, err)
+			}
+			return
+		}
+		if (err == nil) != (verr == nil) || err != nil && err.Error() != verr.Error() {
+			t.Fatalf("DecodeInstance(%q): %v, strictjson.Validate: %v", b, err, verr)
+		}
+		if err != nil {
+			return
+		}
+		if strictjson.Depth(b) > 3 {
+			t.Fatalf("DecodeInstance(%q, 3) exceeded its bound", b)
+		}
+		ref, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+		if err != nil || !reflect.DeepEqual(inst, ref) {
+			t.Fatalf("DecodeInstance(%q) = %#v, jsonschema.UnmarshalJSON: %#v, %v", b, inst, ref, err)
 		}
 	})
 }
