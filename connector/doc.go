@@ -4,7 +4,7 @@
 //
 // An [Engine] holds one agent's key in an encrypted key file, the durable
 // local state (nonces, verified rooms, inbox, held drafts, outbox) in one
-// bbolt file with an outbox journal beside it, and the verified sync with the operator's allowed hosts.
+// bbolt file with its write-ahead log beside it, and the verified sync with the operator's allowed hosts.
 // [Open] starts one; each method is one connector tool. A framework calls
 // the methods directly (an agent loop's tool handlers call [Engine.RoomOpen],
 // [Engine.InboxNext], [Engine.SendMessage], …); package connector/mcptools
@@ -109,10 +109,8 @@
 //     reference naming any other host fails with [ErrHostNotAllowed] before
 //     anything is signed or sent.
 //   - Every write advances the durable nonce and records the signed
-//     envelope in the outbox in one flushed write (a room write's in the
-//     outbox journal, which the next commit moves into the store) before
-//     it is sent; after a
-//     crash, [Engine.ReplayOutbox] (run by [Open]) re-sends the same
+//     envelope in the outbox in one flushed write (one frame of the state
+//     log) before it is sent; after a crash, [Engine.ReplayOutbox] (run by [Open]) re-sends the same
 //     envelope, which the host's exact-resubmission rule makes idempotent.
 //     A nonce is therefore never reused, and a write is never lost between
 //     signing and the host's answer.

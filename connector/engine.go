@@ -205,13 +205,8 @@ func Open(ctx context.Context, opts *Options) (*Engine, error) {
 		e.opts.BackfillWindow = DefaultBackfillWindow
 	}
 	e.limiter = newLimiter(e.opts.WritesPerMinute, e.opts.WriteBurst, e.now)
-	bs, err := openStateStore(opts.Dir, opts.LockTimeout)
+	st, err := openStateStore(opts.Dir, opts.LockTimeout)
 	if err != nil {
-		return nil, err
-	}
-	st, err := openJournaled(opts.Dir, bs)
-	if err != nil {
-		bs.Close()
 		return nil, err
 	}
 	e.store = st

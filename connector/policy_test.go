@@ -360,7 +360,7 @@ func TestStoreStrict(t *testing.T) {
 		return nil
 	})
 	// A value with a duplicate member (or any non-strict JSON) is refused.
-	bs := st.(*boltStore)
+	bs := st.(*walStore)
 	if err := bs.db.Update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists([]byte(bMeta))
 		if err != nil {

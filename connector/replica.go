@@ -131,7 +131,10 @@ func (e *Engine) admitted(k roomKey, add []*adp.Record, room *adp.Room) error {
 	backfilling := e.rooms[k] != nil && e.rooms[k].backfill
 	e.mu.Unlock()
 	var newInbox, changedState bool
-	err := e.store.Update(func(tx stateTx) error {
+	// Deferred: after a power loss the engine downloads these records
+	// again, and each write among them is still in the outbox, flushed
+	// before it was sent, to be replayed and matched (ReplayOutbox).
+	err := e.store.UpdateDeferred(func(tx stateTx) error {
 		sr, err := loadRoom(tx, k)
 		if err != nil {
 			return err
@@ -205,9 +208,6 @@ func (e *Engine) ownWriteDone(tx stateTx, k roomKey, rec *adp.Record) error {
 	// sentAs: the entry is the one this record's envelope was sent from.
 	sentAs := func(ent *outboxEntry) bool {
 		return ent.Host == k.host && bytes.Equal(ent.Envelope, rec.Envelope.AppendJSON(nil))
-	}
-	if settleJournaled(tx, id, sentAs) {
-		return nil
 	}
 	var ent outboxEntry
 	ok, err := tx.Get(bOutbox, id, &ent)

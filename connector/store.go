@@ -1,7 +1,6 @@
 package connector
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,19 +9,19 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/go-json-experiment/json"
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
-
-	"github.com/agentprotocols/go-sdk/internal/opcount"
-	"github.com/agentprotocols/go-sdk/internal/strictjson"
 )
 
 // stateStore is the engine's durable state: buckets of JSON values under
 // string keys. Update runs fn in one atomic transaction (all of its puts
-// and deletes land, or none do); View sees a consistent snapshot.
+// and deletes land, or none do), durable when it returns; UpdateDeferred
+// is Update whose flush to the disk may come later (a power loss can lose
+// the last deferred transactions, whole; a killed process loses none);
+// View sees a consistent snapshot.
 type stateStore interface {
 	Update(fn func(stateTx) error) error
+	UpdateDeferred(fn func(stateTx) error) error
 	View(fn func(stateTx) error) error
 	Close() error
 }
@@ -69,8 +68,9 @@ func CheckPermissions(path string, forbidden fs.FileMode) error {
 	return nil
 }
 
-// openStateStore opens (creating) Dir/state.db. A second process on the
-// same directory fails after lockTimeout with ErrLocked.
+// openStateStore opens (creating) Dir/state.db behind its state log
+// (wal.go). A second process on the same directory fails after
+// lockTimeout with ErrLocked.
 func openStateStore(dir string, lockTimeout time.Duration) (stateStore, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
@@ -95,100 +95,10 @@ func openStateStore(dir string, lockTimeout time.Duration) (stateStore, error) {
 		}
 		return nil, err
 	}
-	return &boltStore{db: db}, nil
-}
-
-type boltStore struct{ db *bolt.DB }
-
-// Update commits with bbolt's flushes: its pages, then its meta page.
-// Every commit is flushed because bbolt orders its pages before its meta
-// page only through those flushes: an unflushed commit that a power loss
-// catches half written back can leave the file unreadable, not merely
-// older.
-func (s *boltStore) Update(fn func(stateTx) error) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
-		opcount.SyncedCommit()
-		return fn(boltTx{tx})
-	})
-}
-
-func (s *boltStore) View(fn func(stateTx) error) error {
-	return s.db.View(func(tx *bolt.Tx) error { return fn(boltTx{tx}) })
-}
-
-func (s *boltStore) Close() error { return s.db.Close() }
-
-// boltTx reads and writes one bbolt transaction. A value bbolt returns
-// lives in its memory map, which is unmapped when the file grows and
-// remapped: every value leaves a boltTx as a copy, because the decoded
-// records, payloads and timeline items that reference their input bytes
-// outlive the transaction.
-type boltTx struct{ tx *bolt.Tx }
-
-func (t boltTx) Get(bucket, key string, v any) (bool, error) {
-	b := t.tx.Bucket([]byte(bucket))
-	if b == nil {
-		return false, nil
-	}
-	raw := b.Get([]byte(key))
-	if raw == nil {
-		return false, nil
-	}
-	if err := strictjson.Unmarshal(bytes.Clone(raw), v); err != nil {
-		return false, fmt.Errorf("connector: stored %s/%s: %w", bucket, key, err)
-	}
-	return true, nil
-}
-
-func (t boltTx) Has(bucket, key string) bool {
-	b := t.tx.Bucket([]byte(bucket))
-	return b != nil && b.Get([]byte(key)) != nil
-}
-
-func (t boltTx) Put(bucket, key string, v any) error {
-	if !t.tx.Writable() {
-		return errors.New("connector: Put in a read-only transaction")
-	}
-	b, err := t.tx.CreateBucketIfNotExists([]byte(bucket))
+	s, err := openWAL(dir, db)
 	if err != nil {
-		return err
+		db.Close()
+		return nil, err
 	}
-	raw, err := json.Marshal(v, json.Deterministic(true))
-	if err != nil {
-		return err
-	}
-	return b.Put([]byte(key), raw)
-}
-
-func (t boltTx) Delete(bucket, key string) error {
-	b := t.tx.Bucket([]byte(bucket))
-	if b == nil {
-		return nil
-	}
-	return b.Delete([]byte(key))
-}
-
-func (t boltTx) Scan(bucket, prefix string, fn func(key string, raw []byte) error) error {
-	return t.ScanFrom(bucket, prefix, prefix, fn)
-}
-
-func (t boltTx) ScanFrom(bucket, prefix, from string, fn func(key string, raw []byte) error) error {
-	b := t.tx.Bucket([]byte(bucket))
-	if b == nil {
-		return nil
-	}
-	c := b.Cursor()
-	p := []byte(prefix)
-	if from < prefix {
-		from = prefix
-	}
-	for k, v := c.Seek([]byte(from)); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
-		if err := fn(string(k), bytes.Clone(v)); err != nil {
-			if err == errStop {
-				return nil
-			}
-			return err
-		}
-	}
-	return nil
+	return s, nil
 }

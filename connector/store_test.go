@@ -29,7 +29,15 @@ func TestStoreValuesAreCopies(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	start := st.(*boltStore).db.Info().Data
+	// Fold the state log into state.db, so the values are read from it.
+	ws := st.(*walStore)
+	ws.mu.Lock()
+	err = ws.fold()
+	ws.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := ws.db.Info().Data
 	inMap := func(b []byte) bool {
 		p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 		return p >= start && p < start+1<<30

@@ -229,7 +229,7 @@ func (e *Engine) write(ctx context.Context, session string, k roomKey, h *hostSt
 			}
 			return nil, err
 		}
-		id, err := e.journalOutbox(env, &outboxEntry{Host: k.host, RoomID: k.room, Envelope: env.AppendJSON(nil), Req: req})
+		id, err := e.recordOutbox(env, &outboxEntry{Host: k.host, RoomID: k.room, Envelope: env.AppendJSON(nil), Req: req})
 		if err != nil {
 			return nil, err
 		}
@@ -241,7 +241,7 @@ func (e *Engine) write(ctx context.Context, session string, k roomKey, h *hostSt
 			case transient(err):
 				// The entry waits in the outbox bucket, as every entry
 				// left for a replay does.
-				return nil, errors.Join(fmt.Errorf("%w: %v", ErrPendingOutbox, err), e.moveJournal())
+				return nil, fmt.Errorf("%w: %v", ErrPendingOutbox, err)
 			case errors.As(err, &hm) && headBound:
 				if derr := e.dropOutbox(id); derr != nil {
 					return nil, derr
@@ -280,10 +280,10 @@ func (e *Engine) accepted(ctx context.Context, session string, k roomKey, h *hos
 	res.Item = &it
 	// A record the replica held already (a write re-sent after a crash)
 	// did not reach the hook: its entry goes here.
-	pending := e.journal().isPending(outboxID)
+	var pending bool
 	if err := e.store.View(func(tx stateTx) error {
 		var err error
-		pending = pending || tx.Has(bOutbox, outboxID)
+		pending = tx.Has(bOutbox, outboxID)
 		res.Sync, err = e.syncState(tx, k)
 		return err
 	}); err != nil {
@@ -341,27 +341,6 @@ func raiseNonce(tx stateTx, n int64) error {
 	return tx.Put(bMeta, "nonce", n)
 }
 
-// journalOutbox is recordOutbox through the outbox journal: one flush
-// instead of a commit's two; the next commit moves the entry into the
-// outbox bucket or settles it (journal.go).
-func (e *Engine) journalOutbox(env *envelope.Envelope, ent *outboxEntry) (string, error) {
-	ent.CreatedAt = e.now().UnixMilli()
-	var saved int64
-	if err := e.store.View(func(tx stateTx) error {
-		_, err := tx.Get(bMeta, "nonce", &saved)
-		return err
-	}); err != nil {
-		return "", err
-	}
-	return e.journal().append(env.Event().Nonce, saved, ent)
-}
-
-// journal is the engine's outbox journal.
-func (e *Engine) journal() *outboxJournal { return e.store.(*journaledStore).j }
-
-// moveJournal commits the journaled entries into the outbox bucket.
-func (e *Engine) moveJournal() error { return e.store.Update(func(stateTx) error { return nil }) }
-
 // storeNonce persists nonce n, used by a signed event that has no outbox
 // entry (a join request), before it is sent.
 func (e *Engine) storeNonce(n int64) error {
@@ -372,12 +351,7 @@ func (e *Engine) storeNonce(n int64) error {
 func outboxID(n int64) string { return fmt.Sprintf("%020d", n) }
 
 func (e *Engine) dropOutbox(id string) error {
-	return e.store.Update(func(tx stateTx) error {
-		if settleJournaled(tx, id, func(*outboxEntry) bool { return true }) {
-			return nil
-		}
-		return tx.Delete(bOutbox, id)
-	})
+	return e.store.Update(func(tx stateTx) error { return tx.Delete(bOutbox, id) })
 }
 
 // storedHash returns the hash of the stored record at seq.

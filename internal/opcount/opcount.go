@@ -1,7 +1,7 @@
 // Package opcount counts the costly operations whose number per request
 // tests assert: Ed25519 signature verifications (identity), record-hash
 // computations (adp), envelopes read by the general token-by-token parse
-// (envelope) and the connector's store commits and outbox journal writes
+// (envelope) and the connector's store commits and state-log writes
 // flushed to the disk. Counting is off unless a test turns it on with
 // Start; off, a counted operation costs one atomic load.
 package opcount
@@ -14,7 +14,7 @@ var (
 	recordHashes atomic.Int64
 	syncs        atomic.Int64
 	generalParse atomic.Int64
-	journal      atomic.Int64
+	logFlushes   atomic.Int64
 )
 
 // Counts are the operations counted since Start.
@@ -30,9 +30,9 @@ type Counts struct {
 	// (token-by-token) parse rather than by the path for AppendJSON's
 	// own text.
 	GeneralParses int64
-	// JournalFlushes is the number of outbox journal writes flushed to
-	// the disk.
-	JournalFlushes int64
+	// LogFlushes is the number of state-log writes flushed to the disk
+	// before the update returned.
+	LogFlushes int64
 }
 
 // Start zeroes the counters and turns counting on, for the whole process:
@@ -43,7 +43,7 @@ func Start() {
 	recordHashes.Store(0)
 	syncs.Store(0)
 	generalParse.Store(0)
-	journal.Store(0)
+	logFlushes.Store(0)
 	on.Store(true)
 }
 
@@ -56,7 +56,7 @@ func Stop() Counts {
 // Read returns what was counted since Start so far.
 func Read() Counts {
 	return Counts{Verifies: verifies.Load(), RecordHashes: recordHashes.Load(), SyncedCommits: syncs.Load(), GeneralParses: generalParse.Load(),
-		JournalFlushes: journal.Load()}
+		LogFlushes: logFlushes.Load()}
 }
 
 // Verify counts one Ed25519 signature verification.
@@ -71,8 +71,8 @@ func SyncedCommit() { count(&syncs) }
 // GeneralParse counts one envelope read by the general parse.
 func GeneralParse() { count(&generalParse) }
 
-// JournalFlush counts one outbox journal write flushed to the disk.
-func JournalFlush() { count(&journal) }
+// LogFlush counts one state-log write flushed to the disk.
+func LogFlush() { count(&logFlushes) }
 
 // count adds one to c while counting is on.
 func count(c *atomic.Int64) {
