@@ -92,7 +92,7 @@ func (e *Engine) inboxFromRecord(tx stateTx, k roomKey, reg *packs.Registry, sr 
 	pe, _ := adp.ParseEvent(rec.Envelope)
 	mentioned := pe != nil && slices.Contains(pe.Mentions, e.agent)
 	var summary string
-	if ev.Type == adp.TypeMessageCreate {
+	if ev.Type == adp.TypeMessageCreate && !mine { // an item's summary; none for the agent's own
 		summary = e.timelineItem(rec, reg, false).Summary
 	}
 	switch {

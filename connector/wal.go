@@ -59,7 +59,7 @@ const walName = "state.wal"
 const (
 	// walFoldFrames and walFoldBytes bound what the log holds before it
 	// is folded into state.db (and so the memory its overlay takes).
-	walFoldFrames = 256
+	walFoldFrames = 128
 	walFoldBytes  = 4 << 20
 	// walFlushDelay bounds how long a deferred update waits for a flush.
 	walFlushDelay = 100 * time.Millisecond

@@ -461,8 +461,16 @@ func messageReq(k roomKey, content, contentType string, mentions, refs []string,
 	if extra == nil {
 		extra = jsontext.Value("{}")
 	}
-	draft, err := json.Marshal(map[string]any{"room_id": k.room, "content": content, "content_type": contentType,
-		"mentions": nonNil(mentions), "references": nonNil(refs), "extra": extra}, json.Deterministic(true))
+	// The held draft's members, in the order a map's deterministic
+	// encoding gives them.
+	draft, err := json.Marshal(struct {
+		Content     string         `json:"content"`
+		ContentType string         `json:"content_type"`
+		Extra       jsontext.Value `json:"extra"`
+		Mentions    []string       `json:"mentions"`
+		References  []string       `json:"references"`
+		RoomID      string         `json:"room_id"`
+	}{content, contentType, extra, nonNil(mentions), nonNil(refs), k.room}, json.Deterministic(true))
 	if err != nil {
 		return nil, err
 	}
