@@ -434,7 +434,7 @@ func (s *walStore) View(fn func(stateTx) error) error {
 	})
 }
 
-// Close folds the log into state.db and closes both.
+// Close folds the log into state.db, empties it and closes both.
 func (s *walStore) Close() error {
 	s.flushMu.Lock()
 	s.closed = true
@@ -447,7 +447,11 @@ func (s *walStore) Close() error {
 	defer s.mu.Unlock()
 	var ferr error
 	if s.failed() == nil {
-		ferr = s.fold()
+		// Folded, the log holds nothing Open would read: it is emptied,
+		// so one large update does not keep the file large.
+		if ferr = s.fold(); ferr == nil {
+			ferr = s.f.Truncate(0)
+		}
 	}
 	return errors.Join(ferr, s.f.Close(), s.db.Close())
 }

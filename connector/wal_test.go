@@ -154,6 +154,9 @@ func TestWALReads(t *testing.T) {
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
+			if fi, err := os.Stat(filepath.Join(dir, walName)); err != nil || fi.Size() != 0 {
+				t.Fatalf("step %d: after Close the log is %v bytes (%v)", step, fi.Size(), err)
+			}
 			s = openWALTest(t, dir)
 		case 2:
 			s.kill()
