@@ -139,7 +139,10 @@ type HostConfig struct {
 
 // Options configures Open. Dir, Key and Hosts are required.
 type Options struct {
-	// Dir is the state directory; the bbolt file is Dir/state.db.
+	// Dir is the state directory: the bbolt file Dir/state.db and its
+	// write-ahead log Dir/state.wal, which Close folds into state.db (an
+	// earlier version opening the directory after a crash would miss what
+	// the log holds: open it with this version first).
 	Dir string
 	// Key is the agent's key, loaded from the key store (LoadKeyFile).
 	Key *Key
