@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/internal/strictjson"
 	"github.com/agentprotocols/go-sdk/packs"
 )
 
@@ -59,25 +60,31 @@ func (e *Engine) timelineItem(rec *adp.Record, reg *packs.Registry, withRecord b
 	case reg != nil && reg.Lookup(ev.Type) != nil:
 		it.Kind = string(reg.Lookup(ev.Type).Kind)
 	}
-	if pe, err := adp.ParseEvent(rec.Envelope); err == nil {
-		for _, m := range pe.Mentions {
-			it.Mentions = append(it.Mentions, m.String())
+	// The record was verified, its mentions and payload checked then:
+	// they are read here as the strings they hold, not parsed again.
+	if raw, ok := ev.Ext.Get(adp.FieldMentions); ok {
+		if json.Unmarshal(raw, &it.Mentions) != nil || len(it.Mentions) == 0 {
+			it.Mentions = nil
 		}
 	}
 	it.Summary = ev.Type
 	if ev.Type == adp.TypeMessageCreate {
-		var m adp.Message
-		if json.Unmarshal(ev.Payload, &m, json.RejectUnknownMembers(false)) == nil {
+		// adp.Message's view: the content as it stands, references as text.
+		var m struct {
+			ContentType string         `json:"content_type"`
+			Content     jsontext.Value `json:"content"`
+			References  []string       `json:"references"`
+		}
+		if json.Unmarshal(ev.Payload, &m) == nil {
 			it.ContentType, it.Content = m.ContentType, m.Content
-			it.References = []string{}
-			for _, r := range m.References {
-				it.References = append(it.References, r.String())
+			it.References = m.References
+			if it.References == nil {
+				it.References = []string{}
 			}
 			if it.Mentions == nil {
 				it.Mentions = []string{}
 			}
-			var s string
-			if json.Unmarshal(m.Content, &s) == nil {
+			if s, err := strictjson.String(m.Content); err == nil {
 				it.Summary = summarize(s)
 			}
 		}
