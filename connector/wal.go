@@ -60,7 +60,7 @@ const (
 	// walFoldFrames and walFoldBytes bound what the log holds before it
 	// is folded into state.db (and so the memory its overlay takes).
 	walFoldFrames = 128
-	walFoldBytes  = 4 << 20
+	walFoldBytes  = 1 << 20
 	// walFlushDelay bounds how long a deferred update waits for a flush.
 	walFlushDelay = 100 * time.Millisecond
 	// walFlushed marks a frame flushed before its update returned.
@@ -312,7 +312,7 @@ func (s *walStore) update(fn func(stateTx) error, flush bool) error {
 		flags = walFlushed
 	}
 	lsn := s.lsn + 1
-	frame := appendWALFrame(nil, lsn, flags, tx.changes)
+	frame := appendWALFrame(make([]byte, 0, 17+tx.size), lsn, flags, tx.changes)
 	if _, err := s.f.WriteAt(frame, s.off); err != nil {
 		return s.fail(err)
 	}
@@ -464,7 +464,7 @@ type walTx struct {
 	btx     *bolt.Tx   // state.db; an update opens one on its first read
 	own     bool       // btx was opened by this update
 	changes walChanges // nil in a View
-	size    int
+	size    int        // the frame's length, at most
 	err     error // state.db could not be read
 }
 
@@ -539,7 +539,8 @@ func (t *walTx) set(bucket, key string, v []byte) error {
 		t.changes[bucket] = kv
 	}
 	kv[key] = v
-	t.size += len(bucket) + len(key) + len(v) + 3
+	// At most the change's length in a frame.
+	t.size += 1 + len(bucket) + len(key) + len(v) + 3*binary.MaxVarintLen32
 	return nil
 }
 
