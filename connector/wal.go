@@ -75,22 +75,73 @@ type walChanges map[string]map[string][]byte
 
 // walMem is the overlay of the logged updates not yet folded into
 // state.db. It is never changed once published: each update publishes a
-// new one, so a read sees one consistent state.
+// new one, so a read sees one consistent state. Each bucket is split in
+// walShards maps by key, and an update copies only the maps it changes.
 type walMem struct {
-	c      walChanges
+	c      map[string]*walBucket
 	frames int
 	size   int
 }
 
+const walShards = 16
+
+// walBucket is one bucket of the overlay: key → value, nil for a delete.
+type walBucket [walShards]map[string][]byte
+
+// walShard is key's shard: FNV-1a.
+func walShard(key string) int {
+	h := uint32(2166136261)
+	for i := 0; i < len(key); i++ {
+		h = (h ^ uint32(key[i])) * 16777619
+	}
+	return int(h % walShards)
+}
+
+// get finds (bucket, key) in the overlay; ok is false when it has no
+// change of it.
+func (m *walMem) get(bucket, key string) (v []byte, ok bool) {
+	if b := m.c[bucket]; b != nil {
+		v, ok = b[walShard(key)][key]
+	}
+	return v, ok
+}
+
+// keys returns the overlay's keys of bucket, in no order.
+func (m *walMem) keys(bucket string) []string {
+	b := m.c[bucket]
+	if b == nil {
+		return nil
+	}
+	var out []string
+	for _, sh := range b {
+		for k := range sh {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // with returns m with ch laid over it.
 func (m *walMem) with(ch walChanges, size int) *walMem {
-	n := &walMem{c: make(walChanges, len(m.c)+len(ch)), frames: m.frames + 1, size: m.size + size}
+	n := &walMem{c: make(map[string]*walBucket, len(m.c)+len(ch)), frames: m.frames + 1, size: m.size + size}
 	maps.Copy(n.c, m.c)
 	for b, kv := range ch {
-		merged := make(map[string][]byte, len(m.c[b])+len(kv))
-		maps.Copy(merged, m.c[b])
-		maps.Copy(merged, kv)
-		n.c[b] = merged
+		nb := new(walBucket)
+		var copied [walShards]bool
+		if old := m.c[b]; old != nil {
+			*nb = *old
+		}
+		for k, v := range kv {
+			i := walShard(k)
+			if !copied[i] {
+				nb[i], copied[i] = maps.Clone(nb[i]), true
+				if nb[i] == nil {
+					nb[i] = map[string][]byte{}
+				}
+			}
+			nb[i][k] = v
+		}
+		n.c[b] = nb
 	}
 	return n
 }
@@ -391,13 +442,14 @@ func (s *walStore) fold() error {
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		opcount.SyncedCommit()
 		for _, bucket := range slices.Sorted(maps.Keys(m.c)) {
-			kv := m.c[bucket]
 			b, err := tx.CreateBucketIfNotExists([]byte(bucket))
 			if err != nil {
 				return err
 			}
-			for _, k := range slices.Sorted(maps.Keys(kv)) {
-				if v := kv[k]; v == nil {
+			keys := m.keys(bucket)
+			slices.Sort(keys)
+			for _, k := range keys {
+				if v, _ := m.get(bucket, k); v == nil {
 					err = b.Delete([]byte(k))
 				} else {
 					err = b.Put([]byte(k), v)
@@ -492,8 +544,7 @@ func (t *walTx) lookup(bucket, key string) (v []byte, ok bool) {
 	if v, ok = t.changes[bucket][key]; ok {
 		return v, true
 	}
-	v, ok = t.mem.c[bucket][key]
-	return v, ok
+	return t.mem.get(bucket, key)
 }
 
 // raw returns the value at (bucket, key), nil when absent; it may point
@@ -569,7 +620,7 @@ func (t *walTx) ScanFrom(bucket, prefix, from string, fn func(key string, raw []
 			over = append(over, k)
 		}
 	}
-	for k := range t.mem.c[bucket] {
+	for _, k := range t.mem.keys(bucket) {
 		if _, mine := t.changes[bucket][k]; !mine && inRange(k) {
 			over = append(over, k)
 		}

@@ -411,3 +411,48 @@ func (c *boltChanges) Delete(bucket, key string) error {
 	}
 	return nil
 }
+
+// TestWALViewIsASnapshot: a View sees the state as of its start, also
+// while updates land under it.
+func TestWALViewIsASnapshot(t *testing.T) {
+	s := openWALTest(t, t.TempDir())
+	defer s.Close()
+	if err := s.Update(func(tx stateTx) error {
+		for _, k := range []string{"k1", "k2", "k3"} {
+			if err := tx.Put("a", k, 1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	read := func(tx stateTx) string {
+		var out []string
+		tx.Scan("a", "", func(k string, raw []byte) error { out = append(out, k+"="+string(raw)); return nil })
+		var v int
+		ok, _ := tx.Get("a", "k1", &v)
+		return fmt.Sprintf("%q k1=%d,%v has(k4)=%v", out, v, ok, tx.Has("a", "k4"))
+	}
+	s.View(func(tx stateTx) error {
+		before := read(tx)
+		done := make(chan error)
+		go func() {
+			done <- s.Update(func(tx stateTx) error {
+				for _, k := range []string{"k1", "k4"} {
+					if err := tx.Put("a", k, 2); err != nil {
+						return err
+					}
+				}
+				return tx.Delete("a", "k2")
+			})
+		}()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if after := read(tx); after != before {
+			t.Errorf("a View saw an update that landed under it: %s, then %s", before, after)
+		}
+		return nil
+	})
+}
