@@ -517,7 +517,7 @@ type walTx struct {
 	own     bool       // btx was opened by this update
 	changes walChanges // nil in a View
 	size    int        // the frame's length, at most
-	err     error // state.db could not be read
+	err     error      // state.db could not be read
 }
 
 func (t *walTx) done() {
