@@ -7,8 +7,6 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
-
-	"github.com/agentprotocols/go-sdk/internal/strictjson"
 )
 
 // maxExactInt is the largest integer a float64 holds exactly (2^53).
@@ -62,10 +60,9 @@ func wholeNumber(dec *jsontext.Decoder) (int64, error) {
 	return int64(f), nil
 }
 
-// unmarshalArgs is strictjson.Unmarshal with wholeNumbers.
+// unmarshalArgs decodes arguments validateArgs accepted into v, with
+// wholeNumbers: their numbers were held to strictjson's policy there, and
+// json/v2 itself refuses duplicate names and invalid UTF-8.
 func unmarshalArgs(b []byte, v any) error {
-	if err := strictjson.Validate(b); err != nil {
-		return err
-	}
 	return jsonv2.Unmarshal(b, v, jsonv2.RejectUnknownMembers(true), wholeNumbers)
 }

@@ -1,11 +1,11 @@
 package connector
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"strings"
 	"sync"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -168,7 +168,7 @@ type binding struct {
 
 // decodeArgs decodes validated arguments strictly into v.
 func decodeArgs(args json.RawMessage, v any) error {
-	if t := strings.TrimSpace(string(args)); t == "" || t == "null" {
+	if t := bytes.TrimSpace(args); len(t) == 0 || string(t) == "null" {
 		args = json.RawMessage("{}")
 	}
 	if err := unmarshalArgs(args, v); err != nil {

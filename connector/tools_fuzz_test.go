@@ -119,10 +119,12 @@ func validateArgsReference(cs *jsonschema.Schema, args json.RawMessage) (any, *T
 	return inst, nil
 }
 
-// BenchmarkValidateArgs compares validateArgs with its three-pass
-// reference on room_send_message's arguments: as the CPU benchmark of
+// BenchmarkToolArgs compares a tool call's argument path (validateArgs,
+// then decodeArgs into the input type) with its reference (the three
+// passes of validateArgsReference, then a strict check and decode) on
+// room_send_message's arguments: as the CPU benchmark of
 // cmd/agent-protocols-connector sends them, and with every member.
-func BenchmarkValidateArgs(b *testing.B) {
+func BenchmarkToolArgs(b *testing.B) {
 	tl, _ := LookupTool(ToolPrefix + "room_send_message")
 	for _, args := range []struct{ name, json string }{
 		{"short", `{"content":"benchmark message","room_id":"r_01JDBZ6Q8J4V0M5T9XKQ3E7H2C"}`},
@@ -132,7 +134,11 @@ func BenchmarkValidateArgs(b *testing.B) {
 		b.Run(args.name+"/one-pass", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
+				var in SendMessageInput
 				if err := validateArgs(tl.schema, raw); err != nil {
+					b.Fatal(err)
+				}
+				if err := decodeArgs(raw, &in); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -140,7 +146,14 @@ func BenchmarkValidateArgs(b *testing.B) {
 		b.Run(args.name+"/reference", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
+				var in SendMessageInput
 				if _, err := validateArgsReference(tl.schema, raw); err != nil {
+					b.Fatal(err)
+				}
+				if err := strictjson.Validate(raw); err != nil {
+					b.Fatal(err)
+				}
+				if err := unmarshalArgs(raw, &in); err != nil {
 					b.Fatal(err)
 				}
 			}
