@@ -138,6 +138,30 @@ func TestToolArgumentErrors(t *testing.T) {
 	}
 }
 
+// TestToolArgumentErrorIsStable: arguments with several unexpected members
+// get the same error every time (the first of them, by name), though the
+// schema library finds them in map order.
+func TestToolArgumentErrorIsStable(t *testing.T) {
+	st, _ := LookupTool(ToolPrefix + "room_send_message")
+	args := json.RawMessage(`{"room_id":"r","content":"x","zeta":1,"beta":2,"delta":3,"alpha":4,"gamma":5}`)
+	var first string
+	for i := range 50 {
+		_, err := st.Call(context.Background(), nil, "s", args)
+		var te *ToolError
+		if !errors.As(err, &te) {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = string(te.Data)
+			if !strings.Contains(first, `"field":"/alpha"`) {
+				t.Fatalf("data %s, want field /alpha", first)
+			}
+		} else if string(te.Data) != first {
+			t.Fatalf("call %d: data %s, then %s", i, first, te.Data)
+		}
+	}
+}
+
 // TestToolErrorSources: a host's refusal keeps its code and data and is
 // labelled the host's; the connector's own refusals are labelled its own,
 // with their codes.

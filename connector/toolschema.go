@@ -166,6 +166,9 @@ func firstCause(ve *jsonschema.ValidationError) (field, reason string) {
 			loc = append(loc, k.Missing[0])
 		}
 	case *kind.AdditionalProperties:
+		// The library lists them in map order: sorted, the field and the
+		// message are the same for the same arguments.
+		slices.Sort(k.Properties)
 		if len(k.Properties) > 0 {
 			loc = append(loc, k.Properties[0])
 		}
