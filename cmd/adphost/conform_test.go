@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -71,9 +73,18 @@ func conformProcess(t *testing.T, args string) *adpconform.Report {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The host's log (a panic a handler recovered, a refused write) is
+	// shown when the run fails.
+	var logs syncBuffer
+	cmd.Stderr = &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	defer func() {
+		if t.Failed() {
+			t.Logf("the host process's log:\n%s", logs.String())
+		}
+	}()
 	defer func() {
 		cmd.Process.Signal(os.Interrupt)
 		done := make(chan error, 1)
@@ -94,4 +105,22 @@ func conformProcess(t *testing.T, args string) *adpconform.Report {
 	return adpconformtest.Run(t, strings.TrimSpace(origin), &adpconformtest.Options{
 		Options: adpconform.Options{AllowLoopbackHTTP: true},
 	})
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
