@@ -9,9 +9,10 @@ import (
 )
 
 // BenchmarkWrite compares one signed message write through the engine
-// (nonce + outbox transaction, submit, outbox removal, record + inbox
-// ingest, each a durable bbolt commit) with the bare adp.Client write it
-// wraps, against the same loopback reference host.
+// (nonce and outbox entry in one flushed state-log frame, submit, the
+// admitted record and outbox removal in a frame whose flush is deferred)
+// with the bare adp.Client write it wraps, against the same loopback
+// reference host.
 func BenchmarkWrite(b *testing.B) {
 	_, srv := testHost(b)
 	ctx := context.Background()

@@ -26,7 +26,7 @@ func (f *failingEvents) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // TestOpenReadsHistoryOnce: room_open reads the history once, page by
 // page as it stores it (never a download to verify and a second one to
-// store), in transactions of at most ingestBatch records.
+// store).
 func TestOpenReadsHistoryOnce(t *testing.T) {
 	_, srv := testHost(t)
 	ctx := ctxT(t)
