@@ -61,7 +61,13 @@ func (q *Queue[T]) Do(item T, more func(lead, next T, n int) bool, run func(grou
 		q.running = true
 	}
 	q.mu.Unlock()
-	runtime.Gosched() // the items about to arrive join this group
+	// The items about to arrive join this group. Twice: Gosched puts this
+	// goroutine on the global run queue, and the scheduler takes that
+	// queue first on every 61st round (runtime/proc.go, findRunnable's
+	// fairness check), which would hand the core straight back to the
+	// leader one time in 61.
+	runtime.Gosched()
+	runtime.Gosched()
 	q.mu.Lock()
 	group := []T{item}
 	n := 0

@@ -103,18 +103,21 @@ func TestWaitQueued(t *testing.T) {
 // TestReadyItemJoinsTheLeader: on one core, an item whose goroutine is
 // ready to run when a leader starts joins the leader's group, rather than
 // waiting for the group after it (a write whose signature is being
-// checked while a commit begins).
+// checked while a commit begins). Every time: 500 rounds, so that the
+// scheduler's every-61st-round fairness check is met many times.
 func TestReadyItemJoinsTheLeader(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	var q Queue[int]
-	var groups [][]int
-	run := func(g []int) { groups = append(groups, slices.Clone(g)) }
-	all := func(_, _ int, _ int) bool { return true }
-	var wg sync.WaitGroup
-	wg.Go(func() { q.Do(1, all, run) }) // ready to run, not yet running
-	q.Do(0, all, run)
-	wg.Wait()
-	if !slices.EqualFunc(groups, [][]int{{0, 1}}, slices.Equal) {
-		t.Fatalf("groups %v, want one: [0 1]", groups)
+	for i := range 500 {
+		var q Queue[int]
+		var groups [][]int
+		run := func(g []int) { groups = append(groups, slices.Clone(g)) }
+		all := func(_, _ int, _ int) bool { return true }
+		var wg sync.WaitGroup
+		wg.Go(func() { q.Do(1, all, run) }) // ready to run, not yet running
+		q.Do(0, all, run)
+		wg.Wait()
+		if !slices.EqualFunc(groups, [][]int{{0, 1}}, slices.Equal) {
+			t.Fatalf("round %d: groups %v, want one: [0 1]", i, groups)
+		}
 	}
 }
