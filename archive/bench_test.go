@@ -20,6 +20,7 @@ import (
 	"github.com/agentprotocols/go-sdk/archive"
 	"github.com/agentprotocols/go-sdk/envelope"
 	"github.com/agentprotocols/go-sdk/identity"
+	"github.com/agentprotocols/go-sdk/internal/cputime"
 )
 
 // bench100k is a 100,000-record archive, generated once per process.
@@ -55,13 +56,13 @@ var benchTriples = sync.OnceValue(func() []sigTriple {
 // the process's CPU time.
 func floorRate(b *testing.B) (wall, cpu float64) {
 	ts := benchTriples()
-	start, cpu0 := time.Now(), cpuTime()
+	start, cpu0 := time.Now(), cputime.Process()
 	for _, t := range ts[:20_000] {
 		if !ed25519.Verify(t.pub, t.hash[:], t.sig[:]) {
 			b.Fatal("bad signature")
 		}
 	}
-	return 20_000 / time.Since(start).Seconds(), 20_000 / (cpuTime() - cpu0).Seconds()
+	return 20_000 / time.Since(start).Seconds(), 20_000 / (cputime.Process() - cpu0).Seconds()
 }
 
 // BenchmarkVerify100k verifies a 100,000-record archive (messages,
@@ -110,14 +111,14 @@ func BenchmarkVerify100k(b *testing.B) {
 func benchVerify(b *testing.B, m *archive.Manifest, log []byte, workers int) {
 	floor, floorCPU := floorRate(b)
 	b.SetBytes(int64(len(log)))
-	cpu0 := cpuTime()
+	cpu0 := cputime.Process()
 	for b.Loop() {
 		rep, err := archive.Verify(context.Background(), m, bytes.NewReader(log), &archive.VerifyOptions{Workers: workers})
 		if err != nil || rep.Records != 100_000 {
 			b.Fatal(err)
 		}
 	}
-	cpu := float64(100_000*b.N) / (cpuTime() - cpu0).Seconds()
+	cpu := float64(100_000*b.N) / (cputime.Process() - cpu0).Seconds()
 	rate := float64(100_000*b.N) / b.Elapsed().Seconds()
 	b.ReportMetric(rate, "records/s")
 	b.ReportMetric(rate/floor/float64(workers), "floor-ratio")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/agentprotocols/go-sdk/adp"
 	"github.com/agentprotocols/go-sdk/adphost"
 	"github.com/agentprotocols/go-sdk/adphost/storetest"
+	"github.com/agentprotocols/go-sdk/internal/cputime"
 )
 
 // BenchmarkCommit: the cost of one group-commit transaction of the host's
@@ -67,7 +67,7 @@ func benchCommit(b *testing.B, nRooms, k int) {
 		}
 	}
 	w0 := pagesWritten(s)
-	c0 := cpuTime()
+	c0 := cputime.Process()
 	b.ResetTimer()
 	for _, g := range groups {
 		s.commit(g)
@@ -78,7 +78,7 @@ func benchCommit(b *testing.B, nRooms, k int) {
 		}
 	}
 	b.StopTimer()
-	cpu, pages := cpuTime()-c0, pagesWritten(s)-w0
+	cpu, pages := cputime.Process()-c0, pagesWritten(s)-w0
 	b.ReportMetric(float64(pages)/float64(txs), "pages/tx")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(txs*k), "cpu-µs/write")
 }
@@ -120,13 +120,6 @@ func benchChain(b *testing.B, room string, n int) []*adphost.Commit {
 		cs[i] = storetest.Commit(rec)
 	}
 	return cs
-}
-
-// cpuTime is this process's user and system CPU time.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // pagesWritten is how many pages the store's transactions wrote.

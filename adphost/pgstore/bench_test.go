@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/agentprotocols/go-sdk/adphost/adphosttest"
 	"github.com/agentprotocols/go-sdk/adphost/pgstore"
 	"github.com/agentprotocols/go-sdk/adphost/storetest"
+	"github.com/agentprotocols/go-sdk/internal/cputime"
 	"github.com/agentprotocols/go-sdk/internal/pgtest"
 )
 
@@ -185,22 +185,15 @@ func BenchmarkHostHistory(b *testing.B) {
 	for _, limit := range []int{1, 100, 1000} {
 		b.Run(fmt.Sprintf("limit=%d", limit), func(b *testing.B) {
 			d0, _ := pgtest.Current().CPUTime()
-			c0 := processCPU()
+			c0 := cputime.Process()
 			for i := range b.N {
 				get(int64(i*7919)%(n-int64(limit)), limit)
 			}
-			c1 := processCPU()
+			c1 := cputime.Process()
 			d1, _ := pgtest.Current().CPUTime()
 			b.ReportMetric(float64((d1-d0).Microseconds())/float64(b.N), "d-µs/read")
 			// The host and its client share this process.
 			b.ReportMetric(float64((c1-c0).Microseconds())/float64(b.N), "cpu-µs/read")
 		})
 	}
-}
-
-// processCPU is the CPU time this process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -69,7 +69,7 @@ type Cluster struct {
 	dir  string
 	bin  string
 	port int
-	cred *syscall.Credential
+	cred *credential
 	cmd  *exec.Cmd
 	done chan struct{}
 	n    atomic.Int64
@@ -128,7 +128,7 @@ func startCluster(ctx context.Context, bin string) (*Cluster, error) {
 		c.Stop()
 		return nil, err
 	}
-	var cred *syscall.Credential
+	var cred *credential
 	if os.Geteuid() == 0 {
 		// initdb and postgres refuse to run as root.
 		u, err := user.Lookup("nobody")
@@ -137,7 +137,7 @@ func startCluster(ctx context.Context, bin string) (*Cluster, error) {
 		}
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)
-		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+		cred = &credential{Uid: uint32(uid), Gid: uint32(gid)}
 		if err := os.Chown(dir, uid, gid); err != nil {
 			return fail(err)
 		}
@@ -149,7 +149,7 @@ func startCluster(ctx context.Context, bin string) (*Cluster, error) {
 	ini.Stdout, ini.Stderr = &initOut, &initOut
 	ini.Dir = dir
 	ini.Env = append(os.Environ(), "HOME="+dir)
-	ini.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	ini.SysProcAttr = initAttr(cred)
 	if err := ini.Run(); err != nil {
 		return fail(fmt.Errorf("pgtest: initdb: %v: %s", err, lastLines(initOut.String(), 5)))
 	}
@@ -207,7 +207,7 @@ func (c *Cluster) Crash() error {
 	select {
 	case <-c.done:
 	case <-time.After(10 * time.Second):
-		syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+		killGroup(c.cmd.Process.Pid)
 		<-c.done
 	}
 	return nil
@@ -255,8 +255,8 @@ func sweepStale() {
 		}
 		if b, err := os.ReadFile(filepath.Join(d, "data", "postmaster.pid")); err == nil {
 			if pid, err := strconv.Atoi(strings.SplitN(string(b), "\n", 2)[0]); err == nil {
-				if err := syscall.Kill(pid, 0); err == nil || err == syscall.EPERM {
-					continue // still running
+				if running(pid) {
+					continue
 				}
 			}
 		}
@@ -298,7 +298,7 @@ func (c *Cluster) Stop() {
 		select {
 		case <-c.done:
 		case <-time.After(10 * time.Second):
-			syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+			killGroup(c.cmd.Process.Pid)
 			<-c.done
 		}
 	}
