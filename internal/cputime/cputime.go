@@ -7,8 +7,5 @@ package cputime
 import "time"
 
 // Process is the CPU time (user and system, every thread) the process
-// has used; 0 where the platform does not say (see Known).
+// has used; 0 where the platform does not say (not unix).
 func Process() time.Duration { return process() }
-
-// Known reports whether Process measures anything on this platform.
-func Known() bool { return known }
