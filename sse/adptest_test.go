@@ -265,6 +265,16 @@ func (r *adptestRoom) say(t testing.TB, n int) {
 	}
 }
 
+// sayOne writes one message and returns its seq.
+func (r *adptestRoom) sayOne(t testing.TB) int64 {
+	t.Helper()
+	rec, err := r.bob.SendMessage(context.Background(), r.id, adp.Message{ContentType: "text/plain", Content: adp.TextContent("hello")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec.Seq
+}
+
 func (r *adptestRoom) options() *sse.Options {
 	return &sse.Options{
 		API:         r.f.srv.URL + "/v1",
@@ -334,11 +344,15 @@ func TestAdptestFaults(t *testing.T) {
 	cases := []struct {
 		name  string
 		setup func(t *testing.T, f *faultyHost)
-		// during runs while bob writes; after checks the error items.
-		during func(t *testing.T, f *faultyHost, r *adptestRoom)
-		after  func(t *testing.T, c *collector)
+		// during runs while bob writes.
+		during func(t *testing.T, f *faultyHost, r *adptestRoom, c *collector)
+		// wantErr is the error item the fault must produce. The test waits
+		// for it rather than checking once the records are in: on a loaded
+		// machine the history can bring every record before the subscriber
+		// reads the fault (a refused reconnect, an idle stream).
+		wantErr error
 	}{
-		{name: "drop mid-stream", during: func(t *testing.T, f *faultyHost, r *adptestRoom) {
+		{name: "drop mid-stream", during: func(t *testing.T, f *faultyHost, r *adptestRoom, c *collector) {
 			for i := 0; i < 3; i++ {
 				r.say(t, 5)
 				f.drop()
@@ -363,7 +377,7 @@ func TestAdptestFaults(t *testing.T) {
 				held = nil
 				return out
 			})
-		}, during: func(t *testing.T, f *faultyHost, r *adptestRoom) {
+		}, during: func(t *testing.T, f *faultyHost, r *adptestRoom, c *collector) {
 			r.say(t, 15)
 			f.setFrame(nil)
 		}},
@@ -374,30 +388,27 @@ func TestAdptestFaults(t *testing.T) {
 				}
 				return [][]byte{b}
 			})
-		}, after: func(t *testing.T, c *collector) {
-			if !c.hasError(identity.ErrInvalidSignature) {
-				t.Fatalf("no invalid_signature item: %v", c.errors())
+		}, during: func(t *testing.T, f *faultyHost, r *adptestRoom, c *collector) {
+			// A forged frame is reported when it arrives as the next record.
+			// One that arrives after the history already gave its seq (the
+			// subscriber slowed down by a loaded machine) is a duplicate and
+			// dropped unread, so bob writes one record at a time, each once
+			// the subscriber has the one before, until a forgery is reported.
+			for i := 0; i < 40 && !c.hasError(identity.ErrInvalidSignature); i++ {
+				c.waitSeq(t, r.sayOne(t))
 			}
-		}},
-		{name: "stall without heartbeats", during: func(t *testing.T, f *faultyHost, r *adptestRoom) {
+		}, wantErr: identity.ErrInvalidSignature},
+		{name: "stall without heartbeats", during: func(t *testing.T, f *faultyHost, r *adptestRoom, c *collector) {
 			f.stall()
 			r.say(t, 10)
-		}, after: func(t *testing.T, c *collector) {
-			if !c.hasError(sse.ErrIdle) {
-				t.Fatalf("no idle item: %v", c.errors())
-			}
-		}},
-		{name: "503 then recover", during: func(t *testing.T, f *faultyHost, r *adptestRoom) {
+		}, wantErr: sse.ErrIdle},
+		{name: "503 then recover", during: func(t *testing.T, f *faultyHost, r *adptestRoom, c *collector) {
 			f.mu.Lock()
 			f.failNext = []int{503, 503, 503}
 			f.mu.Unlock()
 			f.drop()
 			r.say(t, 10)
-		}, after: func(t *testing.T, c *collector) {
-			if !c.hasError(&identity.Error{Code: identity.CodeInternalError}) {
-				t.Fatalf("no 503 item: %v", c.errors())
-			}
-		}},
+		}, wantErr: &identity.Error{Code: identity.CodeInternalError}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -412,16 +423,16 @@ func TestAdptestFaults(t *testing.T) {
 			waitFor(t, func() bool { return f.streams() == 1 }, "a stream %v", func() any { return "" })
 			r.say(t, 10)
 			if tc.during != nil {
-				tc.during(t, f, r)
+				tc.during(t, f, r, c)
 			}
 			r.say(t, 10)
 			want := r.hostRecords(t)
 			c.waitSeq(t, int64(len(want)))
+			if tc.wantErr != nil {
+				waitFor(t, func() bool { return c.hasError(tc.wantErr) }, "an error item %v", func() any { return c.errors() })
+			}
 			c.stop(t)
 			c.checkHost(t, want)
-			if tc.after != nil {
-				tc.after(t, c)
-			}
 		})
 	}
 }
