@@ -256,9 +256,16 @@ func newAdptestRoom(t testing.TB, f *faultyHost, before int) *adptestRoom {
 	return r
 }
 
+// send writes one message by bob.
+func (r *adptestRoom) send() (*adp.Record, error) {
+	return r.bob.SendMessage(context.Background(), r.id, adp.Message{ContentType: "text/plain", Content: adp.TextContent("hello")})
+}
+
+// say writes n messages; it may run outside the test's goroutine, so it
+// reports a failure with t.Error.
 func (r *adptestRoom) say(t testing.TB, n int) {
 	for i := 0; i < n; i++ {
-		if _, err := r.bob.SendMessage(context.Background(), r.id, adp.Message{ContentType: "text/plain", Content: adp.TextContent("hello")}); err != nil {
+		if _, err := r.send(); err != nil {
 			t.Error(err)
 			return
 		}
@@ -268,7 +275,7 @@ func (r *adptestRoom) say(t testing.TB, n int) {
 // sayOne writes one message and returns its seq.
 func (r *adptestRoom) sayOne(t testing.TB) int64 {
 	t.Helper()
-	rec, err := r.bob.SendMessage(context.Background(), r.id, adp.Message{ContentType: "text/plain", Content: adp.TextContent("hello")})
+	rec, err := r.send()
 	if err != nil {
 		t.Fatal(err)
 	}
